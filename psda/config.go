@@ -1,0 +1,125 @@
+package psda
+
+import (
+	"fmt"
+	"math"
+)
+
+// Matrix is a read-only, row-major view of N feature vectors of dimension D.
+// Exactly one of F32 and F64 holds the N*D values; float32 input is never
+// converted to float64 as a whole.
+type Matrix struct {
+	N, D int
+	F32  []float32
+	F64  []float64
+}
+
+// At returns element (i, j) as float64.
+func (m Matrix) At(i, j int) float64 {
+	if m.F32 != nil {
+		return float64(m.F32[i*m.D+j])
+	}
+	return m.F64[i*m.D+j]
+}
+
+// Row copies row i into dst (len D) as float64 and returns dst.
+func (m Matrix) Row(i int, dst []float64) []float64 {
+	if m.F32 != nil {
+		for j, v := range m.F32[i*m.D : (i+1)*m.D] {
+			dst[j] = float64(v)
+		}
+		return dst
+	}
+	copy(dst, m.F64[i*m.D:(i+1)*m.D])
+	return dst
+}
+
+// validate checks shape and finiteness; name is the argument's name in messages.
+func (m Matrix) validate(name string) error {
+	if m.N < 1 || m.D < 1 {
+		return fmt.Errorf("psda: %s has shape (%d, %d): need at least one row and one feature column", name, m.N, m.D)
+	}
+	if (m.F32 == nil) == (m.F64 == nil) {
+		return fmt.Errorf("psda: %s must hold exactly one of float32 or float64 data", name)
+	}
+	n := len(m.F64)
+	if m.F32 != nil {
+		n = len(m.F32)
+	}
+	if n != m.N*m.D {
+		return fmt.Errorf("psda: %s has %d values, want N*D = %d*%d = %d", name, n, m.N, m.D, m.N*m.D)
+	}
+	for i := 0; i < m.N; i++ {
+		for j := 0; j < m.D; j++ {
+			if v := m.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
+				return fmt.Errorf("psda: %s[%d, %d] = %v: features must be finite (remove or impute NaN/Inf rows)", name, i, j, v)
+			}
+		}
+	}
+	return nil
+}
+
+// Discrepancy and kernel names accepted in Config.
+const (
+	MMD    = "mmd"
+	CORAL  = "coral"
+	Linear = "linear"
+	RBF    = "rbf"
+)
+
+// DefaultGammas is the paper's RBF mixture {0.001, 0.01, 0.1, 1, 10}.
+var DefaultGammas = []float64{0.001, 0.01, 0.1, 1, 10}
+
+// Config selects the discrepancy whose minibatch estimate PSDA stabilises.
+type Config struct {
+	BatchSize   int       // per-domain batch size k
+	Stages      int       // 1 (Paired) or 2 (Double-paired)
+	Discrepancy string    // MMD or CORAL
+	Kernel      string    // Linear or RBF; MMD only
+	Gammas      []float64 // RBF mixture; nil means DefaultGammas
+}
+
+// gammas returns the RBF mixture in force.
+func (c Config) gammas() []float64 {
+	if c.Gammas == nil {
+		return DefaultGammas
+	}
+	return c.Gammas
+}
+
+// validate checks everything about c that does not depend on the data sizes.
+func (c Config) validate() error {
+	switch c.Discrepancy {
+	case MMD:
+		switch c.Kernel {
+		case Linear:
+		case RBF:
+			if len(c.gammas()) == 0 {
+				return fmt.Errorf("psda: gammas is empty: the RBF mixture needs at least one gamma > 0")
+			}
+			for _, g := range c.gammas() {
+				if !(g > 0) || math.IsInf(g, 0) {
+					return fmt.Errorf("psda: gammas contains %v: every gamma must be finite and > 0", g)
+				}
+			}
+		default:
+			return fmt.Errorf("psda: kernel = %q: want %q or %q", c.Kernel, Linear, RBF)
+		}
+	case CORAL:
+	default:
+		return fmt.Errorf("psda: discrepancy = %q: want %q or %q", c.Discrepancy, MMD, CORAL)
+	}
+	if c.Stages != 1 && c.Stages != 2 {
+		return fmt.Errorf("psda: stages = %d: want 1 (Paired) or 2 (Double-paired)", c.Stages)
+	}
+	if c.BatchSize < 1 {
+		return fmt.Errorf("psda: batch_size = %d: must be >= 1", c.BatchSize)
+	}
+	if c.Discrepancy == CORAL && c.BatchSize < 2 {
+		return fmt.Errorf("psda: batch_size = %d with CORAL: covariances need batch_size >= 2", c.BatchSize)
+	}
+	if c.Stages == 2 && c.BatchSize%2 != 0 {
+		return fmt.Errorf("psda: batch_size = %d with stages = 2: quadruplets need an even batch_size (use %d or stages = 1)", c.BatchSize, c.BatchSize+1)
+	}
+	return nil
+}

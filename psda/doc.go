@@ -1,0 +1,15 @@
+// Package psda implements Paired Sampling for Domain Adaptation (PSDA): it turns
+// source and target feature matrices into the paper's matchings and cuts them
+// into minibatches whose discrepancy estimate has low variance.
+//
+// The specification is the Method section of the PSDA paper: Stage 1 pairs
+// source and target examples by a linear assignment under the conditional
+// cost C^st (eqs. 3–5), Stage 2 groups those pairs into quadruplets by a
+// minimum-weight perfect matching under C^MM. Costs are defined for the MMD
+// (linear kernel or RBF mixture) and for CORAL. The derivations that make the
+// costs cheap are in shared/METHOD.md; every identity used here is checked in
+// the tests against the paper's formulas evaluated directly.
+//
+// Solvers live in the sub-package assign; this package owns the costs, the
+// two stages and the batch schedule.
+package psda

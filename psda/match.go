@@ -1,0 +1,147 @@
+package psda
+
+import (
+	"fmt"
+
+	"github.com/psda-dev/psda/psda/assign"
+)
+
+// Pair is one Stage 1 match: source row S with target row T.
+type Pair struct{ S, T int }
+
+// Matching is the result of Match.
+type Matching struct {
+	// Pairs holds max(n_s, n_t) source–target pairs, ordered by the index on
+	// the larger side (by source when n_s >= n_t).
+	Pairs []Pair
+	// Quads holds Stage 2 quadruplets as indices into Pairs; nil with Stages = 1.
+	Quads [][2]int
+	// Singles holds the index into Pairs of the pair left without a partner
+	// (at most one, when len(Pairs) is odd); with Stages = 1 every pair is single.
+	Singles []int
+	// Stage1Cost is the sum of C^st over Pairs, certified globally optimal.
+	Stage1Cost float64
+	// Stage2Cost is the sum of C^MM over Quads plus, for a single pair r,
+	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
+	Stage2Cost float64
+	// Stage2Bound is a lower bound on the optimal Stage2Cost (half the optimum of
+	// the symmetric assignment relaxation); Stage2Cost == Stage2Bound proves
+	// optimality.
+	Stage2Bound float64
+}
+
+// Stage2Gap returns (Stage2Cost − Stage2Bound)/Stage2Bound, or 0 when the
+// bound is 0 and the cost too.
+func (m *Matching) Stage2Gap() float64 {
+	if m.Stage2Cost == m.Stage2Bound {
+		return 0
+	}
+	return (m.Stage2Cost - m.Stage2Bound) / m.Stage2Bound
+}
+
+// checkSizes validates the inputs of Match that depend on the data.
+func checkSizes(src, tgt Matrix, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	if err := src.validate("source"); err != nil {
+		return err
+	}
+	if err := tgt.validate("target"); err != nil {
+		return err
+	}
+	if src.D != tgt.D {
+		return fmt.Errorf("psda: source has %d features per row but target has %d: both must come from the same feature extractor", src.D, tgt.D)
+	}
+	if p := max(src.N, tgt.N); cfg.BatchSize > p {
+		return fmt.Errorf("psda: batch_size = %d but there are only %d pairs (max(n_source, n_target)): use batch_size <= %d", cfg.BatchSize, p, p)
+	}
+	return nil
+}
+
+// Match computes the PSDA matching of src and tgt: Stage 1 pairs by an exact
+// (capacitated when n_s != n_t) linear assignment under C^st, then, when
+// cfg.Stages == 2, quadruplets by a minimum-weight perfect matching under C^MM.
+// It returns an error, never panics, on invalid input.
+//
+// Time O(n_s·n_t·d) for the costs plus the assignment (O(n³) worst case);
+// memory one dense n_s×n_t and one P×P float64 matrix.
+func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
+	if err := checkSizes(src, tgt, cfg); err != nil {
+		return nil, err
+	}
+	m := &Matching{}
+	if err := stage1(src, tgt, cfg, m); err != nil {
+		return nil, err
+	}
+	if cfg.Stages == 1 {
+		m.Singles = make([]int, len(m.Pairs))
+		for r := range m.Singles {
+			m.Singles[r] = r
+		}
+		return m, nil
+	}
+	if err := stage2(src, tgt, cfg, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// stage1 solves the paper's eqs. 3–5 with the larger side as rows, so that the
+// assignment uses every row once and spreads the rows evenly over the columns.
+func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
+	c := stage1Costs(src, tgt, cfg)
+	nr, nc := src.N, tgt.N
+	if tgt.N > src.N {
+		c = transpose(c, src.N, tgt.N)
+		nr, nc = tgt.N, src.N
+	}
+	sol, err := assign.Imbalanced(c, nr, nc)
+	if err != nil {
+		return fmt.Errorf("psda: stage 1: %w", err)
+	}
+	m.Pairs = make([]Pair, nr)
+	for r, col := range sol.Col4Row {
+		if tgt.N > src.N {
+			m.Pairs[r] = Pair{S: col, T: r}
+		} else {
+			m.Pairs[r] = Pair{S: r, T: col}
+		}
+	}
+	m.Stage1Cost = sol.Cost
+	return nil
+}
+
+// stage2 groups the pairs into quadruplets. With an odd number of pairs, the
+// cost matrix carries a dummy node (a pair whose w is zero) so that the left
+// over pair is chosen optimally, not arbitrarily.
+func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
+	c, n := stage2Costs(src, tgt, cfg, m.Pairs)
+	pm, err := assign.MinWeightPerfectMatching(c, n)
+	if err != nil {
+		return fmt.Errorf("psda: stage 2: %w", err)
+	}
+	p := len(m.Pairs)
+	for r, q := range pm.Mate {
+		switch {
+		case r >= p:
+		case q >= p:
+			m.Singles = append(m.Singles, r)
+		case r < q:
+			m.Quads = append(m.Quads, [2]int{r, q})
+		}
+	}
+	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound
+	return nil
+}
+
+// transpose returns the nc×nr transpose of the row-major nr×nc matrix c.
+func transpose(c []float64, nr, nc int) []float64 {
+	t := make([]float64, len(c))
+	for i := 0; i < nr; i++ {
+		for j := 0; j < nc; j++ {
+			t[j*nr+i] = c[i*nc+j]
+		}
+	}
+	return t
+}
