@@ -1,0 +1,101 @@
+package assign
+
+import (
+	"fmt"
+	"math"
+)
+
+// bounds returns how many rows each column must receive in an nr×nc problem:
+// between lo and hi. With nr <= nc a column takes at most one row (lo = 0,
+// hi = 1, or exactly one when square); with nr > nc every column takes
+// floor(nr/nc) or ceil(nr/nc) rows (paper, eqs. 4–5).
+func bounds(nr, nc int) (lo, hi int) {
+	lo = nr / nc
+	if nr%nc == 0 {
+		return lo, lo
+	}
+	return lo, lo + 1
+}
+
+// Certify checks that s is an optimal solution of the nr×nc problem with
+// row-major costs c, using only s and c. It covers both Rectangular (nr <= nc:
+// every column used at most once) and Imbalanced (nr > nc: every column used
+// floor(nr/nc) or ceil(nr/nc) times). The certificate is the LP duality of
+// the assignment polytope with column bounds lo <= count_j <= hi:
+//
+//   - every row has a column, and every column count lies in [lo, hi];
+//   - U[i]+V[j] <= c[i][j]+tol for all i, j (dual feasibility);
+//   - |U[i]+V[j]-c[i][j]| <= tol on the assignment (complementary slackness);
+//   - when lo < hi, max{V[j] : count_j = hi} <= min{V[k] : count_k = lo}+tol:
+//     a column with a spare unit is never dearer than one without
+//     (for Rectangular: free columns carry the largest potential);
+//   - |Cost - Σ c[i][Col4Row[i]]| <= tol·nr.
+//
+// Together these imply that no assignment meeting the column bounds costs
+// less than s.Cost − 2·tol·nr. Certify returns nil or an error describing
+// the first violation. The time complexity of Certify is O(nr·nc).
+func Certify(c []float64, nr, nc int, s *Solution, tol float64) error {
+	if err := checkMatrix(c, nr, nc); err != nil {
+		return err
+	}
+	if s == nil || len(s.Col4Row) != nr || len(s.U) != nr || len(s.V) != nc {
+		return fmt.Errorf("assign: solution does not fit a %d×%d problem: need len(Col4Row) = len(U) = %d and len(V) = %d", nr, nc, nr, nc)
+	}
+	if !(tol >= 0) {
+		return fmt.Errorf("assign: tol = %v: need a non-negative tolerance", tol)
+	}
+	lo, hi := bounds(nr, nc)
+	count := make([]int, nc)
+	for i, j := range s.Col4Row {
+		if j < 0 || j >= nc {
+			return fmt.Errorf("assign: row %d is assigned to column %d, outside [0, %d)", i, j, nc)
+		}
+		count[j]++
+	}
+	for j, k := range count {
+		if k < lo || k > hi {
+			return fmt.Errorf("assign: column %d is used %d times, need between %d and %d", j, k, lo, hi)
+		}
+	}
+	for _, x := range s.U {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("assign: row potential %v is not finite", x)
+		}
+	}
+	for _, x := range s.V {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("assign: column potential %v is not finite", x)
+		}
+	}
+	sum := 0.0
+	for i := 0; i < nr; i++ {
+		row, ui := c[i*nc:i*nc+nc], s.U[i]
+		for j, x := range row {
+			if ui+s.V[j] > x+tol {
+				return fmt.Errorf("assign: dual infeasible at (%d, %d): U+V = %v > c = %v", i, j, ui+s.V[j], x)
+			}
+		}
+		j := s.Col4Row[i]
+		if d := ui + s.V[j] - row[j]; math.Abs(d) > tol {
+			return fmt.Errorf("assign: assigned entry (%d, %d) is not tight: U+V-c = %v", i, j, d)
+		}
+		sum += row[j]
+	}
+	if lo < hi {
+		vmaxHi, vminLo := -inf, inf
+		for j, k := range count {
+			if k == hi {
+				vmaxHi = math.Max(vmaxHi, s.V[j])
+			} else {
+				vminLo = math.Min(vminLo, s.V[j])
+			}
+		}
+		if vmaxHi > vminLo+tol {
+			return fmt.Errorf("assign: a column used %d times has potential %v above %v of a column used %d times: moving a row would lower the cost", hi, vmaxHi, vminLo, lo)
+		}
+	}
+	if math.Abs(sum-s.Cost) > tol*float64(nr) {
+		return fmt.Errorf("assign: Cost = %v but the assigned entries sum to %v", s.Cost, sum)
+	}
+	return nil
+}

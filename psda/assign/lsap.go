@@ -1,0 +1,330 @@
+package assign
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// Solution is an assignment with the dual potentials that certify it.
+//
+// For an nr×nc problem, Col4Row[i] is the column of row i, U[i] the potential
+// of row i and V[j] the potential of column j. The potentials satisfy
+// U[i]+V[j] <= c[i][j] for every entry with equality on the assignment, and
+// the column condition of Certify; Cost is the sum of the assigned costs.
+type Solution struct {
+	Col4Row []int     // column assigned to each row
+	U, V    []float64 // row and column potentials
+	Cost    float64   // sum of the assigned costs
+}
+
+var inf = math.Inf(1)
+
+// errInfeasible is returned by the internal solvers when forbidden (+Inf)
+// entries leave no complete assignment; public inputs are finite so it only
+// reaches callers through MinWeightPerfectMatching with n < 2.
+var errInfeasible = errors.New("assign: no feasible assignment")
+
+// checkMatrix validates a row-major nr×nc cost matrix: non-empty, the right
+// length, all entries finite.
+func checkMatrix(c []float64, nr, nc int) error {
+	if nr < 1 || nc < 1 {
+		return fmt.Errorf("assign: cost matrix is %d×%d: both dimensions must be at least 1", nr, nc)
+	}
+	if len(c) != nr*nc {
+		return fmt.Errorf("assign: len(c) = %d but nr×nc = %d×%d = %d: pass the row-major nr×nc matrix", len(c), nr, nc, nr*nc)
+	}
+	for k, x := range c {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite (forbid an entry with a large finite cost instead)", k/nc, k%nc, x)
+		}
+	}
+	return nil
+}
+
+// Rectangular solves the rectangular linear assignment problem: it returns
+// the assignment of every row of the row-major nr×nc cost matrix c to a
+// distinct column that minimises the total cost, with dual potentials that
+// Certify accepts. Columns left free keep V[j] = 0, the maximum of V.
+//
+// Rectangular requires 1 <= nr <= nc, len(c) == nr*nc and finite costs, and
+// returns an error otherwise. Square problems start from the Jonker–Volgenant
+// initialisation; all problems are finished by shortest augmenting paths
+// (Crouse 2016) on the nr×nc matrix, never padded to square.
+//
+// The time complexity of Rectangular is O(nr²·nc) in the worst case; its
+// memory is O(nr+nc) besides c.
+func Rectangular(c []float64, nr, nc int) (*Solution, error) {
+	if err := checkMatrix(c, nr, nc); err != nil {
+		return nil, err
+	}
+	if nr > nc {
+		return nil, fmt.Errorf("assign: Rectangular needs nr <= nc, got %d rows and %d columns: transpose the matrix or use Imbalanced to spread rows over columns", nr, nc)
+	}
+	s, err := solveLSAP(c, nr, nc)
+	if err != nil {
+		return nil, err
+	}
+	return s.solution(), nil
+}
+
+// solveLSAP runs the exact solver on a matrix whose entries are finite or
+// +Inf (forbidden): JV initialisation when square, then augmentation of every
+// free row.
+func solveLSAP(c []float64, nr, nc int) (*lsap, error) {
+	s := newLSAP(c, nr, nc)
+	if nr == nc {
+		s.jvInit()
+	}
+	for i := 0; i < nr; i++ {
+		if s.col4row[i] < 0 && !s.augment(i) {
+			return nil, errInfeasible
+		}
+	}
+	return s, nil
+}
+
+// lsap is the state of the shortest augmenting path solver. Names follow
+// Crouse, "On implementing 2D rectangular assignment algorithms", IEEE TAES
+// 52(4), 2016, Algorithm 4, as SciPy's rectangular_lsap.cpp does.
+type lsap struct {
+	c       []float64
+	nr, nc  int
+	u, v    []float64
+	col4row []int
+	row4col []int
+
+	// scratch of augment
+	spc       []float64 // shortestPathCosts
+	path      []int
+	remaining []int
+	sr, sc    []int // rows and columns settled in the current search
+}
+
+func newLSAP(c []float64, nr, nc int) *lsap {
+	s := &lsap{
+		c: c, nr: nr, nc: nc,
+		u: make([]float64, nr), v: make([]float64, nc),
+		col4row: make([]int, nr), row4col: make([]int, nc),
+		spc: make([]float64, nc), path: make([]int, nc), remaining: make([]int, nc),
+	}
+	for i := range s.col4row {
+		s.col4row[i] = -1
+	}
+	for j := range s.row4col {
+		s.row4col[j] = -1
+	}
+	return s
+}
+
+// augment finds a shortest augmenting path from the free row cur in the
+// reduced costs c[i][j]-u[i]-v[j] (non-negative on every row already
+// assigned), updates the potentials so that they stay feasible and tight on
+// the assignment, and flips the path. It returns false when only forbidden
+// entries remain.
+func (s *lsap) augment(cur int) bool {
+	nc := s.nc
+	spc, path, rem, v, row4col := s.spc, s.path, s.remaining, s.v, s.row4col
+	for j := range spc {
+		spc[j] = inf
+	}
+	// Scanning columns from the last one makes a constant matrix give the
+	// identity (SciPy issue #13388 discusses the tie-breaking).
+	for it := range rem {
+		rem[it] = nc - it - 1
+	}
+	num := nc
+	s.sr, s.sc = s.sr[:0], s.sc[:0]
+	minVal := 0.0
+	i, sink := cur, -1
+	for sink < 0 {
+		s.sr = append(s.sr, i)
+		row := s.c[i*nc : i*nc+nc]
+		base := minVal - s.u[i]
+		index, lowest := -1, inf
+		for it, j := range rem[:num] {
+			if r := base + row[j] - v[j]; r < spc[j] {
+				path[j] = i
+				spc[j] = r
+			}
+			// Prefer a free column on ties: the search ends sooner.
+			if d := spc[j]; d < lowest || (d == lowest && row4col[j] < 0) {
+				lowest, index = d, it
+			}
+		}
+		if lowest == inf {
+			return false
+		}
+		minVal = lowest
+		j := rem[index]
+		if row4col[j] < 0 {
+			sink = j
+		} else {
+			i = row4col[j]
+		}
+		s.sc = append(s.sc, j)
+		num--
+		rem[index] = rem[num]
+	}
+	s.u[cur] += minVal
+	for _, i := range s.sr[1:] {
+		s.u[i] += minVal - spc[s.col4row[i]]
+	}
+	for _, j := range s.sc {
+		v[j] -= minVal - spc[j]
+	}
+	for j := sink; ; {
+		i := path[j]
+		row4col[j] = i
+		j, s.col4row[i] = s.col4row[i], j
+		if i == cur {
+			break
+		}
+	}
+	return true
+}
+
+// jvInit is the initialisation of Jonker and Volgenant, "A shortest augmenting
+// path algorithm for dense and sparse linear assignment problems", Computing
+// 38, 1987: column reduction, reduction transfer and two passes of augmenting
+// row reduction. It only sets v and a partial assignment; tighten then derives
+// u and keeps the assigned entries that are exactly tight, so the exact SAP
+// phase starts from a valid state whatever rounding did here.
+func (s *lsap) jvInit() {
+	n, c, v := s.nr, s.c, s.v
+	// Column reduction, row by row for cache locality.
+	imin := make([]int, n)
+	for j := range v {
+		v[j] = inf
+	}
+	for i := 0; i < n; i++ {
+		for j, x := range c[i*n : i*n+n] {
+			if x < v[j] {
+				v[j], imin[j] = x, i
+			}
+		}
+	}
+	matches := make([]int, n)
+	for j := n - 1; j >= 0; j-- {
+		if v[j] == inf {
+			return // a forbidden column: leave everything to augment
+		}
+		i := imin[j]
+		matches[i]++
+		if matches[i] == 1 {
+			s.col4row[i], s.row4col[j] = j, i
+		}
+	}
+	// Reduction transfer: a row that won a single column makes that column
+	// cheaper until the row's best alternative is as good.
+	free := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		switch matches[i] {
+		case 0:
+			free = append(free, i)
+		case 1:
+			j1 := s.col4row[i]
+			mu := inf
+			for j, x := range c[i*n : i*n+n] {
+				if j != j1 && x-v[j] < mu {
+					mu = x - v[j]
+				}
+			}
+			if mu < inf {
+				v[j1] -= mu - (c[i*n+j1] - v[j1])
+			}
+		}
+	}
+	scale := 0.0
+	for _, x := range v {
+		if math.Abs(x) > scale {
+			scale = math.Abs(x)
+		}
+	}
+	eps := 1e-12 * (1 + scale)
+	for pass := 0; pass < 2 && len(free) > 0; pass++ {
+		free = s.augmentingRowReduction(free, eps)
+	}
+	s.tighten()
+}
+
+// augmentingRowReduction is JV's auction-like phase: each free row takes its
+// best column, lowering that column's potential to the row's second best, and
+// evicts the previous owner. A lowering smaller than eps is treated as a tie
+// (the row then takes its second best column) so that rounding cannot make two
+// rows outbid each other forever; the total work is capped as in gatagat/lap.
+// It returns the rows left free.
+func (s *lsap) augmentingRowReduction(free []int, eps float64) []int {
+	n, c, v := s.nr, s.c, s.v
+	next := 0 // rows free for the next pass are stored in free[:next]
+	steps, limit := 0, 8*n+len(free)*8
+	for cur := 0; cur < len(free); {
+		i := free[cur]
+		cur++
+		steps++
+		u1, u2, j1, j2 := inf, inf, -1, -1
+		for j, x := range c[i*n : i*n+n] {
+			h := x - v[j]
+			if h < u2 {
+				if h < u1 {
+					u2, j2 = u1, j1
+					u1, j1 = h, j
+				} else {
+					u2, j2 = h, j
+				}
+			}
+		}
+		if j1 < 0 || u2 == inf || steps > limit {
+			free[next] = i
+			next++
+			continue
+		}
+		i0 := s.row4col[j1]
+		lowers := u2-u1 > eps
+		if lowers {
+			v[j1] -= u2 - u1
+		} else if i0 >= 0 {
+			j1, i0 = j2, s.row4col[j2]
+		}
+		if i0 >= 0 {
+			s.col4row[i0] = -1
+			if lowers {
+				cur--
+				free[cur] = i0
+			} else {
+				free[next] = i0
+				next++
+			}
+		}
+		s.col4row[i], s.row4col[j1] = j1, i
+	}
+	return free[:next]
+}
+
+// tighten sets u[i] = min_j c[i][j]-v[j], which makes the potentials
+// feasible, and frees every row whose assigned entry is not exactly tight.
+func (s *lsap) tighten() {
+	nc := s.nc
+	for i := 0; i < s.nr; i++ {
+		row := s.c[i*nc : i*nc+nc]
+		m := inf
+		for j, x := range row {
+			if h := x - s.v[j]; h < m {
+				m = h
+			}
+		}
+		s.u[i] = m
+		if j := s.col4row[i]; j >= 0 && row[j]-s.v[j] != m {
+			s.col4row[i], s.row4col[j] = -1, -1
+		}
+	}
+}
+
+// solution copies the state into a Solution.
+func (s *lsap) solution() *Solution {
+	sol := &Solution{Col4Row: s.col4row, U: s.u, V: s.v}
+	for i, j := range s.col4row {
+		sol.Cost += s.c[i*s.nc+j]
+	}
+	return sol
+}
