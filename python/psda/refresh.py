@@ -1,0 +1,425 @@
+"""Feature refresh: recompute PSDA's pairing as the model's features move.
+
+The paper computes its matchings from the features of the full source and target
+datasets and notes that they "need to be periodically updated throughout training as
+the feature distributions shift with each model update" (Method, "Cost computation").
+This module makes that a few lines:
+
+- :func:`extract_features` runs a feature extractor over a dataset in index order
+  (eval mode, ``torch.no_grad``, its own sequential DataLoader, a progress bar on
+  stderr) and restores the model's training mode;
+- :func:`refresh` extracts both datasets and calls ``sampler.update(...)``;
+- :class:`RefreshSchedule` says when: every N optimiser steps and/or every N epochs;
+- :class:`FeatureRefresher` ties the three together and can compute the new matching
+  in a background thread (the Go core releases the GIL), so training keeps going.
+
+Timing guarantees. ``PairedBatchSampler.update`` takes effect at the sampler's next
+``__iter__`` and never inside a running epoch, so batches already queued (DataLoader
+prefetching, worker processes) always come from one matching. In background mode the
+new matching is computed while training continues and joined at the next
+:meth:`FeatureRefresher.epoch_end` (or :meth:`FeatureRefresher.wait`), i.e. before the
+next epoch starts; the epoch in which a pairing first appears is therefore the same on
+every run and on every rank, whatever the thread's speed.
+
+Under ``torch.distributed`` feature extraction is sharded across ranks and gathered
+(see :mod:`psda.distributed`), so every rank hands byte-identical features to the
+deterministic Go core and holds the identical matching.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from typing import Any, Callable, Optional, Sequence, TextIO
+
+import numpy as np
+
+__all__ = [
+    "extract_features",
+    "refresh",
+    "RefreshSchedule",
+    "FeatureRefresher",
+]
+
+_log = logging.getLogger("psda")
+
+
+def _default_input(batch: Any) -> Any:
+    """Return the model input of a collated batch: the first field of a tuple/list
+    batch ((x, y) datasets), otherwise the batch itself."""
+    if isinstance(batch, (tuple, list)):
+        return batch[0]
+    return batch
+
+
+def _model_device(model: Any) -> "Any":
+    import torch
+
+    if isinstance(model, torch.nn.Module):
+        for p in model.parameters():
+            return p.device
+        for b in model.buffers():
+            return b.device
+    return torch.device("cpu")
+
+
+class _Progress:
+    """A dependency-free progress bar on a text stream (stderr by default).
+
+    It redraws in place with a carriage return at most every 0.1 s when the stream is
+    a terminal, and otherwise prints only the final line, so logs stay short.
+    """
+
+    def __init__(self, total: int, desc: str, stream: Optional[TextIO] = None, enabled: bool = True):
+        self.total = total
+        self.desc = desc
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled and total > 0
+        self.done = 0
+        self.start = time.perf_counter()
+        self._last = 0.0
+        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def _line(self) -> str:
+        width = 24
+        filled = width * self.done // max(self.total, 1)
+        elapsed = time.perf_counter() - self.start
+        return "\r%s [%s%s] %d/%d batches %.1fs" % (
+            self.desc, "#" * filled, "." * (width - filled), self.done, self.total, elapsed)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if not self.enabled or not self._tty:
+            return
+        now = time.perf_counter()
+        if now - self._last >= 0.1 or self.done >= self.total:
+            self._last = now
+            self.stream.write(self._line())
+            self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self.stream.write(self._line() + "\n")
+            self.stream.flush()
+
+
+def extract_features(
+    model: Callable[[Any], Any],
+    dataset: Any,
+    *,
+    batch_size: int = 256,
+    device: Any = None,
+    num_workers: int = 0,
+    input_fn: Optional[Callable[[Any], Any]] = None,
+    collate_fn: Optional[Callable[[list], Any]] = None,
+    indices: Optional[Sequence[int]] = None,
+    progress: bool = True,
+    desc: str = "psda features",
+    stream: Optional[TextIO] = None,
+) -> np.ndarray:
+    """extract_features returns the features of ``dataset`` (or of ``dataset[indices]``)
+    as a float32 array of shape (n, d), row i belonging to item i.
+
+    The model (a feature extractor, e.g. the network without its head) is put in eval
+    mode and run under ``torch.no_grad`` with a sequential DataLoader of its own, so
+    row order matches dataset order whatever the training loader does; the model's
+    previous training mode is restored afterwards, also on error. Outputs of more than
+    two dimensions are flattened per item.
+
+    Args:
+        model: callable taking the model input of a batch; an ``nn.Module`` is switched
+            to eval mode and back.
+        dataset: a map-style dataset.
+        batch_size: items per forward pass (>= 1).
+        device: where inputs are moved; default is the device of the model's first
+            parameter (CPU for parameterless callables).
+        num_workers: workers of the extraction DataLoader.
+        input_fn: maps a collated batch to the model input; default takes the first
+            field of tuple/list batches, as in ``(x, y)`` datasets.
+        collate_fn: passed to the DataLoader.
+        indices: extract only these items, in this order (used to shard across ranks).
+        progress: draw a progress bar on ``stream`` (stderr by default).
+
+    Raises ValueError for batch_size < 1 or an empty selection, and TypeError when the
+    model returns something that is not a tensor with one row per item.
+
+    Cost: one forward pass over the selected items.
+    """
+    import torch
+    from torch.utils.data import DataLoader, Subset
+
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError("batch_size must be an int >= 1, got %r; pass e.g. batch_size=256" % (batch_size,))
+    data = dataset if indices is None else Subset(dataset, list(indices))
+    n = len(data)
+    if n == 0:
+        raise ValueError("dataset %s is empty: nothing to extract; pass a non-empty dataset or indices" % (desc,))
+    input_fn = input_fn or _default_input
+    if device is None:
+        device = _model_device(model)
+    loader = DataLoader(data, batch_size=batch_size, shuffle=False, num_workers=num_workers,
+                        collate_fn=collate_fn, drop_last=False)
+    is_module = isinstance(model, torch.nn.Module)
+    was_training = model.training if is_module else False
+    bar = _Progress(len(loader), desc, stream, progress)
+    out: Optional[np.ndarray] = None
+    row = 0
+    try:
+        if is_module:
+            model.eval()
+        with torch.no_grad():
+            for batch in loader:
+                x = input_fn(batch)
+                if torch.is_tensor(x):
+                    x = x.to(device, non_blocking=True)
+                z = model(x)
+                if not torch.is_tensor(z) or z.dim() == 0:
+                    raise TypeError("model returned %s for a batch; extract_features needs a tensor with one "
+                                    "row per item (pass the feature extractor, not the full model's output tuple)"
+                                    % (type(z).__name__,))
+                z = z.detach().reshape(z.shape[0], -1).float().cpu().numpy()
+                if out is None:
+                    out = np.empty((n, z.shape[1]), dtype=np.float32)
+                out[row:row + z.shape[0]] = z
+                row += z.shape[0]
+                bar.update()
+    finally:
+        if is_module:
+            model.train(was_training)
+        bar.close()
+    if row != n:
+        raise TypeError("model returned %d rows for %d items; it must return one row per item" % (row, n))
+    assert out is not None
+    return out
+
+
+def _extract_pair(model, source_dataset, target_dataset, distributed: Optional[bool], **kw):
+    """Return (source_features, target_features), sharded across ranks when distributed."""
+    from . import distributed as dist_mod
+
+    if distributed is None:
+        distributed = dist_mod.world()[0] > 1
+    if distributed:
+        src = dist_mod.gather_features(model, source_dataset, desc="psda source", **kw)
+        tgt = dist_mod.gather_features(model, target_dataset, desc="psda target", **kw)
+    else:
+        src = extract_features(model, source_dataset, desc="psda source", **kw)
+        tgt = extract_features(model, target_dataset, desc="psda target", **kw)
+    return src, tgt
+
+
+def refresh(
+    sampler: Any,
+    model: Callable[[Any], Any],
+    source_dataset: Any,
+    target_dataset: Any,
+    *,
+    distributed: Optional[bool] = None,
+    **extract_kwargs: Any,
+) -> tuple:
+    """refresh extracts the features of both datasets with ``model`` and calls
+    ``sampler.update(source_features, target_features)``; the new matching is used from
+    the sampler's next epoch. It returns the two feature arrays.
+
+    ``distributed=None`` shards the extraction across ranks when ``torch.distributed``
+    is initialised with more than one process (every rank must call refresh);
+    ``extract_kwargs`` go to :func:`extract_features` (batch_size, device, num_workers,
+    input_fn, collate_fn, progress). Errors are those of :func:`extract_features` and
+    of ``sampler.update``.
+
+    Cost: one forward pass over both datasets plus one matching.
+    """
+    src, tgt = _extract_pair(model, source_dataset, target_dataset, distributed, **extract_kwargs)
+    sampler.update(src, tgt)
+    return src, tgt
+
+
+class RefreshSchedule:
+    """RefreshSchedule decides when the matching is refreshed: after every
+    ``every_steps`` calls of :meth:`step` and/or every ``every_epochs`` calls of
+    :meth:`epoch_end`. Both None means never.
+
+    Example::
+
+        schedule = RefreshSchedule(every_steps=500)
+        for step in range(n_steps):
+            ...
+            if schedule.step():
+                refresh(sampler, model.features, src_ds, tgt_ds)
+
+    Raises ValueError for a non-positive interval. Its state (the counters) round-trips
+    through :meth:`state_dict` / :meth:`load_state_dict`.
+    """
+
+    def __init__(self, *, every_steps: Optional[int] = None, every_epochs: Optional[int] = None):
+        for name, v in (("every_steps", every_steps), ("every_epochs", every_epochs)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 1):
+                raise ValueError("%s must be None or an int >= 1, got %r" % (name, v))
+        self.every_steps = every_steps
+        self.every_epochs = every_epochs
+        self.steps = 0
+        self.epochs = 0
+
+    def step(self) -> bool:
+        """step counts one optimiser step and returns True when a refresh is due."""
+        self.steps += 1
+        return self.every_steps is not None and self.steps % self.every_steps == 0
+
+    def epoch_end(self) -> bool:
+        """epoch_end counts one finished epoch and returns True when a refresh is due."""
+        self.epochs += 1
+        return self.every_epochs is not None and self.epochs % self.every_epochs == 0
+
+    def state_dict(self) -> dict:
+        """state_dict returns the counters and intervals."""
+        return {"steps": self.steps, "epochs": self.epochs,
+                "every_steps": self.every_steps, "every_epochs": self.every_epochs}
+
+    def load_state_dict(self, state: dict) -> None:
+        """load_state_dict restores the counters saved by :meth:`state_dict`."""
+        self.steps = int(state["steps"])
+        self.epochs = int(state["epochs"])
+
+
+class FeatureRefresher:
+    """FeatureRefresher refreshes a PairedBatchSampler's matching from a model's
+    features on a :class:`RefreshSchedule`.
+
+    Call :meth:`step` after every optimiser step and :meth:`epoch_end` after every
+    epoch (before iterating the DataLoader again). Feature extraction always runs in
+    the calling thread (it uses the model, which training is about to change). The
+    matching runs in the calling thread too, unless ``background=True``: then it runs in
+    a daemon thread while training continues (the Go core releases the GIL) and is
+    joined at the next :meth:`epoch_end` / :meth:`wait`, so the new pairing is used
+    from the epoch after that join, identically on every run and rank, and never mixed
+    into batches already queued. A refresh requested while one is still running first
+    waits for it.
+
+    Args:
+        sampler: a ``psda.PairedBatchSampler`` (anything with ``update(src, tgt)``).
+        model: the feature extractor (e.g. ``net.features``).
+        source_dataset, target_dataset: the datasets the sampler indexes, in the same
+            order as the features it was built from.
+        every_steps, every_epochs: the schedule (see :class:`RefreshSchedule`).
+        background: compute the matching in a thread.
+        distributed: shard extraction across ranks (None: when torch.distributed is
+            initialised with more than one process).
+        extract_kwargs: batch_size, device, num_workers, input_fn, collate_fn, progress
+            for :func:`extract_features`.
+
+    Example::
+
+        refresher = FeatureRefresher(sampler, net.features, src_ds, tgt_ds,
+                                     every_epochs=1, background=True)
+        for epoch in range(epochs):
+            for batch in loader:
+                ...  # forward, loss, backward, optimiser step
+                refresher.step()
+            refresher.epoch_end()
+
+    ``stalls`` records, per refresh, the seconds the training thread spent in it
+    (extraction, plus the matching in foreground mode, plus any wait at the join).
+    """
+
+    def __init__(
+        self,
+        sampler: Any,
+        model: Callable[[Any], Any],
+        source_dataset: Any,
+        target_dataset: Any,
+        *,
+        every_steps: Optional[int] = None,
+        every_epochs: Optional[int] = None,
+        background: bool = False,
+        distributed: Optional[bool] = None,
+        **extract_kwargs: Any,
+    ):
+        self.sampler = sampler
+        self.model = model
+        self.source_dataset = source_dataset
+        self.target_dataset = target_dataset
+        self.schedule = RefreshSchedule(every_steps=every_steps, every_epochs=every_epochs)
+        self.background = bool(background)
+        self.distributed = distributed
+        self.extract_kwargs = extract_kwargs
+        self.stalls: list = []
+        self.refreshes = 0
+        self._thread: Optional[threading.Thread] = None
+        self._error: Optional[BaseException] = None
+
+    def step(self) -> bool:
+        """step counts one optimiser step and refreshes when the schedule says so; it
+        returns True when a refresh was started."""
+        if self.schedule.step():
+            self.refresh()
+            return True
+        return False
+
+    def epoch_end(self) -> bool:
+        """epoch_end joins a background matching (installing it for the next epoch),
+        counts the epoch and refreshes when the schedule says so; it returns True when a
+        refresh was started."""
+        self.wait()
+        if self.schedule.epoch_end():
+            self.refresh()
+            return True
+        return False
+
+    def refresh(self) -> None:
+        """refresh extracts features now and updates the sampler (in the background in
+        background mode). Errors from a background matching are raised by the next
+        :meth:`wait`."""
+        t0 = time.perf_counter()
+        self.wait()
+        src, tgt = _extract_pair(self.model, self.source_dataset, self.target_dataset,
+                                 self.distributed, **self.extract_kwargs)
+        if self.background:
+            self._error = None
+            self._thread = threading.Thread(target=self._run, args=(src, tgt),
+                                            name="psda-refresh", daemon=True)
+            self._thread.start()
+        else:
+            self.sampler.update(src, tgt)
+        self.refreshes += 1
+        self.stalls.append(time.perf_counter() - t0)
+        _log.info("psda: refresh %d started (%s), training stalled %.3fs", self.refreshes,
+                  "background" if self.background else "foreground", self.stalls[-1])
+
+    def _run(self, src: np.ndarray, tgt: np.ndarray) -> None:
+        try:
+            self.sampler.update(src, tgt)
+        except BaseException as e:  # re-raised in the training thread by wait()
+            self._error = e
+
+    def pending(self) -> bool:
+        """pending reports whether a background matching is still running."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def wait(self) -> float:
+        """wait joins a running background matching and returns the seconds spent
+        waiting (0 when none is running); the stall is added to the last refresh's entry
+        in ``stalls``. It re-raises an error the matching raised."""
+        if self._thread is None:
+            return 0.0
+        t0 = time.perf_counter()
+        self._thread.join()
+        self._thread = None
+        waited = time.perf_counter() - t0
+        if self.stalls:
+            self.stalls[-1] += waited
+        err, self._error = self._error, None
+        if err is not None:
+            raise err
+        return waited
+
+    def state_dict(self) -> dict:
+        """state_dict returns the schedule's counters (call :meth:`wait` first so the
+        sampler's state includes the last matching)."""
+        return {"schedule": self.schedule.state_dict(), "refreshes": self.refreshes}
+
+    def load_state_dict(self, state: dict) -> None:
+        """load_state_dict restores the counters saved by :meth:`state_dict`."""
+        self.schedule.load_state_dict(state["schedule"])
+        self.refreshes = int(state["refreshes"])
