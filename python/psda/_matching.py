@@ -1,0 +1,481 @@
+"""psda.match, the Matching it returns, and the checks and conversions of its inputs.
+
+Everything here is plain Python and NumPy; the only call into the compiled
+core is ``_native.match``. Inputs are validated here first so that a mistake
+fails fast, before any copy or heavy work, with a message that names the
+argument, the value received and the fix. The Go core validates again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import numbers
+import operator
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["Matching", "match", "DEFAULT_GAMMAS"]
+
+logger = logging.getLogger("psda")
+
+#: The paper's RBF mixture {0.001, 0.01, 0.1, 1, 10}.
+DEFAULT_GAMMAS: Tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0)
+
+_DISCREPANCIES = ("mmd", "coral")
+_KERNELS = ("linear", "rbf")
+
+# Rows checked for NaN/Inf at a time, so that the check of a large array does
+# not allocate a boolean array as large as the input.
+_FINITE_CHUNK_ELEMENTS = 1 << 22
+
+
+# ---------------------------------------------------------------------------
+# Matching
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Matching:
+    """The PSDA matching of a source and a target feature set.
+
+    Returned by :func:`psda.match` and held by :class:`psda.PairedBatchSampler`
+    as ``.matching``. All arrays are read-only.
+
+    Attributes:
+        pairs: int64 array of shape (P, 2), P = max(n_source, n_target): row r
+            is the Stage 1 pair (source index, target index). Every example of
+            the larger side appears exactly once; every example of the smaller
+            side appears floor(P / n) or ceil(P / n) times.
+        quads: int64 array of shape (Q, 2): Stage 2 quadruplets as indices into
+            ``pairs`` (empty with ``stages=1``).
+        singles: int64 array of indices into ``pairs`` that have no partner: at
+            most one with ``stages=2`` (when P is odd), all P with ``stages=1``.
+        stage1_cost: sum of the paper's cost C^st over ``pairs``; globally
+            optimal.
+        stage2_cost: sum of C^MM over ``quads`` plus the cost of a single pair
+            grouped with nothing; 0.0 with ``stages=1``.
+        stage2_bound: lower bound on the optimal ``stage2_cost``;
+            ``stage2_cost == stage2_bound`` proves the quadruplets optimal.
+        n_source, n_target: numbers of source and target examples matched.
+        batch_size, stages, discrepancy, kernel, gammas: the settings the
+            matching was computed with (the costs depend on them).
+
+    Example:
+        >>> import numpy as np, psda
+        >>> rng = np.random.default_rng(0)
+        >>> m = psda.match(rng.normal(size=(10, 3)), rng.normal(size=(6, 3)), batch_size=4)
+        >>> m.pairs.shape, m.quads.shape, m.singles.shape
+        ((10, 2), (5, 2), (0,))
+    """
+
+    pairs: np.ndarray
+    quads: np.ndarray
+    singles: np.ndarray
+    stage1_cost: float
+    stage2_cost: float
+    stage2_bound: float
+    n_source: int
+    n_target: int
+    batch_size: int
+    stages: int
+    discrepancy: str
+    kernel: str
+    gammas: Tuple[float, ...] = field(default=DEFAULT_GAMMAS)
+
+    def __post_init__(self) -> None:
+        # Freeze the arrays: a sampler and its state rely on them not changing.
+        for name in ("pairs", "quads", "singles"):
+            a = np.ascontiguousarray(getattr(self, name), dtype=np.int64)
+            a.setflags(write=False)
+            object.__setattr__(self, name, a)
+
+    @property
+    def stage2_gap(self) -> float:
+        """(stage2_cost - stage2_bound) / stage2_bound: 0.0 proves Stage 2 optimal.
+
+        Returns 0.0 when cost and bound are equal (including both 0, and always
+        with ``stages=1``), ``inf`` when only the bound is 0.
+        """
+        if self.stage2_cost == self.stage2_bound:
+            return 0.0
+        if self.stage2_bound == 0:
+            return math.inf
+        return (self.stage2_cost - self.stage2_bound) / self.stage2_bound
+
+    @property
+    def fingerprint(self) -> str:
+        """A short hex digest of the sizes, pairs, quadruplets and singles.
+
+        Two matchings with the same fingerprint produce the same batches for
+        the same seed and epoch. Computed in O(P).
+        """
+        fp = self.__dict__.get("_fingerprint")
+        if fp is None:
+            h = hashlib.sha256()
+            h.update(np.array([self.n_source, self.n_target, self.stages], dtype="<i8").tobytes())
+            for a in (self.pairs, self.quads, self.singles):
+                h.update(np.array(a.shape, dtype="<i8").tobytes())
+                h.update(a.astype("<i8", copy=False).tobytes())
+            fp = h.hexdigest()[:32]
+            object.__setattr__(self, "_fingerprint", fp)
+        return fp
+
+    def __repr__(self) -> str:
+        return (
+            f"Matching(n_source={self.n_source}, n_target={self.n_target}, "
+            f"pairs={len(self.pairs)}, quads={len(self.quads)}, singles={len(self.singles)}, "
+            f"discrepancy={self.discrepancy!r}, kernel={self.kernel!r}, batch_size={self.batch_size}, "
+            f"stages={self.stages}, stage1_cost={self.stage1_cost:.6g}, "
+            f"stage2_cost={self.stage2_cost:.6g}, stage2_bound={self.stage2_bound:.6g}, "
+            f"stage2_gap={self.stage2_gap:.3g})"
+        )
+
+    # Serialisation for PairedBatchSampler.state_dict: plain Python types and
+    # bytes only, so that torch.load(weights_only=True) accepts it.
+    def _to_state(self) -> Dict[str, Any]:
+        st = self.__dict__.get("_state")
+        if st is None:
+            st = {
+                "pairs": self.pairs.astype("<i8", copy=False).tobytes(),
+                "quads": self.quads.astype("<i8", copy=False).tobytes(),
+                "singles": self.singles.astype("<i8", copy=False).tobytes(),
+                "stage1_cost": float(self.stage1_cost),
+                "stage2_cost": float(self.stage2_cost),
+                "stage2_bound": float(self.stage2_bound),
+                "n_source": int(self.n_source),
+                "n_target": int(self.n_target),
+                "batch_size": int(self.batch_size),
+                "stages": int(self.stages),
+                "discrepancy": str(self.discrepancy),
+                "kernel": str(self.kernel),
+                "gammas": tuple(float(g) for g in self.gammas),
+                "fingerprint": self.fingerprint,
+            }
+            object.__setattr__(self, "_state", st)
+        return dict(st)
+
+    @classmethod
+    def _from_state(cls, st: Dict[str, Any], where: str) -> "Matching":
+        try:
+            pairs = np.frombuffer(st["pairs"], dtype="<i8").reshape(-1, 2)
+            quads = np.frombuffer(st["quads"], dtype="<i8").reshape(-1, 2)
+            singles = np.frombuffer(st["singles"], dtype="<i8")
+            m = cls(
+                pairs=pairs,
+                quads=quads,
+                singles=singles,
+                stage1_cost=float(st["stage1_cost"]),
+                stage2_cost=float(st["stage2_cost"]),
+                stage2_bound=float(st["stage2_bound"]),
+                n_source=int(st["n_source"]),
+                n_target=int(st["n_target"]),
+                batch_size=int(st["batch_size"]),
+                stages=int(st["stages"]),
+                discrepancy=str(st["discrepancy"]),
+                kernel=str(st["kernel"]),
+                gammas=tuple(float(g) for g in st["gammas"]),
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(
+                f"state_dict[{where!r}] is not a psda matching ({type(e).__name__}: {e}): "
+                "pass a dict returned by PairedBatchSampler.state_dict()"
+            ) from None
+        if m.fingerprint != st.get("fingerprint"):
+            raise ValueError(
+                f"state_dict[{where!r}] is corrupt: its arrays have fingerprint {m.fingerprint}, "
+                f"but it records {st.get('fingerprint')!r}: pass an unmodified PairedBatchSampler.state_dict()"
+            )
+        m._check_units(where)
+        return m
+
+    def _check_units(self, where: str) -> None:
+        """Checks that the pairs index the domains and every pair is in exactly one unit."""
+        p = len(self.pairs)
+        if p != max(self.n_source, self.n_target) or (
+            p
+            and (
+                self.pairs[:, 0].min() < 0
+                or self.pairs[:, 0].max() >= self.n_source
+                or self.pairs[:, 1].min() < 0
+                or self.pairs[:, 1].max() >= self.n_target
+            )
+        ):
+            raise ValueError(f"{where}: pairs do not index {self.n_source} source and {self.n_target} target examples")
+        units = np.concatenate([self.quads.ravel(), self.singles])
+        if len(units) != p or (p and (units.min() < 0 or units.max() >= p or np.bincount(units, minlength=p).max() != 1)):
+            raise ValueError(f"{where}: quads and singles do not cover each of the {p} pairs exactly once")
+
+
+# ---------------------------------------------------------------------------
+# Input conversion and checks
+# ---------------------------------------------------------------------------
+
+
+def _is_torch_tensor(x: Any) -> bool:
+    # Duck-typed so that psda never imports torch to look at an input.
+    return type(x).__module__.split(".")[0] == "torch" and hasattr(x, "detach") and hasattr(x, "numpy")
+
+
+def _torch_to_numpy(x: Any, name: str) -> np.ndarray:
+    import torch  # present: x is a tensor
+
+    t = x.detach()
+    if t.is_complex():
+        raise TypeError(f"{name} is a complex torch tensor ({t.dtype}): features must be real; pass {name}.real or {name}.abs()")
+    if t.dtype == torch.bool:
+        raise TypeError(f"{name} is a bool torch tensor: features must be numbers; convert with {name}.float() if intended")
+    if t.device.type != "cpu":
+        logger.debug("copying %s from %s to the CPU", name, t.device)
+        t = t.cpu()
+    if t.dtype in (torch.float16, torch.bfloat16):
+        # NumPy has no bfloat16; both halves convert exactly to float32.
+        t = t.float()
+    return t.resolve_conj().resolve_neg().numpy()
+
+
+def _as_features(x: Any, name: str) -> np.ndarray:
+    """Returns x as a C-contiguous float32 or float64 2-D array with finite values.
+
+    A C-contiguous float32/float64 NumPy array (or CPU torch tensor) in native
+    byte order is returned without copying; anything else is converted once:
+    float16 -> float32, integers and wider floats -> float64. Raises TypeError
+    for non-numeric, bool and complex input, ValueError for the wrong shape or
+    non-finite values. Time O(n·d).
+    """
+    if _is_torch_tensor(x):
+        a = _torch_to_numpy(x, name)
+    else:
+        try:
+            a = np.asarray(x)
+        except (ValueError, TypeError) as e:
+            raise TypeError(
+                f"{name} could not be read as an array ({type(x).__name__}: {e}): pass a 2-D NumPy array or CPU torch tensor"
+            ) from None
+    kind = a.dtype.kind
+    if kind == "b":
+        raise TypeError(f"{name} has dtype bool: features must be numbers; convert with {name}.astype(np.float32) if intended")
+    if kind == "c":
+        raise TypeError(f"{name} has dtype {a.dtype}: features must be real; pass np.real({name}) or np.abs({name})")
+    if kind not in "fiu":
+        raise TypeError(
+            f"{name} has dtype {a.dtype} ({type(x).__name__}): features must be a real numeric array (float32 or float64 preferred)"
+        )
+    if a.ndim != 2:
+        hint = f"use {name}.reshape(-1, 1) for one feature per example" if a.ndim == 1 else "flatten the features of each example into one row"
+        raise ValueError(f"{name} has shape {tuple(a.shape)}: need a 2-D array (n_examples, n_features); {hint}")
+    if a.shape[0] < 1 or a.shape[1] < 1:
+        raise ValueError(f"{name} has shape {tuple(a.shape)}: need at least one example (row) and one feature (column)")
+
+    if a.dtype == np.float16:
+        target = np.dtype(np.float32)
+    elif a.dtype in (np.float32, np.float64):
+        target = a.dtype.newbyteorder("=")
+    else:  # integers and long double
+        target = np.dtype(np.float64)
+    if a.dtype != target or not a.flags.c_contiguous:
+        logger.debug("converting %s from %s%s to C-contiguous %s", name, a.dtype,
+                     "" if a.flags.c_contiguous else " (non-contiguous)", target)
+        a = np.ascontiguousarray(a, dtype=target)
+    _check_finite(a, name)
+    return a
+
+
+def _check_finite(a: np.ndarray, name: str) -> None:
+    rows = max(1, _FINITE_CHUNK_ELEMENTS // a.shape[1])
+    for lo in range(0, a.shape[0], rows):
+        ok = np.isfinite(a[lo : lo + rows])
+        if not ok.all():
+            i, j = np.argwhere(~ok)[0]
+            bad_rows = sum(int((~np.isfinite(a[l : l + rows])).any(axis=1).sum()) for l in range(lo, a.shape[0], rows))
+            raise ValueError(
+                f"{name}[{lo + i}, {j}] = {a[lo + i, j]}: features must be finite, but {bad_rows} row(s) of {name} "
+                f"contain NaN or Inf, the first is row {lo + i}; remove or impute them (e.g. np.nan_to_num)"
+            )
+
+
+def _as_pair(source: Any, target: Any, names: Tuple[str, str]) -> Tuple[np.ndarray, np.ndarray]:
+    """Converts both feature sets and makes their dtypes equal (float64 if they differ)."""
+    s = _as_features(source, names[0])
+    t = _as_features(target, names[1])
+    if s.shape[1] != t.shape[1]:
+        raise ValueError(
+            f"{names[0]} has {s.shape[1]} features per example but {names[1]} has {t.shape[1]}: "
+            "both must come from the same feature extractor"
+        )
+    if s.dtype != t.dtype:
+        logger.debug("%s is %s and %s is %s: converting both to float64", names[0], s.dtype, names[1], t.dtype)
+        s = np.ascontiguousarray(s, dtype=np.float64)
+        t = np.ascontiguousarray(t, dtype=np.float64)
+    return s, t
+
+
+def _check_int(value: Any, name: str, example: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} = {value!r} ({type(value).__name__}): must be an int, e.g. {name}={example}")
+    return operator.index(value)
+
+
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} = {value!r} ({type(value).__name__}): must be True or False")
+    return bool(value)
+
+
+def _check_config(
+    batch_size: Any, stages: Any, discrepancy: Any, kernel: Any, gammas: Any
+) -> Tuple[int, int, str, str, Tuple[float, ...]]:
+    """Validates everything about a matching that does not depend on the data."""
+    batch_size = _check_int(batch_size, "batch_size", "32")
+    if batch_size < 1:
+        raise ValueError(f"batch_size = {batch_size}: must be >= 1 (examples per domain in a batch)")
+    stages = _check_int(stages, "stages", "2")
+    if stages not in (1, 2):
+        raise ValueError(f"stages = {stages}: want 1 (Paired: source-target pairs) or 2 (Double-paired: quadruplets)")
+    if not isinstance(discrepancy, str) or discrepancy.lower() not in _DISCREPANCIES:
+        raise ValueError(f"discrepancy = {discrepancy!r}: want 'mmd' or 'coral'")
+    discrepancy = discrepancy.lower()
+    if not isinstance(kernel, str) or kernel.lower() not in _KERNELS:
+        raise ValueError(f"kernel = {kernel!r}: want 'rbf' (the paper's RBF mixture) or 'linear'")
+    kernel = kernel.lower()
+    if isinstance(gammas, (str, bytes)) or not isinstance(gammas, (Sequence, np.ndarray)):
+        raise TypeError(f"gammas = {gammas!r}: want a sequence of floats > 0, e.g. gammas=(0.1, 1.0)")
+    try:
+        gammas = tuple(float(g) for g in gammas)
+    except (TypeError, ValueError):
+        raise TypeError(f"gammas = {gammas!r}: want a sequence of floats > 0, e.g. gammas=(0.1, 1.0)") from None
+    if discrepancy == "mmd" and kernel == "rbf":
+        if not gammas:
+            raise ValueError("gammas = (): the RBF mixture needs at least one gamma > 0, e.g. gammas=(0.1, 1.0)")
+        for g in gammas:
+            if not (g > 0 and math.isfinite(g)):
+                raise ValueError(f"gammas contains {g}: every gamma must be finite and > 0")
+    if discrepancy == "coral" and batch_size < 2:
+        raise ValueError(f"batch_size = {batch_size} with discrepancy='coral': covariances need batch_size >= 2")
+    if stages == 2 and batch_size % 2:
+        raise ValueError(
+            f"batch_size = {batch_size} with stages = 2: quadruplets need an even batch_size "
+            f"(use {batch_size - 1 if batch_size > 1 else 2} or {batch_size + 1}, or stages=1)"
+        )
+    return batch_size, stages, discrepancy, kernel, gammas
+
+
+def _check_batch_fits(batch_size: int, n_source: int, n_target: int) -> None:
+    p = max(n_source, n_target)
+    if batch_size > p:
+        raise ValueError(
+            f"batch_size = {batch_size} but there are only {p} pairs (max(n_source, n_target) = "
+            f"max({n_source}, {n_target})): use batch_size <= {p}"
+        )
+
+
+# ---------------------------------------------------------------------------
+# match
+# ---------------------------------------------------------------------------
+
+
+def _match_arrays(
+    s: np.ndarray, t: np.ndarray, batch_size: int, stages: int, discrepancy: str, kernel: str, gammas: Tuple[float, ...]
+) -> Matching:
+    """Runs the Go core on checked, converted inputs; logs time and sizes."""
+    from . import _native
+
+    logger.debug(
+        "matching n_source=%d n_target=%d d=%d %s %s/%s batch_size=%d stages=%d",
+        s.shape[0], t.shape[0], s.shape[1], s.dtype, discrepancy, kernel, batch_size, stages,
+    )
+    t0 = time.perf_counter()
+    pairs, quads, singles, c1, c2, b2 = _native.match(
+        s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel, gammas=gammas
+    )
+    m = Matching(
+        pairs=pairs,
+        quads=np.asarray(quads).reshape(-1, 2),
+        singles=singles,
+        stage1_cost=float(c1),
+        stage2_cost=float(c2),
+        stage2_bound=float(b2),
+        n_source=int(s.shape[0]),
+        n_target=int(t.shape[0]),
+        batch_size=batch_size,
+        stages=stages,
+        discrepancy=discrepancy,
+        kernel=kernel,
+        gammas=gammas,
+    )
+    logger.info(
+        "matched %d source and %d target examples (d=%d, %s, stages=%d) in %.3f s: "
+        "%d pairs, %d quadruplets, %d single; stage 2 gap %.3g",
+        m.n_source, m.n_target, s.shape[1], discrepancy, stages, time.perf_counter() - t0,
+        len(m.pairs), len(m.quads), len(m.singles), m.stage2_gap,
+    )
+    return m
+
+
+def match(
+    source: Any,
+    target: Any,
+    *,
+    batch_size: int,
+    stages: int = 2,
+    discrepancy: str = "mmd",
+    kernel: str = "rbf",
+    gammas: Sequence[float] = DEFAULT_GAMMAS,
+) -> Matching:
+    """Computes the PSDA matching of source and target features.
+
+    Stage 1 pairs every example of the larger domain with one of the smaller
+    (each of the smaller used floor or ceil of P/n times, P = max(n_source,
+    n_target)) by an exact linear assignment under the paper's cost C^st.
+    With ``stages=2``, Stage 2 groups the pairs into quadruplets by a minimum-
+    weight perfect matching under C^MM. The costs are those of the minibatch
+    discrepancy estimate the matching stabilises: the MMD with a linear kernel
+    or the paper's RBF mixture, or CORAL; they depend on ``batch_size``.
+
+    The call releases the GIL while the Go core works, so other Python threads
+    keep running. Time O(n_s·n_t·d) for the costs plus O(P³) worst case for
+    the assignments; memory one n_s×n_t and one P×P float64 matrix.
+
+    Args:
+        source: source features, shape (n_source, d): a NumPy array of any real
+            dtype and layout or a torch tensor. C-contiguous float32/float64
+            input is used without copying; float16 is converted to float32,
+            integers and other floats to float64; if the two sides end up with
+            different dtypes both are converted to float64.
+        target: target features, shape (n_target, d), same d.
+        batch_size: examples per domain in a minibatch (k in the paper); even
+            when ``stages=2``, at least 2 for CORAL, at most max(n_source,
+            n_target).
+        stages: 1 (Paired: pairs only) or 2 (Double-paired: quadruplets).
+        discrepancy: ``"mmd"`` or ``"coral"``.
+        kernel: ``"rbf"`` (sum of exp(-gamma·||x-y||²) over ``gammas``) or
+            ``"linear"``; MMD only.
+        gammas: the RBF mixture's bandwidths, each finite and > 0.
+
+    Returns:
+        A :class:`Matching`.
+
+    Raises:
+        TypeError: non-numeric, bool or complex features; non-int batch_size
+            or stages; gammas not a sequence of numbers.
+        ValueError: features not 2-D, empty, non-finite or with different
+            numbers of columns; any setting out of range.
+
+    Example:
+        >>> import numpy as np, psda
+        >>> rng = np.random.default_rng(0)
+        >>> src, tgt = rng.normal(size=(100, 8)), rng.normal(0.5, 1, size=(80, 8))
+        >>> m = psda.match(src, tgt, batch_size=16, discrepancy="mmd", kernel="rbf")
+        >>> m.pairs.shape, m.quads.shape
+        ((100, 2), (50, 2))
+        >>> m.stage2_cost >= m.stage2_bound
+        True
+    """
+    batch_size, stages, discrepancy, kernel, gammas = _check_config(batch_size, stages, discrepancy, kernel, gammas)
+    s, t = _as_pair(source, target, ("source", "target"))
+    _check_batch_fits(batch_size, s.shape[0], t.shape[0])
+    return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas)
