@@ -1,0 +1,365 @@
+package capi
+
+/*
+#include <stddef.h>
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"math"
+	"runtime/cgo"
+	"slices"
+	"sync"
+	"unsafe"
+
+	"github.com/psda-dev/psda/psda"
+)
+
+// context is what a psda_ctx handle refers to: the options for the next
+// computation and the last result, behind a lock so that C threads may share
+// a context.
+type context struct {
+	mu  sync.Mutex
+	cfg psda.Config
+	res *psda.Matching
+	err errSlot
+}
+
+// lookup returns the context behind h.
+func lookup(h C.uintptr_t) (c *context, f *failure) {
+	if h == 0 {
+		return nil, fail(errHandle, "psda: ctx is 0: create a context with psda_ctx_new")
+	}
+	defer func() {
+		// cgo.Handle.Value panics on a deleted or never-issued handle.
+		if recover() != nil {
+			c, f = nil, fail(errHandle, "psda: ctx = %d is not a live context: it was freed or never returned by psda_ctx_new", uint64(h))
+		}
+	}()
+	c, ok := cgo.Handle(h).Value().(*context)
+	if !ok {
+		return nil, fail(errHandle, "psda: ctx = %d is not a psda context", uint64(h))
+	}
+	return c, nil
+}
+
+// onContext runs body on the context behind h under its lock and records the
+// outcome in the context's error slot (in the global slot when h is invalid).
+func onContext(h C.uintptr_t, fn string, body func(c *context) *failure) (status C.int) {
+	c, f := lookup(h)
+	if f != nil {
+		return report(&global, f)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			status = report(&c.err, recovered(fn, r))
+		}
+	}()
+	return report(&c.err, body(c))
+}
+
+// withoutContext runs body and records the outcome in the global error slot.
+func withoutContext(fn string, body func() *failure) (status C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			status = report(&global, recovered(fn, r))
+		}
+	}()
+	return report(&global, body())
+}
+
+//export psda_abi_version
+func psda_abi_version(out *C.int32_t) C.int {
+	return withoutContext("psda_abi_version", func() *failure {
+		if out == nil {
+			return fail(errNull, "psda: out is NULL: pass the address of an int32_t")
+		}
+		*out = abiVersion
+		return nil
+	})
+}
+
+//export psda_version
+func psda_version(buf *C.char, cap C.size_t) C.int {
+	return withoutContext("psda_version", func() *failure {
+		return copyString(version, buf, cap, "version string")
+	})
+}
+
+//export psda_last_error
+func psda_last_error(h C.uintptr_t, buf *C.char, cap C.size_t) (status C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			status = report(&global, recovered("psda_last_error", r))
+		}
+	}()
+	slot := &global
+	if h != 0 {
+		c, f := lookup(h)
+		if f != nil {
+			return report(&global, f)
+		}
+		slot = &c.err
+	}
+	if f := copyString(slot.get(), buf, cap, "error message"); f != nil {
+		return f.status
+	}
+	return statusOK
+}
+
+//export psda_ctx_new
+func psda_ctx_new(out *C.uintptr_t) C.int {
+	return withoutContext("psda_ctx_new", func() *failure {
+		if out == nil {
+			return fail(errNull, "psda: out is NULL: pass the address of a psda_ctx")
+		}
+		c := &context{cfg: psda.Config{Stages: 2, Discrepancy: psda.MMD, Kernel: psda.RBF}}
+		*out = C.uintptr_t(cgo.NewHandle(c))
+		return nil
+	})
+}
+
+//export psda_ctx_free
+func psda_ctx_free(h C.uintptr_t) C.int {
+	return withoutContext("psda_ctx_free", func() *failure {
+		if h == 0 {
+			return nil
+		}
+		c, f := lookup(h)
+		if f != nil {
+			return f
+		}
+		// Hold the lock so that a call running on another thread finishes
+		// before the handle disappears.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		cgo.Handle(h).Delete()
+		c.res = nil
+		return nil
+	})
+}
+
+//export psda_set_batch_size
+func psda_set_batch_size(h C.uintptr_t, k C.int64_t) C.int {
+	return onContext(h, "psda_set_batch_size", func(c *context) *failure {
+		if int64(k) > math.MaxInt32 {
+			return fail(errInvalid, "psda: batch_size = %d: too large", int64(k))
+		}
+		c.cfg.BatchSize = int(k)
+		return nil
+	})
+}
+
+//export psda_set_stages
+func psda_set_stages(h C.uintptr_t, stages C.int32_t) C.int {
+	return onContext(h, "psda_set_stages", func(c *context) *failure {
+		c.cfg.Stages = int(stages)
+		return nil
+	})
+}
+
+//export psda_set_discrepancy
+func psda_set_discrepancy(h C.uintptr_t, name *C.char) C.int {
+	return onContext(h, "psda_set_discrepancy", func(c *context) *failure {
+		s, f := goString(name, "discrepancy")
+		if f == nil {
+			c.cfg.Discrepancy = s
+		}
+		return f
+	})
+}
+
+//export psda_set_kernel
+func psda_set_kernel(h C.uintptr_t, name *C.char) C.int {
+	return onContext(h, "psda_set_kernel", func(c *context) *failure {
+		s, f := goString(name, "kernel")
+		if f == nil {
+			c.cfg.Kernel = s
+		}
+		return f
+	})
+}
+
+//export psda_set_gammas
+func psda_set_gammas(h C.uintptr_t, gammas *C.double, n C.size_t) C.int {
+	return onContext(h, "psda_set_gammas", func(c *context) *failure {
+		switch {
+		case n == 0:
+			c.cfg.Gammas = nil
+		case gammas == nil:
+			return fail(errNull, "psda: gammas is NULL but n = %d: pass n values or n = 0 for the default", uint64(n))
+		case n > math.MaxInt32:
+			return fail(errSize, "psda: n = %d gammas: too many", uint64(n))
+		default:
+			c.cfg.Gammas = slices.Clone(unsafe.Slice((*float64)(unsafe.Pointer(gammas)), int(n)))
+		}
+		return nil
+	})
+}
+
+//export psda_compute_f32
+func psda_compute_f32(h C.uintptr_t, src *C.float, ns C.int64_t, tgt *C.float, nt C.int64_t, d C.int64_t) C.int {
+	return onContext(h, "psda_compute_f32", func(c *context) *failure {
+		s, f := view((*float32)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
+		if f != nil {
+			return f
+		}
+		t, f := view((*float32)(unsafe.Pointer(tgt)), int64(nt), int64(d), "target")
+		if f != nil {
+			return f
+		}
+		return c.compute(psda.Matrix{N: int(ns), D: int(d), F32: s}, psda.Matrix{N: int(nt), D: int(d), F32: t})
+	})
+}
+
+//export psda_compute_f64
+func psda_compute_f64(h C.uintptr_t, src *C.double, ns C.int64_t, tgt *C.double, nt C.int64_t, d C.int64_t) C.int {
+	return onContext(h, "psda_compute_f64", func(c *context) *failure {
+		s, f := view((*float64)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
+		if f != nil {
+			return f
+		}
+		t, f := view((*float64)(unsafe.Pointer(tgt)), int64(nt), int64(d), "target")
+		if f != nil {
+			return f
+		}
+		return c.compute(psda.Matrix{N: int(ns), D: int(d), F64: s}, psda.Matrix{N: int(nt), D: int(d), F64: t})
+	})
+}
+
+// view returns the n×d values at p, C memory, as a slice that must not
+// outlive the call; name is "source" or "target".
+func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
+	switch {
+	case p == nil:
+		return nil, fail(errNull, "psda: %s is NULL: pass the address of n_%s*dim values", name, name)
+	case n < 1:
+		return nil, fail(errSize, "psda: n_%s = %d: need at least one row", name, n)
+	case d < 1:
+		return nil, fail(errSize, "psda: dim = %d: need at least one feature column", d)
+	case n > math.MaxInt64/d:
+		return nil, fail(errSize, "psda: n_%s*dim = %d*%d values: too large", name, n, d)
+	}
+	return unsafe.Slice(p, n*d), nil
+}
+
+// compute replaces c's result by the matching of src and tgt; on failure c
+// holds no result, so that a stale one is never mistaken for the new one.
+func (c *context) compute(src, tgt psda.Matrix) *failure {
+	c.res = nil
+	m, err := psda.Match(src, tgt, c.cfg)
+	if err != nil {
+		return fail(errInvalid, "%s", err.Error())
+	}
+	c.res = m
+	return nil
+}
+
+// result returns c's last matching.
+func (c *context) result() (*psda.Matching, *failure) {
+	if c.res == nil {
+		return nil, fail(errNoResult, "psda: no result: the last psda_compute_* failed or none ran")
+	}
+	return c.res, nil
+}
+
+//export psda_result_sizes
+func psda_result_sizes(h C.uintptr_t, nPairs, nQuads, nSingles *C.int64_t) C.int {
+	return onContext(h, "psda_result_sizes", func(c *context) *failure {
+		if nPairs == nil || nQuads == nil || nSingles == nil {
+			return fail(errNull, "psda: n_pairs, n_quads or n_singles is NULL: pass three int64_t addresses")
+		}
+		m, f := c.result()
+		if f != nil {
+			return f
+		}
+		*nPairs, *nQuads, *nSingles = C.int64_t(len(m.Pairs)), C.int64_t(len(m.Quads)), C.int64_t(len(m.Singles))
+		return nil
+	})
+}
+
+// output returns the caller's buffer of cap int64 values at dst as a slice of
+// the need values to write; what names the result in messages.
+func output(dst *C.int64_t, cap C.int64_t, need int, what string) ([]int64, *failure) {
+	switch {
+	case need == 0:
+		return nil, nil
+	case dst == nil:
+		return nil, fail(errNull, "psda: dst is NULL: the %s need a buffer of %d int64 values", what, need)
+	case int64(cap) < int64(need):
+		return nil, fail(errSize, "psda: cap = %d int64 values: the %s need %d", int64(cap), what, need)
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(dst)), need), nil
+}
+
+//export psda_copy_pairs
+func psda_copy_pairs(h C.uintptr_t, dst *C.int64_t, cap C.int64_t) C.int {
+	return onContext(h, "psda_copy_pairs", func(c *context) *failure {
+		m, f := c.result()
+		if f != nil {
+			return f
+		}
+		out, f := output(dst, cap, 2*len(m.Pairs), "pairs")
+		if f != nil {
+			return f
+		}
+		for r, p := range m.Pairs {
+			out[2*r], out[2*r+1] = int64(p.S), int64(p.T)
+		}
+		return nil
+	})
+}
+
+//export psda_copy_quads
+func psda_copy_quads(h C.uintptr_t, dst *C.int64_t, cap C.int64_t) C.int {
+	return onContext(h, "psda_copy_quads", func(c *context) *failure {
+		m, f := c.result()
+		if f != nil {
+			return f
+		}
+		out, f := output(dst, cap, 2*len(m.Quads), "quads")
+		if f != nil {
+			return f
+		}
+		for u, q := range m.Quads {
+			out[2*u], out[2*u+1] = int64(q[0]), int64(q[1])
+		}
+		return nil
+	})
+}
+
+//export psda_copy_singles
+func psda_copy_singles(h C.uintptr_t, dst *C.int64_t, cap C.int64_t) C.int {
+	return onContext(h, "psda_copy_singles", func(c *context) *failure {
+		m, f := c.result()
+		if f != nil {
+			return f
+		}
+		out, f := output(dst, cap, len(m.Singles), "singles")
+		if f != nil {
+			return f
+		}
+		for u, r := range m.Singles {
+			out[u] = int64(r)
+		}
+		return nil
+	})
+}
+
+//export psda_objectives
+func psda_objectives(h C.uintptr_t, stage1Cost, stage2Cost, stage2Bound *C.double) C.int {
+	return onContext(h, "psda_objectives", func(c *context) *failure {
+		if stage1Cost == nil || stage2Cost == nil || stage2Bound == nil {
+			return fail(errNull, "psda: stage1_cost, stage2_cost or stage2_bound is NULL: pass three double addresses")
+		}
+		m, f := c.result()
+		if f != nil {
+			return f
+		}
+		*stage1Cost, *stage2Cost, *stage2Bound = C.double(m.Stage1Cost), C.double(m.Stage2Cost), C.double(m.Stage2Bound)
+		return nil
+	})
+}

@@ -1,0 +1,152 @@
+/*
+ * psda.h - C ABI of psda (Paired Sampling for Domain Adaptation).
+ *
+ * Copyright (c) 2026, the psda developers. BSD-3-Clause, see LICENSE.
+ *
+ * The functions are implemented in Go (package capi) and live in the same
+ * shared library as the Python extension (psda/_gopy/_psdago*.so); link a C
+ * program against that file.
+ *
+ * Conventions (SQLite / libgit2):
+ *   - Every function returns a status code, PSDA_OK (0) on success.
+ *   - The message for the last failure is fetched by psda_last_error, copied
+ *     into a buffer the caller owns.
+ *   - The caller allocates every output buffer and passes its capacity; psda
+ *     never returns memory the caller must free. The only resource psda owns
+ *     is a context, released by psda_ctx_free.
+ *   - Input arrays are read in place, never copied, and never retained after
+ *     the call returns.
+ *   - Every pointer argument is required (NULL gives PSDA_ERR_NULL) unless its
+ *     comment says otherwise. No function crashes on NULL; psda cannot detect
+ *     a non-NULL pointer to too little memory, so sizes must be right.
+ *   - A context may be shared between threads; calls on one context are
+ *     serialised by a lock. Calls on different contexts run in parallel.
+ *
+ * Arrays are row-major (C order). Indices are 0-based int64.
+ */
+#ifndef PSDA_H
+#define PSDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* PSDA_ABI_VERSION changes whenever a declaration in this file changes
+ * incompatibly. Compare it with psda_abi_version at run time. */
+#define PSDA_ABI_VERSION 1
+
+/* Status codes. */
+#define PSDA_OK 0            /* success */
+#define PSDA_ERR_NULL 1      /* a required pointer argument is NULL */
+#define PSDA_ERR_HANDLE 2    /* the context is 0, already freed, or not a psda context */
+#define PSDA_ERR_SIZE 3      /* a size or buffer capacity is out of range, or a string was truncated */
+#define PSDA_ERR_INVALID 4   /* an argument's value is invalid: NaN/Inf, unknown name, bad batch size... */
+#define PSDA_ERR_NO_RESULT 5 /* a result was requested before a successful psda_compute_* */
+#define PSDA_ERR_INTERNAL 6  /* a bug in psda; the message says where */
+
+/* psda_ctx is an opaque handle to a matching context (options plus the last
+ * result); 0 is never a valid context. */
+typedef uintptr_t psda_ctx;
+
+/* psda_abi_version stores the library's PSDA_ABI_VERSION in *out. */
+int psda_abi_version(int32_t *out);
+
+/* psda_version copies the library version (e.g. "0.1.0"), NUL-terminated,
+ * into buf of cap bytes. Returns PSDA_ERR_SIZE, with a truncated copy, when
+ * cap is too small. */
+int psda_version(char *buf, size_t cap);
+
+/* psda_last_error copies the message of the most recent call on ctx ("" when
+ * it succeeded), NUL-terminated, into buf of cap bytes. With ctx == 0 it
+ * copies the message of the most recent call made without a valid context
+ * (psda_ctx_new, psda_lsap_f64, any call given an invalid handle); that slot
+ * is shared by all threads. Returns PSDA_ERR_SIZE, with a truncated copy, when
+ * cap is too small; 512 bytes hold every message psda produces for typical
+ * names. Does not change the stored message. */
+int psda_last_error(psda_ctx ctx, char *buf, size_t cap);
+
+/* psda_ctx_new creates a context with the default options (stages 2, "mmd",
+ * "rbf", the paper's gammas {0.001, 0.01, 0.1, 1, 10}, batch size unset) and
+ * stores it in *out. Release it with psda_ctx_free. */
+int psda_ctx_new(psda_ctx *out);
+
+/* psda_ctx_free releases ctx and its result. Freeing 0 is a no-op; freeing a
+ * context twice returns PSDA_ERR_HANDLE. */
+int psda_ctx_free(psda_ctx ctx);
+
+/* The option setters store a value for the next psda_compute_*; values are
+ * validated there, so that the rules live in one place (the Go core). */
+
+/* psda_set_batch_size sets k, the number of pairs per minibatch (>= 1; even
+ * with 2 stages; >= 2 with CORAL). */
+int psda_set_batch_size(psda_ctx ctx, int64_t batch_size);
+
+/* psda_set_stages sets 1 (Paired: Stage 1 only) or 2 (Double-paired). */
+int psda_set_stages(psda_ctx ctx, int32_t stages);
+
+/* psda_set_discrepancy sets "mmd" or "coral" (NUL-terminated, copied). */
+int psda_set_discrepancy(psda_ctx ctx, const char *name);
+
+/* psda_set_kernel sets the MMD kernel, "linear" or "rbf" (copied). */
+int psda_set_kernel(psda_ctx ctx, const char *name);
+
+/* psda_set_gammas sets the RBF mixture to the n values at gammas (copied).
+ * n == 0 restores the default; gammas may then be NULL. */
+int psda_set_gammas(psda_ctx ctx, const double *gammas, size_t n);
+
+/* psda_compute_f32 computes the matching of source (n_source x dim) and target
+ * (n_target x dim), both row-major float32, read in place. On success the
+ * context holds the result; on failure it holds none (PSDA_ERR_INVALID for
+ * NaN/Inf features, bad options, or a batch size larger than
+ * max(n_source, n_target)). Time O(n_source * n_target * dim) for the costs
+ * plus the exact assignment (O(n^3) worst case); memory O(n_source * n_target)
+ * doubles. */
+int psda_compute_f32(psda_ctx ctx, const float *source, int64_t n_source,
+                     const float *target, int64_t n_target, int64_t dim);
+
+/* psda_compute_f64 is psda_compute_f32 for float64 features. */
+int psda_compute_f64(psda_ctx ctx, const double *source, int64_t n_source,
+                     const double *target, int64_t n_target, int64_t dim);
+
+/* psda_result_sizes stores the number of pairs P = max(n_source, n_target),
+ * quadruplets Q and single pairs S of the last result. */
+int psda_result_sizes(psda_ctx ctx, int64_t *n_pairs, int64_t *n_quads,
+                      int64_t *n_singles);
+
+/* psda_copy_pairs writes the P pairs as P x 2 int64 (source index, target
+ * index) into dst, which holds cap int64 values (cap >= 2P). dst may be NULL
+ * when 2P == 0. */
+int psda_copy_pairs(psda_ctx ctx, int64_t *dst, int64_t cap);
+
+/* psda_copy_quads writes the Q quadruplets as Q x 2 int64 indices into the
+ * pairs (cap >= 2Q; dst may be NULL when Q == 0, e.g. with 1 stage). */
+int psda_copy_quads(psda_ctx ctx, int64_t *dst, int64_t cap);
+
+/* psda_copy_singles writes the S indices of pairs left without a partner
+ * (every pair with 1 stage, at most one with 2 stages; cap >= S; dst may be
+ * NULL when S == 0). */
+int psda_copy_singles(psda_ctx ctx, int64_t *dst, int64_t cap);
+
+/* psda_objectives stores the Stage 1 cost (certified optimal), the Stage 2
+ * cost, and a lower bound on the optimal Stage 2 cost (equal to the cost when
+ * Stage 2 is proven optimal; both 0 with 1 stage). */
+int psda_objectives(psda_ctx ctx, double *stage1_cost, double *stage2_cost,
+                    double *stage2_bound);
+
+/* psda_lsap_f64 solves the dense rectangular linear assignment problem on the
+ * nr x nc row-major cost matrix (1 <= nr <= nc, finite values), read in
+ * place: it assigns every row a distinct column at minimum total cost,
+ * writes the column of row i to col4row[i] (cap >= nr) and, unless objective
+ * is NULL, the total cost to *objective. Errors are reported through
+ * psda_last_error(0, ...). Time O(nr^2 nc) worst case. */
+int psda_lsap_f64(const double *cost, int64_t nr, int64_t nc, int64_t *col4row,
+                  int64_t cap, double *objective);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PSDA_H */

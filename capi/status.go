@@ -1,0 +1,119 @@
+// Package capi exports psda's C ABI, declared in the hand-written header
+// psda.h next to this file. It is linked into the Python extension's shared
+// library (one Go runtime per process), which is also the library C programs
+// link against.
+//
+// Contexts are runtime/cgo.Handle values: C never holds a Go pointer. Input
+// arrays are C memory viewed as Go slices for the duration of one call, never
+// copied and never retained. Every entry point recovers from panics, so a bug
+// surfaces as PSDA_ERR_INTERNAL instead of aborting the host process.
+package capi
+
+// This file has no //export functions, so its preamble may include psda.h
+// (cgo copies the preambles of exporting files into _cgo_export.h, where
+// psda.h's const-qualified prototypes would clash with cgo's own). The status
+// codes below are therefore taken from the header, never restated.
+
+/*
+#include "psda.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"sync"
+	"unsafe"
+)
+
+// Status codes, from psda.h.
+const (
+	statusOK       = C.PSDA_OK
+	errNull        = C.PSDA_ERR_NULL
+	errHandle      = C.PSDA_ERR_HANDLE
+	errSize        = C.PSDA_ERR_SIZE
+	errInvalid     = C.PSDA_ERR_INVALID
+	errNoResult    = C.PSDA_ERR_NO_RESULT
+	errInternal    = C.PSDA_ERR_INTERNAL
+	abiVersion     = C.PSDA_ABI_VERSION
+	defaultVersion = "devel"
+)
+
+// version is the library version; setup.py sets it from pyproject.toml with
+// -ldflags "-X github.com/psda-dev/psda/capi.version=...".
+var version = defaultVersion
+
+// failure is an error with its psda.h status code.
+type failure struct {
+	status C.int
+	msg    string
+}
+
+func (f *failure) Error() string { return f.msg }
+
+// fail returns a failure with a formatted message.
+func fail(status C.int, format string, args ...any) *failure {
+	return &failure{status: status, msg: fmt.Sprintf(format, args...)}
+}
+
+// errSlot holds the message of the last call, guarded by its own lock.
+type errSlot struct {
+	mu  sync.Mutex
+	msg string
+}
+
+func (e *errSlot) set(msg string) {
+	e.mu.Lock()
+	e.msg = msg
+	e.mu.Unlock()
+}
+
+func (e *errSlot) get() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.msg
+}
+
+// global is the message slot for calls made without a valid context.
+var global errSlot
+
+// report stores f's message ("" for nil) in slot and returns its status.
+func report(slot *errSlot, f *failure) C.int {
+	if f == nil {
+		slot.set("")
+		return statusOK
+	}
+	slot.set(f.msg)
+	return f.status
+}
+
+// recovered turns a panic value into an internal failure; the caller names
+// the entry point.
+func recovered(fn string, r any) *failure {
+	return fail(errInternal, "psda: internal error in %s: %v (please report this bug)", fn, r)
+}
+
+// copyString writes s, NUL-terminated and truncated to fit, into the cap bytes
+// at buf; it fails with errSize when s was truncated.
+func copyString(s string, buf *C.char, cap C.size_t, what string) *failure {
+	if buf == nil {
+		return fail(errNull, "psda: buf is NULL: pass a buffer for the %s", what)
+	}
+	if cap == 0 {
+		return fail(errSize, "psda: cap = 0: the %s needs %d bytes including the NUL", what, len(s)+1)
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(cap))
+	n := copy(dst[:len(dst)-1], s)
+	dst[n] = 0
+	if n < len(s) {
+		return fail(errSize, "psda: cap = %d bytes: the %s needs %d including the NUL", cap, what, len(s)+1)
+	}
+	return nil
+}
+
+// goString copies a NUL-terminated C string; name is the argument's name.
+func goString(p *C.char, name string) (string, *failure) {
+	if p == nil {
+		return "", fail(errNull, "psda: %s is NULL: pass a NUL-terminated string", name)
+	}
+	return C.GoString(p), nil
+}

@@ -1,0 +1,245 @@
+"""The only module that touches psda's shared library.
+
+One file, ``_psdago*.so``, holds the whole Go side (Go allows one runtime per
+process). Python reaches it two ways:
+
+* as the gopy extension module ``psda._psdago``, for the stateful
+  :class:`Schedule` (gopy's generated wrappers release the GIL);
+* through :mod:`ctypes` on the *same* file, for the C ABI of ``capi/psda.h``
+  (ctypes releases the GIL during each call, so matching runs without it).
+
+Bulk data crosses only as addresses of NumPy buffers that Python allocated:
+inputs are read in place, outputs are allocated here and filled by Go.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _psdago as _gopy
+
+__all__ = ["version", "match", "linear_sum_assignment", "Schedule"]
+
+# Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below.
+_ABI_VERSION = 1
+
+# Status codes of capi/psda.h.
+_OK, _ERR_NULL, _ERR_HANDLE, _ERR_SIZE, _ERR_INVALID, _ERR_NO_RESULT, _ERR_INTERNAL = range(7)
+
+# dlopen of an already loaded file returns the same handle: this is the Go
+# runtime the extension module started, not a second one.
+_lib = ctypes.CDLL(_gopy.__file__)
+_ctx_t = ctypes.c_size_t  # psda_ctx is uintptr_t
+_int, _i32, _i64, _sz, _ptr = ctypes.c_int, ctypes.c_int32, ctypes.c_int64, ctypes.c_size_t, ctypes.c_void_p
+for _name, _args in {
+    "psda_abi_version": [_ptr],
+    "psda_version": [_ptr, _sz],
+    "psda_last_error": [_ctx_t, _ptr, _sz],
+    "psda_ctx_new": [_ptr],
+    "psda_ctx_free": [_ctx_t],
+    "psda_set_batch_size": [_ctx_t, _i64],
+    "psda_set_stages": [_ctx_t, _i32],
+    "psda_set_discrepancy": [_ctx_t, ctypes.c_char_p],
+    "psda_set_kernel": [_ctx_t, ctypes.c_char_p],
+    "psda_set_gammas": [_ctx_t, _ptr, _sz],
+    "psda_compute_f32": [_ctx_t, _ptr, _i64, _ptr, _i64, _i64],
+    "psda_compute_f64": [_ctx_t, _ptr, _i64, _ptr, _i64, _i64],
+    "psda_result_sizes": [_ctx_t, _ptr, _ptr, _ptr],
+    "psda_copy_pairs": [_ctx_t, _ptr, _i64],
+    "psda_copy_quads": [_ctx_t, _ptr, _i64],
+    "psda_copy_singles": [_ctx_t, _ptr, _i64],
+    "psda_objectives": [_ctx_t, _ptr, _ptr, _ptr],
+    "psda_lsap_f64": [_ptr, _i64, _i64, _ptr, _i64, _ptr],
+}.items():
+    _fn = getattr(_lib, _name, None)
+    if _fn is not None:  # psda_lsap_f64 may be absent from an older build
+        _fn.argtypes, _fn.restype = _args, _int
+
+
+def _message(ctx: int) -> str:
+    buf = ctypes.create_string_buffer(4096)
+    _lib.psda_last_error(ctx, buf, len(buf))
+    return buf.value.decode("utf-8", "replace")
+
+
+def _check(status: int, ctx: int = 0) -> None:
+    """Raise for a failed C ABI call: ValueError for bad input (Go's message)."""
+    if status == _OK:
+        return
+    msg = _message(ctx)
+    if status in (_ERR_NULL, _ERR_SIZE, _ERR_INVALID):
+        raise ValueError(msg)
+    raise RuntimeError("%s (status %d)" % (msg, status))
+
+
+_abi = ctypes.c_int32()
+_check(_lib.psda_abi_version(ctypes.byref(_abi)))
+if _abi.value != _ABI_VERSION:
+    raise ImportError(
+        "psda's library %s has ABI version %d, this module expects %d: reinstall psda (pip install .)"
+        % (_gopy.__file__, _abi.value, _ABI_VERSION)
+    )
+
+
+def version() -> str:
+    """Return the version the library was built as (pyproject's version)."""
+    buf = ctypes.create_string_buffer(64)
+    _check(_lib.psda_version(buf, len(buf)))
+    return buf.value.decode()
+
+
+def _addr(a: np.ndarray) -> int:
+    return a.ctypes.data
+
+
+def match(
+    source: np.ndarray,
+    target: np.ndarray,
+    *,
+    batch_size: int,
+    stages: int,
+    discrepancy: str,
+    kernel: str,
+    gammas: Optional[Sequence[float]],
+) -> Tuple[np.ndarray, np.ndarray, np.ndarray, float, float, float]:
+    """Compute the PSDA matching of two feature matrices through the C ABI.
+
+    source and target must be C-contiguous 2-D ndarrays of one dtype, float32
+    or float64 (the public API converts); Go reads them in place, with the GIL
+    released. gammas None means the paper's mixture.
+
+    Returns (pairs (P, 2), quads (Q, 2), singles (S,)) as int64 arrays and the
+    floats stage1_cost, stage2_cost, stage2_bound. Raises ValueError with Go's
+    message for invalid input.
+    """
+    for name, a in (("source", source), ("target", target)):
+        if not (isinstance(a, np.ndarray) and a.ndim == 2 and a.flags.c_contiguous):
+            raise TypeError("_native.match: %s must be a C-contiguous 2-D ndarray" % name)
+    if source.dtype != target.dtype or source.dtype not in (np.float32, np.float64):
+        raise TypeError("_native.match: source and target must both be float32 or both float64, got %s and %s" % (source.dtype, target.dtype))
+    compute = _lib.psda_compute_f32 if source.dtype == np.float32 else _lib.psda_compute_f64
+    g = np.ascontiguousarray(gammas if gammas is not None else [], dtype=np.float64).ravel()
+
+    handle = _ctx_t()
+    _check(_lib.psda_ctx_new(ctypes.byref(handle)))
+    ctx = handle.value
+    try:
+        _check(_lib.psda_set_batch_size(ctx, int(batch_size)), ctx)
+        _check(_lib.psda_set_stages(ctx, int(stages)), ctx)
+        _check(_lib.psda_set_discrepancy(ctx, str(discrepancy).encode()), ctx)
+        _check(_lib.psda_set_kernel(ctx, str(kernel).encode()), ctx)
+        _check(_lib.psda_set_gammas(ctx, _addr(g), g.size), ctx)
+        _check(compute(ctx, _addr(source), source.shape[0], _addr(target), target.shape[0], source.shape[1]), ctx)
+        sizes = np.zeros(3, dtype=np.int64)
+        _check(_lib.psda_result_sizes(ctx, _addr(sizes), _addr(sizes[1:]), _addr(sizes[2:])), ctx)
+        pairs = np.empty((sizes[0], 2), dtype=np.int64)
+        quads = np.empty((sizes[1], 2), dtype=np.int64)
+        singles = np.empty(sizes[2], dtype=np.int64)
+        _check(_lib.psda_copy_pairs(ctx, _addr(pairs), pairs.size), ctx)
+        _check(_lib.psda_copy_quads(ctx, _addr(quads), quads.size), ctx)
+        _check(_lib.psda_copy_singles(ctx, _addr(singles), singles.size), ctx)
+        obj = np.zeros(3, dtype=np.float64)
+        _check(_lib.psda_objectives(ctx, _addr(obj), _addr(obj[1:]), _addr(obj[2:])), ctx)
+    finally:
+        _lib.psda_ctx_free(ctx)
+    return pairs, quads, singles, float(obj[0]), float(obj[1]), float(obj[2])
+
+
+def linear_sum_assignment(cost) -> Tuple[np.ndarray, np.ndarray, float]:
+    """Solve the dense linear assignment problem like SciPy's function.
+
+    cost is any 2-D real array-like; it is converted once to C-contiguous
+    float64 unless it already is. Returns (row_ind, col_ind, objective) with
+    row_ind sorted, as scipy.optimize.linear_sum_assignment returns
+    (row_ind, col_ind), plus the minimal total cost. A tall matrix
+    (rows > columns) is solved transposed. Raises ValueError for NaN or
+    non-2-D input.
+    """
+    c = np.ascontiguousarray(cost, dtype=np.float64)
+    if c.ndim != 2:
+        raise ValueError("cost has shape %s: expected a 2-D matrix" % (c.shape,))
+    nr, nc = c.shape
+    if nr == 0 or nc == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0
+    tall = nr > nc
+    if tall:
+        c = np.ascontiguousarray(c.T)
+    rows, cols = c.shape
+    col4row = np.empty(rows, dtype=np.int64)
+    obj = ctypes.c_double()
+    _check(_lib.psda_lsap_f64(_addr(c), rows, cols, _addr(col4row), rows, ctypes.byref(obj)))
+    if not tall:
+        return np.arange(nr, dtype=np.int64), col4row, obj.value
+    order = np.argsort(col4row)
+    return col4row[order], order.astype(np.int64), obj.value
+
+
+class Schedule:
+    """The epoch's batches of a matching, computed in Go (pyapi.Schedule).
+
+    Args:
+        pairs: (P, 2) int64-convertible source/target index pairs.
+        quads: (Q, 2) indices into pairs.
+        singles: (S,) indices into pairs.
+        batch_size, seed, drop_last, num_replicas: as psda.ScheduleConfig.
+
+    The index arrays are copied into Go memory once; ValueError with Go's
+    message on invalid input.
+    """
+
+    def __init__(self, pairs, quads, singles, *, batch_size: int, seed: int, drop_last: bool, num_replicas: int):
+        self._h = 0
+        p = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
+        q = np.ascontiguousarray(quads, dtype=np.int64).reshape(-1, 2)
+        s = np.ascontiguousarray(singles, dtype=np.int64).ravel()
+        seed = int(seed)
+        if not 0 <= seed < 2**64:
+            raise ValueError("seed = %d: must be in [0, 2**64)" % seed)
+        self._h = _gopy.pyapi_NewSchedule(
+            _addr(p), len(p), _addr(q), len(q), _addr(s), len(s),
+            int(batch_size), seed, bool(drop_last), int(num_replicas),
+        )  # fmt: skip
+        _gopy.IncRef(self._h)  # gopy registers handles with count 0; __del__ drops ours
+        err = _gopy.pyapi_Schedule_Err(self._h)
+        if err:
+            raise ValueError(err)
+        self.num_replicas = int(num_replicas)
+        self.num_batches: int = _gopy.pyapi_Schedule_NumBatches(self._h)
+
+    def batch_lens(self, rank: int) -> np.ndarray:
+        """Return the number of pairs in each of rank's batches (int64)."""
+        self._check_rank(rank)
+        return np.array([_gopy.pyapi_Schedule_BatchLen(self._h, rank, b) for b in range(self.num_batches)], dtype=np.int64)
+
+    def fill(self, epoch: int, rank: int, start: int = 0) -> np.ndarray:
+        """Return batches start, ... of rank for epoch as one flat int64 array.
+
+        Each batch of length L contributes its L source indices, then the L
+        target indices (un-offset) of the same pairs in the same order.
+        """
+        self._check_rank(rank)
+        if not 0 <= start <= self.num_batches:
+            raise ValueError("start = %d: want 0 <= start <= %d batches per epoch" % (start, self.num_batches))
+        if not 0 <= epoch < 2**64:
+            raise ValueError("epoch = %d: must be in [0, 2**64)" % epoch)
+        n = 2 * int(self.batch_lens(rank)[start:].sum())
+        out = np.empty(n, dtype=np.int64)
+        err = _gopy.pyapi_Schedule_Fill(self._h, int(epoch), int(rank), int(start), _addr(out), n)
+        if err:
+            raise ValueError(err)
+        return out
+
+    def _check_rank(self, rank: int) -> None:
+        if not 0 <= rank < self.num_replicas:
+            raise ValueError("rank = %d: want 0 <= rank < num_replicas = %d" % (rank, self.num_replicas))
+
+    def __del__(self) -> None:
+        h, self._h = getattr(self, "_h", 0), 0
+        if h and _gopy is not None:
+            try:
+                _gopy.DecRef(h)
+            except Exception:  # interpreter shutdown
+                pass
