@@ -1,0 +1,227 @@
+"""Baseline batch samplers to compare PSDA against, in PairedBatchSampler's layout.
+
+Every sampler here yields lists of 2k Python ints: k source indices in
+[0, n_s), then k target indices offset by n_s (the index space of
+``ConcatDataset([source_ds, target_ds])``). Each has its own seeded NumPy
+Generator (never the global RNG), ``len()``, and ``set_epoch(e)``; the epoch
+also advances by itself after a complete pass. An epoch has
+max(n_s, n_t) // k batches (drop_last), the same as PSDA's P // k.
+
+* ``UniformBatchSampler``: independent random permutations of source and target.
+* ``KMeansPPBatchSampler``: diverse sampling, every minibatch seeded by k-means++
+  (D^2 seeding) on the features, separately for source and target.
+* ``MatchingBatchSampler``: a plain schedule over a given matching (pairs,
+  quadruplets), used to drive the SciPy reference through the same estimators.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, List, Optional
+
+import numpy as np
+
+__all__ = ["UniformBatchSampler", "KMeansPPBatchSampler", "MatchingBatchSampler"]
+
+
+def _check_batch_size(batch_size, limit: int) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise TypeError(f"batch_size = {batch_size!r}: want an int")
+    k = int(batch_size)
+    if k < 1 or k > limit:
+        raise ValueError(f"batch_size = {k}: want 1 <= batch_size <= {limit} "
+                         "(max(n_source, n_target))")
+    return k
+
+
+class _EpochSampler:
+    """Shared epoch bookkeeping: seeded per-epoch generators and auto-advance."""
+
+    def __init__(self, n_source: int, n_target: int, batch_size: int, seed: int) -> None:
+        if n_source < 1 or n_target < 1:
+            raise ValueError(f"n_source = {n_source}, n_target = {n_target}: want both >= 1")
+        self.n_s, self.n_t = int(n_source), int(n_target)
+        self.batch_size = _check_batch_size(batch_size, max(self.n_s, self.n_t))
+        self.seed = int(seed)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        """set_epoch selects the epoch whose batches the next ``__iter__`` yields."""
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return max(self.n_s, self.n_t) // self.batch_size
+
+    def _rng(self) -> np.random.Generator:
+        return np.random.default_rng([self.seed, self.epoch])
+
+    def __iter__(self) -> Iterator[List[int]]:
+        rng = self._rng()
+        for src, tgt in self._batches(rng):
+            yield src.tolist() + (tgt + self.n_s).tolist()
+        self.epoch += 1
+
+    def _batches(self, rng):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+def _stream(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
+    """count indices from back-to-back random permutations of range(n)."""
+    reps = -(-count // n)
+    return np.concatenate([rng.permutation(n) for _ in range(reps)])[:count]
+
+
+class UniformBatchSampler(_EpochSampler):
+    """UniformBatchSampler yields uniformly random minibatches of k source and k target rows.
+
+    Each epoch draws an independent permutation of the source and of the
+    target and cuts them into batches of k; the larger domain is covered
+    exactly once (its last partial batch dropped), the smaller one is drawn
+    from back-to-back permutations, so each of its rows appears once or
+    twice. Time O(n_s + n_t) per epoch.
+
+    Args:
+        n_source, n_target: dataset sizes.
+        batch_size: k, per domain.
+        seed: seeds this sampler's own Generator (with the epoch).
+
+    Example:
+        >>> s = UniformBatchSampler(6, 6, 2, seed=1)
+        >>> [len(b) for b in s]
+        [4, 4, 4]
+    """
+
+    def __init__(self, n_source: int, n_target: int, batch_size: int, *, seed: int = 0) -> None:
+        super().__init__(n_source, n_target, batch_size, seed)
+
+    def _batches(self, rng):
+        k, nb = self.batch_size, len(self)
+        src = _stream(rng, self.n_s, nb * k).reshape(nb, k)
+        tgt = _stream(rng, self.n_t, nb * k).reshape(nb, k)
+        return zip(src, tgt)
+
+
+def _kmeanspp(x: np.ndarray, sq: np.ndarray, k: int, nb: int,
+              rng: np.random.Generator) -> np.ndarray:
+    """nb independent k-means++ seedings of x: returns (nb, k) distinct row indices.
+
+    The nb seedings run side by side, one per column of an n x nb array (a
+    cumulative sum down the columns is much faster in NumPy than along rows),
+    so that each of the k steps is one GEMM (n x d times d x nb) plus O(n nb)
+    elementwise work.
+    """
+    n = len(x)
+    out = np.empty((nb, k), np.int64)
+    cols = np.arange(nb)
+    chosen = np.zeros((n, nb), bool)
+
+    def dist(p):
+        return np.maximum(sq[:, None] + sq[p][None, :] - 2.0 * (x @ x[p].T), 0.0)
+
+    pick = rng.integers(n, size=nb)
+    d2 = None
+    for m in range(k):
+        out[:, m] = pick
+        chosen[pick, cols] = True
+        if m + 1 == k:
+            break
+        d2 = dist(pick) if d2 is None else np.minimum(d2, dist(pick), out=d2)
+        d2[pick, cols] = 0.0                    # rounding must not leave a chosen row weight
+        w = d2
+        tot = w.sum(0)
+        if np.any(tot <= 0.0):                  # all remaining rows duplicate chosen ones
+            bad = tot <= 0.0
+            w = d2.copy()
+            w[:, bad] = ~chosen[:, bad]
+            tot = w.sum(0)
+        cum = np.cumsum(w, axis=0)
+        u = rng.random(nb) * tot
+        pick = np.minimum((cum < u[None, :]).sum(0), n - 1)
+        # u can land exactly on a boundary next to a zero-weight (chosen) row.
+        bad = chosen[pick, cols]
+        if bad.any():
+            pick[bad] = np.argmax(~chosen[:, bad], axis=0)
+    return out
+
+
+class KMeansPPBatchSampler(_EpochSampler):
+    """KMeansPPBatchSampler yields diverse minibatches chosen by k-means++ seeding.
+
+    Every minibatch draws its k source rows by k-means++ D^2 seeding on the
+    source features (first row uniform, each next row with probability
+    proportional to its squared distance to the rows already chosen), and
+    likewise its k target rows, independently of other batches; rows are
+    distinct within a batch. This is the paper's "k-means++" diverse-sampling
+    baseline. Time O(n k d) per batch; memory O(chunk n).
+
+    Args:
+        source_features: (n_s, d) array.
+        target_features: (n_t, d) array.
+        batch_size: k, per domain (<= n_s and <= n_t).
+        seed: seeds this sampler's own Generator (with the epoch).
+        chunk: how many batches are seeded side by side.
+    """
+
+    def __init__(self, source_features, target_features, batch_size: int, *, seed: int = 0,
+                 chunk: Optional[int] = None) -> None:
+        self.xs = np.ascontiguousarray(source_features, dtype=np.float64)
+        self.xt = np.ascontiguousarray(target_features, dtype=np.float64)
+        if self.xs.ndim != 2 or self.xt.ndim != 2 or self.xs.shape[1] != self.xt.shape[1]:
+            raise ValueError(f"source_features {self.xs.shape} and target_features "
+                             f"{self.xt.shape}: want 2-D arrays with the same number of columns")
+        super().__init__(len(self.xs), len(self.xt), batch_size, seed)
+        if self.batch_size > min(self.n_s, self.n_t):
+            raise ValueError(f"batch_size = {self.batch_size}: k-means++ picks distinct rows, so "
+                             f"want batch_size <= min(n_source, n_target) = {min(self.n_s, self.n_t)}")
+        self.sq_s = np.einsum("ij,ij->i", self.xs, self.xs)
+        self.sq_t = np.einsum("ij,ij->i", self.xt, self.xt)
+        n = max(self.n_s, self.n_t)
+        self.chunk = chunk or max(1, (1 << 21) // n)
+
+    def _batches(self, rng):
+        left = len(self)
+        while left > 0:
+            nb = min(self.chunk, left)
+            src = _kmeanspp(self.xs, self.sq_s, self.batch_size, nb, rng)
+            tgt = _kmeanspp(self.xt, self.sq_t, self.batch_size, nb, rng)
+            yield from zip(src, tgt)
+            left -= nb
+
+
+class MatchingBatchSampler(_EpochSampler):
+    """MatchingBatchSampler serves batches of matched pairs from a given matching.
+
+    ``matching`` needs ``.pairs`` ((P, 2): source, target) and, for stages=2,
+    ``.quads`` ((Q, 2) indices into pairs) and ``.singles``. Each epoch
+    shuffles the units (quadruplets, or pairs with stages=1; with stages=2 the
+    singles become units of one pair, placed last) and lays them out so that
+    batch position m holds one pair and a quadruplet's pairs sit at positions
+    2m and 2m + 1; the last partial batch is dropped. This mirrors
+    PairedBatchSampler's layout without depending on it.
+    """
+
+    def __init__(self, matching, n_source: int, n_target: int, batch_size: int, *,
+                 stages: int = 2, seed: int = 0) -> None:
+        super().__init__(n_source, n_target, batch_size, seed)
+        if stages not in (1, 2):
+            raise ValueError(f"stages = {stages}: want 1 or 2")
+        if stages == 2 and self.batch_size % 2:
+            raise ValueError(f"batch_size = {self.batch_size} with stages = 2: want an even size")
+        self.pairs = np.asarray(matching.pairs, dtype=np.int64)
+        self.stages = stages
+        if stages == 2:
+            self.quads = np.asarray(matching.quads, dtype=np.int64).reshape(-1, 2)
+            self.singles = np.asarray(matching.singles, dtype=np.int64).ravel()
+
+    def __len__(self) -> int:
+        return len(self.pairs) // self.batch_size
+
+    def _batches(self, rng):
+        if self.stages == 1:
+            order = rng.permutation(len(self.pairs))
+        else:
+            order = np.concatenate([self.quads[rng.permutation(len(self.quads))].ravel(),
+                                    rng.permutation(self.singles)])
+        k = self.batch_size
+        nb = len(self)
+        sel = self.pairs[order[:nb * k]].reshape(nb, k, 2)
+        return zip(sel[:, :, 0], sel[:, :, 1])
