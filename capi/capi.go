@@ -203,6 +203,7 @@ func psda_set_gammas(h C.uintptr_t, gammas *C.double, n C.size_t) C.int {
 //export psda_compute_f32
 func psda_compute_f32(h C.uintptr_t, src *C.float, ns C.int64_t, tgt *C.float, nt C.int64_t, d C.int64_t) C.int {
 	return onContext(h, "psda_compute_f32", func(c *context) *failure {
+		c.res = nil // a failed call must not leave the previous result readable
 		s, f := view((*float32)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
 		if f != nil {
 			return f
@@ -218,6 +219,7 @@ func psda_compute_f32(h C.uintptr_t, src *C.float, ns C.int64_t, tgt *C.float, n
 //export psda_compute_f64
 func psda_compute_f64(h C.uintptr_t, src *C.double, ns C.int64_t, tgt *C.double, nt C.int64_t, d C.int64_t) C.int {
 	return onContext(h, "psda_compute_f64", func(c *context) *failure {
+		c.res = nil // a failed call must not leave the previous result readable
 		s, f := view((*float64)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
 		if f != nil {
 			return f
@@ -246,10 +248,9 @@ func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
 	return unsafe.Slice(p, n*d), nil
 }
 
-// compute replaces c's result by the matching of src and tgt; on failure c
-// holds no result, so that a stale one is never mistaken for the new one.
+// compute sets c's result to the matching of src and tgt; on failure c holds
+// no result, so that a stale one is never mistaken for the new one.
 func (c *context) compute(src, tgt psda.Matrix) *failure {
-	c.res = nil
 	m, err := psda.Match(src, tgt, c.cfg)
 	if err != nil {
 		return fail(errInvalid, "%s", err.Error())

@@ -1,0 +1,319 @@
+/*
+ * psda_abi_test.c - exercises every function of capi/psda.h from C.
+ *
+ * Usage: psda_abi_test [expected-version]
+ * Prints one line per failed check and "ok: N checks" at the end; the exit
+ * status is the number of failures (capped at 100). tests/test_capi.py
+ * compiles it against capi/psda.h and links it to the built library.
+ *
+ * Results are checked by properties that follow from the problem, never by
+ * stored numbers: with target = source + a constant shift and n_s = n_t, the
+ * linear-kernel MMD Stage 1 maximises sum_i <s_i, t_sigma(i)>, which by the
+ * rearrangement inequality is the identity with cost 0 (distinct rows).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "psda.h"
+
+static int checks, failures;
+
+#define CHECK(cond, ...)                                               \
+    do {                                                               \
+        checks++;                                                      \
+        if (!(cond)) {                                                 \
+            failures++;                                                \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);     \
+            printf(__VA_ARGS__);                                       \
+            printf("\n");                                              \
+        }                                                              \
+    } while (0)
+
+/* expect checks a status and, for failures, that the message is non-empty
+ * and mentions want (when want is not NULL). */
+static void expect(int got, int want_status, psda_ctx ctx, const char *want, const char *what) {
+    char msg[512];
+    int s = psda_last_error(ctx, msg, sizeof msg);
+    CHECK(got == want_status, "%s: status %d, want %d (message: %s)", what, got, want_status, msg);
+    CHECK(s == PSDA_OK, "%s: psda_last_error status %d", what, s);
+    if (want_status == PSDA_OK) {
+        CHECK(msg[0] == '\0', "%s: message after success is \"%s\"", what, msg);
+    } else {
+        CHECK(msg[0] != '\0', "%s: empty message for status %d", what, got);
+        if (want)
+            CHECK(strstr(msg, want) != NULL, "%s: message \"%s\" does not mention \"%s\"", what, msg, want);
+    }
+}
+
+/* Deterministic features: a linear congruential generator, so rows differ. */
+static double next(unsigned *state) {
+    *state = *state * 1103515245u + 12345u;
+    return (double)((*state >> 8) & 0xffff) / 65536.0;
+}
+
+#define N 8
+#define D 3
+
+static void test_versions(const char *want_version) {
+    int32_t abi = -1;
+    char buf[64];
+    expect(psda_abi_version(NULL), PSDA_ERR_NULL, 0, "out", "abi_version(NULL)");
+    expect(psda_abi_version(&abi), PSDA_OK, 0, NULL, "abi_version");
+    CHECK(abi == PSDA_ABI_VERSION, "library ABI %d, header %d", abi, PSDA_ABI_VERSION);
+
+    expect(psda_version(NULL, 10), PSDA_ERR_NULL, 0, "buf", "version(NULL)");
+    expect(psda_version(buf, 0), PSDA_ERR_SIZE, 0, "cap", "version(cap 0)");
+    expect(psda_version(buf, 2), PSDA_ERR_SIZE, 0, "cap", "version(cap 2)");
+    CHECK(strlen(buf) == 1, "truncated version has %zu bytes, want 1", strlen(buf));
+    expect(psda_version(buf, sizeof buf), PSDA_OK, 0, NULL, "version");
+    CHECK(buf[0] != '\0', "empty version");
+    if (want_version)
+        CHECK(strcmp(buf, want_version) == 0, "version \"%s\", want \"%s\"", buf, want_version);
+}
+
+static void test_handles(void) {
+    psda_ctx bogus = 987654321, ctx = 0;
+    char msg[8];
+    int64_t a, b, c;
+    expect(psda_ctx_new(NULL), PSDA_ERR_NULL, 0, "out", "ctx_new(NULL)");
+    expect(psda_set_stages(0, 2), PSDA_ERR_HANDLE, 0, "ctx", "set_stages(0)");
+    expect(psda_set_stages(bogus, 2), PSDA_ERR_HANDLE, 0, "ctx", "set_stages(bogus)");
+    expect(psda_result_sizes(bogus, &a, &b, &c), PSDA_ERR_HANDLE, 0, "ctx", "result_sizes(bogus)");
+    expect(psda_ctx_free(0), PSDA_OK, 0, NULL, "ctx_free(0)");
+
+    expect(psda_ctx_new(&ctx), PSDA_OK, 0, NULL, "ctx_new");
+    CHECK(ctx != 0, "ctx_new gave 0");
+    CHECK(psda_last_error(ctx, NULL, 8) == PSDA_ERR_NULL, "last_error(NULL) accepted");
+    CHECK(psda_last_error(ctx, msg, 0) == PSDA_ERR_SIZE, "last_error(cap 0) accepted");
+    expect(psda_ctx_free(ctx), PSDA_OK, 0, NULL, "ctx_free");
+    expect(psda_ctx_free(ctx), PSDA_ERR_HANDLE, 0, "freed", "ctx_free twice");
+    expect(psda_set_batch_size(ctx, 2), PSDA_ERR_HANDLE, 0, "ctx", "use after free");
+    CHECK(psda_last_error(bogus, msg, sizeof msg) == PSDA_ERR_HANDLE, "last_error(bogus) accepted");
+}
+
+/* test_errors drives psda_compute_* into each of its error paths. */
+static void test_errors(void) {
+    psda_ctx ctx = 0;
+    double x[N * D], y[N * D], one = 1, nan_gamma[2] = {1, NAN};
+    int64_t a, b, c, out[2 * N];
+    double s1, s2, bd;
+    unsigned st = 7;
+    for (int i = 0; i < N * D; i++) {
+        x[i] = next(&st);
+        y[i] = next(&st);
+    }
+    psda_ctx_new(&ctx);
+
+    expect(psda_result_sizes(ctx, &a, &b, &c), PSDA_ERR_NO_RESULT, ctx, NULL, "sizes before compute");
+    expect(psda_copy_pairs(ctx, out, 2 * N), PSDA_ERR_NO_RESULT, ctx, NULL, "pairs before compute");
+    expect(psda_objectives(ctx, &s1, &s2, &bd), PSDA_ERR_NO_RESULT, ctx, NULL, "objectives before compute");
+
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "batch_size", "batch size unset");
+    expect(psda_set_batch_size(ctx, 4), PSDA_OK, ctx, NULL, "set_batch_size");
+    expect(psda_compute_f64(ctx, NULL, N, y, N, D), PSDA_ERR_NULL, ctx, "source", "NULL source");
+    expect(psda_compute_f64(ctx, x, N, NULL, N, D), PSDA_ERR_NULL, ctx, "target", "NULL target");
+    expect(psda_compute_f64(ctx, x, 0, y, N, D), PSDA_ERR_SIZE, ctx, "n_source", "n_source 0");
+    expect(psda_compute_f64(ctx, x, N, y, -1, D), PSDA_ERR_SIZE, ctx, "n_target", "n_target -1");
+    expect(psda_compute_f64(ctx, x, N, y, N, 0), PSDA_ERR_SIZE, ctx, "dim", "dim 0");
+    expect(psda_compute_f32(ctx, NULL, N, NULL, N, D), PSDA_ERR_NULL, ctx, "source", "f32 NULL source");
+
+    x[5] = NAN;
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "finite", "NaN source");
+    x[5] = 0.25;
+    y[2] = INFINITY;
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "target", "Inf target");
+    y[2] = 0.75;
+
+    expect(psda_set_kernel(ctx, NULL), PSDA_ERR_NULL, ctx, "kernel", "set_kernel(NULL)");
+    expect(psda_set_kernel(ctx, "laplace"), PSDA_OK, ctx, NULL, "set_kernel(laplace)");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "laplace", "unknown kernel");
+    psda_set_kernel(ctx, "rbf");
+    expect(psda_set_gammas(ctx, NULL, 2), PSDA_ERR_NULL, ctx, "gammas", "set_gammas(NULL, 2)");
+    expect(psda_set_gammas(ctx, nan_gamma, 2), PSDA_OK, ctx, NULL, "set_gammas(NaN)");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "gamma", "NaN gamma");
+    expect(psda_set_gammas(ctx, NULL, 0), PSDA_OK, ctx, NULL, "set_gammas default");
+    expect(psda_set_gammas(ctx, &one, 1), PSDA_OK, ctx, NULL, "set_gammas(1)");
+
+    expect(psda_set_discrepancy(ctx, NULL), PSDA_ERR_NULL, ctx, "discrepancy", "set_discrepancy(NULL)");
+    psda_set_discrepancy(ctx, "wasserstein");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "wasserstein", "unknown discrepancy");
+    psda_set_discrepancy(ctx, "mmd");
+    psda_set_stages(ctx, 3);
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "stages", "stages 3");
+    psda_set_stages(ctx, 2);
+    psda_set_batch_size(ctx, 3);
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "even", "odd batch, 2 stages");
+    psda_set_batch_size(ctx, N + 2);
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "batch_size", "batch too large");
+    psda_set_batch_size(ctx, 1);
+    psda_set_stages(ctx, 1);
+    psda_set_discrepancy(ctx, "coral");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "CORAL", "CORAL with batch 1");
+    psda_ctx_free(ctx);
+}
+
+/* compute_ok checks that a compute succeeded; the result checks that follow
+ * are skipped when it did not, so one failure gives one report. */
+static int compute_ok(int status, psda_ctx ctx, const char *what) {
+    expect(status, PSDA_OK, ctx, NULL, what);
+    return status == PSDA_OK;
+}
+
+/* check_matching checks the properties every matching of n_s x n_t has. */
+static void check_matching(psda_ctx ctx, int ns, int nt, int stages, int64_t *pairs, const char *what) {
+    int64_t np = -1, nq = -1, nsg = -1, quads[2 * N], singles[N];
+    int seen[N] = {0}, used_s[N] = {0}, used_t[N] = {0};
+    double s1 = NAN, s2 = NAN, bd = NAN;
+    int p = ns > nt ? ns : nt;
+
+    expect(psda_result_sizes(ctx, NULL, &nq, &nsg), PSDA_ERR_NULL, ctx, NULL, "result_sizes(NULL)");
+    expect(psda_result_sizes(ctx, &np, &nq, &nsg), PSDA_OK, ctx, NULL, what);
+    CHECK(np == p, "%s: %lld pairs, want max(n_s, n_t) = %d", what, (long long)np, p);
+    CHECK(2 * nq + nsg == np, "%s: 2*%lld quads + %lld singles != %lld pairs", what, (long long)nq, (long long)nsg, (long long)np);
+    if (stages == 1)
+        CHECK(nq == 0, "%s: %lld quads with 1 stage", what, (long long)nq);
+    else
+        CHECK(nsg == np % 2, "%s: %lld singles, want %lld", what, (long long)nsg, (long long)(np % 2));
+
+    expect(psda_copy_pairs(ctx, pairs, 2 * np - 1), PSDA_ERR_SIZE, ctx, "cap", "copy_pairs short");
+    expect(psda_copy_pairs(ctx, NULL, 2 * np), PSDA_ERR_NULL, ctx, "dst", "copy_pairs(NULL)");
+    expect(psda_copy_pairs(ctx, pairs, 2 * np), PSDA_OK, ctx, NULL, "copy_pairs");
+    expect(psda_copy_quads(ctx, quads, 2 * N), PSDA_OK, ctx, NULL, "copy_quads");
+    if (nq == 0)
+        expect(psda_copy_quads(ctx, NULL, 0), PSDA_OK, ctx, NULL, "copy_quads(NULL, 0) with none");
+    expect(psda_copy_singles(ctx, singles, N), PSDA_OK, ctx, NULL, "copy_singles");
+    if (nsg > 0)
+        expect(psda_copy_singles(ctx, singles, nsg - 1), PSDA_ERR_SIZE, ctx, "cap", "copy_singles short");
+
+    /* Every source and target is used; the larger side exactly once, the
+     * smaller one floor(P/n) or ceil(P/n) times. */
+    for (int r = 0; r < np; r++) {
+        int64_t s = pairs[2 * r], t = pairs[2 * r + 1];
+        CHECK(0 <= s && s < ns && 0 <= t && t < nt, "%s: pair %d = (%lld, %lld) out of range", what, r, (long long)s, (long long)t);
+        if (0 <= s && s < ns && 0 <= t && t < nt) {
+            used_s[s]++;
+            used_t[t]++;
+        }
+    }
+    for (int i = 0; i < ns; i++)
+        CHECK(used_s[i] >= p / ns && used_s[i] <= (p + ns - 1) / ns, "%s: source %d used %d times", what, i, used_s[i]);
+    for (int j = 0; j < nt; j++)
+        CHECK(used_t[j] >= p / nt && used_t[j] <= (p + nt - 1) / nt, "%s: target %d used %d times", what, j, used_t[j]);
+
+    /* Quadruplets and singles partition the pairs. */
+    for (int u = 0; u < 2 * nq; u++)
+        if (quads[u] >= 0 && quads[u] < np)
+            seen[quads[u]]++;
+    for (int u = 0; u < nsg; u++)
+        if (singles[u] >= 0 && singles[u] < np)
+            seen[singles[u]]++;
+    for (int r = 0; r < np; r++)
+        CHECK(seen[r] == 1, "%s: pair %d in %d units", what, r, seen[r]);
+
+    expect(psda_objectives(ctx, &s1, NULL, &bd), PSDA_ERR_NULL, ctx, NULL, "objectives(NULL)");
+    expect(psda_objectives(ctx, &s1, &s2, &bd), PSDA_OK, ctx, NULL, "objectives");
+    CHECK(isfinite(s1) && s1 >= -1e-9, "%s: stage 1 cost %g", what, s1);
+    if (stages == 2)
+        CHECK(isfinite(s2) && isfinite(bd) && bd <= s2 + 1e-9 * (1 + fabs(s2)), "%s: stage 2 bound %g > cost %g", what, bd, s2);
+}
+
+/* test_shifted: balanced, target = source + shift, linear MMD: identity. */
+static void test_shifted(void) {
+    static const double shift[D] = {0.5, -1.0, 2.0};
+    double x[N * D], y[N * D], s1, s2, bd;
+    float xf[N * D], yf[N * D];
+    int64_t pairs[2 * N], pairs32[2 * N];
+    unsigned st = 42;
+    psda_ctx ctx = 0;
+    for (int i = 0; i < N * D; i++) {
+        x[i] = next(&st);
+        y[i] = x[i] + shift[i % D];
+        xf[i] = (float)x[i];
+        yf[i] = (float)y[i];
+    }
+    psda_ctx_new(&ctx);
+    psda_set_batch_size(ctx, 4);
+    psda_set_kernel(ctx, "linear");
+    for (int stages = 1; stages <= 2; stages++) {
+        psda_set_stages(ctx, stages);
+        if (!compute_ok(psda_compute_f64(ctx, x, N, y, N, D), ctx, "compute_f64 shifted"))
+            continue;
+        check_matching(ctx, N, N, stages, pairs, "shifted f64");
+        for (int r = 0; r < N; r++)
+            CHECK(pairs[2 * r] == r && pairs[2 * r + 1] == r, "shifted: pair %d = (%lld, %lld), want (%d, %d)",
+                  r, (long long)pairs[2 * r], (long long)pairs[2 * r + 1], r, r);
+        psda_objectives(ctx, &s1, &s2, &bd);
+        CHECK(fabs(s1) < 1e-9, "shifted: stage 1 cost %g, want 0", s1);
+
+        if (!compute_ok(psda_compute_f32(ctx, xf, N, yf, N, D), ctx, "compute_f32 shifted"))
+            continue;
+        check_matching(ctx, N, N, stages, pairs32, "shifted f32");
+        CHECK(memcmp(pairs, pairs32, sizeof pairs) == 0, "shifted: float32 pairs differ from float64 pairs");
+    }
+
+    /* Imbalanced, default RBF mixture: only structural properties. */
+    psda_set_kernel(ctx, "rbf");
+    if (compute_ok(psda_compute_f64(ctx, x, N, y, 5, D), ctx, "compute_f64 8x5"))
+        check_matching(ctx, N, 5, 2, pairs, "8x5 rbf");
+    if (compute_ok(psda_compute_f64(ctx, x, 3, y, N, D), ctx, "compute_f64 3x8"))
+        check_matching(ctx, 3, N, 2, pairs, "3x8 rbf");
+
+    /* CORAL, 1 stage. */
+    psda_set_discrepancy(ctx, "coral");
+    psda_set_stages(ctx, 1);
+    psda_set_batch_size(ctx, 2);
+    if (compute_ok(psda_compute_f32(ctx, xf, N, yf, 7, D), ctx, "compute_f32 coral"))
+        check_matching(ctx, N, 7, 1, pairs, "8x7 coral");
+
+    /* A failed compute leaves no stale result behind. */
+    expect(psda_compute_f64(ctx, x, 0, y, N, D), PSDA_ERR_SIZE, ctx, NULL, "failing compute");
+    expect(psda_copy_pairs(ctx, pairs, 2 * N), PSDA_ERR_NO_RESULT, ctx, NULL, "result after failed compute");
+    psda_ctx_free(ctx);
+}
+
+/* test_lsap compares psda_lsap_f64 with enumeration of all injections. */
+static void test_lsap(void) {
+    enum { R = 3, C = 4 };
+    double cost[R * C], obj = NAN, best = INFINITY, sum = 0;
+    int64_t col4row[R];
+    unsigned st = 3;
+    int hit[C] = {0};
+    for (int i = 0; i < R * C; i++)
+        cost[i] = floor(10 * next(&st));
+    for (int a = 0; a < C; a++)
+        for (int b = 0; b < C; b++)
+            for (int c = 0; c < C; c++)
+                if (a != b && b != c && a != c && cost[a] + cost[C + b] + cost[2 * C + c] < best)
+                    best = cost[a] + cost[C + b] + cost[2 * C + c];
+
+    expect(psda_lsap_f64(cost, R, C, col4row, R, &obj), PSDA_OK, 0, NULL, "lsap 3x4");
+    for (int i = 0; i < R; i++) {
+        CHECK(col4row[i] >= 0 && col4row[i] < C, "lsap: row %d -> column %lld", i, (long long)col4row[i]);
+        if (col4row[i] >= 0 && col4row[i] < C) {
+            CHECK(++hit[col4row[i]] == 1, "lsap: column %lld used twice", (long long)col4row[i]);
+            sum += cost[i * C + col4row[i]];
+        }
+    }
+    CHECK(fabs(sum - best) < 1e-12, "lsap: assignment costs %g, enumeration finds %g", sum, best);
+    CHECK(fabs(obj - sum) < 1e-12, "lsap: objective %g, assignment sums to %g", obj, sum);
+    expect(psda_lsap_f64(cost, R, C, col4row, R, NULL), PSDA_OK, 0, NULL, "lsap objective NULL");
+
+    expect(psda_lsap_f64(NULL, R, C, col4row, R, &obj), PSDA_ERR_NULL, 0, "cost", "lsap NULL cost");
+    expect(psda_lsap_f64(cost, R, C, NULL, R, &obj), PSDA_ERR_NULL, 0, "col4row", "lsap NULL col4row");
+    expect(psda_lsap_f64(cost, C, R, col4row, C, &obj), PSDA_ERR_SIZE, 0, "transpose", "lsap nr > nc");
+    expect(psda_lsap_f64(cost, 0, C, col4row, R, &obj), PSDA_ERR_SIZE, 0, NULL, "lsap nr 0");
+    expect(psda_lsap_f64(cost, R, C, col4row, R - 1, &obj), PSDA_ERR_SIZE, 0, "cap", "lsap short cap");
+    cost[5] = NAN;
+    expect(psda_lsap_f64(cost, R, C, col4row, R, &obj), PSDA_ERR_INVALID, 0, "finite", "lsap NaN");
+}
+
+int main(int argc, char **argv) {
+    test_versions(argc > 1 ? argv[1] : NULL);
+    test_handles();
+    test_errors();
+    test_shifted();
+    test_lsap();
+    printf("%s: %d checks, %d failures\n", failures ? "FAILED" : "ok", checks, failures);
+    return failures > 100 ? 100 : failures;
+}
