@@ -1,0 +1,356 @@
+"""The ``psda`` command: ``psda variance`` (the paper's estimator-variance experiment)
+and ``psda bench`` (speed against NumPy + SciPy; source checkout only).
+
+``psda variance`` estimates E||D_hat - D||^2 by Monte Carlo for several batch
+samplers and batch sizes k, each discrepancy in its own norm (see
+``psda.variance``), and prints a table of method x k with the ratio to uniform
+sampling. Its defaults are the paper's setup (section "Estimator variance"):
+2-D standard normal source and target, n_s = n_t = 4000, MMD with the linear
+kernel, k in {2, 4, ..., 128}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ._progress import Progress
+from .baselines import KMeansPPBatchSampler, MatchingBatchSampler, UniformBatchSampler
+from .variance import DEFAULT_GAMMAS, DiscrepancyError, expected_error
+
+__all__ = ["main", "make_data"]
+
+METHODS = ("uniform", "kmeans++", "paired", "double-paired", "ref-paired", "ref-double-paired")
+DEFAULT_METHODS = ("uniform", "kmeans++", "paired", "double-paired")
+DEFAULT_KS = (2, 4, 8, 16, 32, 64, 128)
+MIN_BATCHES = 2000
+
+_DESCRIPTIONS = {
+    "uniform": "uniform random batches (independent permutations)",
+    "kmeans++": "diverse sampling: k-means++ seeding per minibatch",
+    "paired": "PSDA Paired (stages=1), psda.PairedBatchSampler",
+    "double-paired": "PSDA Double-paired (stages=2), psda.PairedBatchSampler",
+    "ref-paired": "Paired from the NumPy+SciPy reference (benchmarks/scipy_psda.py)",
+    "ref-double-paired": "Double-paired from the NumPy+SciPy reference",
+}
+
+
+def make_data(kind: str, n_source: int, n_target: int, dim: int,
+              seed: int) -> Tuple[np.ndarray, np.ndarray]:
+    """make_data returns (source, target) float64 feature arrays for ``psda variance``.
+
+    ``gaussian``: both domains standard normal in R^dim (the paper's setup).
+    ``mixture``: two shifted Gaussian mixtures: components N(-1.5 e_1, I) and
+    N(+1.5 e_1, I) with weights 1/2, 1/2 in the source and 0.3, 0.7 in the
+    target, whose points are also shifted by 0.5 along (1, ..., 1)/sqrt(dim).
+    """
+    rng = np.random.default_rng(seed)
+    if kind == "gaussian":
+        return rng.standard_normal((n_source, dim)), rng.standard_normal((n_target, dim))
+    if kind != "mixture":
+        raise ValueError(f"data = {kind!r}: want 'gaussian' or 'mixture'")
+    centre = np.zeros(dim)
+    centre[0] = 1.5
+
+    def mixture(n, w_plus):
+        sign = np.where(rng.random(n) < w_plus, 1.0, -1.0)
+        return rng.standard_normal((n, dim)) + sign[:, None] * centre
+
+    shift = 0.5 * np.ones(dim) / math.sqrt(dim)
+    return mixture(n_source, 0.5), mixture(n_target, 0.7) + shift
+
+
+def _int_list(text: str) -> List[int]:
+    try:
+        vals = [int(v) for v in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want integers such as 2,4,8") from None
+    if not vals or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: want one or more integers >= 1")
+    return vals
+
+
+def _float_list(text: str) -> List[float]:
+    try:
+        vals = [float(v) for v in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want numbers such as 0.1,1,10") from None
+    if not vals or min(vals) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: want one or more numbers > 0")
+    return vals
+
+
+def _method_list(text: str) -> List[str]:
+    vals = [v.strip() for v in text.split(",") if v.strip()]
+    bad = [v for v in vals if v not in METHODS]
+    if bad or not vals:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: unknown method(s) {bad}; choose from {', '.join(METHODS)}")
+    return vals
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text}: want an integer >= 1")
+    return v
+
+
+def _checkout_dir() -> Optional[Path]:
+    """The source checkout this package runs from, or None when installed."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "benchmarks").is_dir() and (root / "go.mod").is_file():
+        return root
+    return None
+
+
+def _load_benchmark_module(name: str):
+    root = _checkout_dir()
+    if root is None:
+        return None
+    path = root / "benchmarks" / f"{name}.py"
+    if not path.is_file():
+        return None
+    bdir = str(path.parent)
+    if bdir not in sys.path:
+        sys.path.insert(0, bdir)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, mod)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _variance_parser(sub) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "variance", help="reproduce the paper's estimator-variance experiment",
+        description="Monte Carlo estimate of E||D_hat - D||^2 per sampler and batch size k "
+                    "(paper, section 'Estimator variance'). Defaults reproduce the paper.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--n-source", type=_positive, default=4000, help="source rows n_s")
+    p.add_argument("--n-target", type=_positive, default=4000, help="target rows n_t")
+    p.add_argument("--dim", type=_positive, default=2, help="feature dimension d")
+    p.add_argument("--k", type=_int_list, default=list(DEFAULT_KS),
+                   help="per-domain batch sizes, comma separated")
+    p.add_argument("--epochs", type=_positive, default=None,
+                   help=f"epochs per (method, k); default: enough for >= {MIN_BATCHES} batches "
+                        "and at least 2 epochs")
+    p.add_argument("--seed", type=int, default=0, help="seed for the data and every sampler")
+    p.add_argument("--discrepancy", choices=("mmd", "coral"), default="mmd")
+    p.add_argument("--kernel", choices=("linear", "rbf"), default="linear",
+                   help="MMD kernel (ignored for CORAL)")
+    p.add_argument("--gammas", type=_float_list, default=list(DEFAULT_GAMMAS),
+                   help="RBF mixture bandwidths")
+    p.add_argument("--data", choices=("gaussian", "mixture"), default="gaussian",
+                   help="gaussian: N(0, I) in both domains; mixture: two shifted "
+                        "Gaussian mixtures")
+    p.add_argument("--methods", type=_method_list, default=list(DEFAULT_METHODS),
+                   help="comma separated, from: " + ", ".join(METHODS))
+    p.add_argument("--plot", metavar="PATH", default=None,
+                   help="write a PNG of error vs k (needs matplotlib)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    return p
+
+
+def _epochs_for(args, k: int) -> int:
+    if args.epochs is not None:
+        return args.epochs
+    per_epoch = max(args.n_source, args.n_target) // k
+    return max(2, -(-MIN_BATCHES // max(per_epoch, 1)))
+
+
+def _na_reason(method: str, k: int, args) -> Optional[str]:
+    if k > max(args.n_source, args.n_target):
+        return "k > max(n_s, n_t)"
+    if method == "kmeans++" and k > min(args.n_source, args.n_target):
+        return "k > min(n_s, n_t)"
+    if method.endswith("double-paired") and k % 2:
+        return "odd k"
+    if args.discrepancy == "coral" and k < 2:
+        return "CORAL needs k >= 2"
+    return None
+
+
+class _Reference:
+    """Caches reference matchings: for MMD the matching does not depend on k
+    (every cost scales by 1/k^2), so one solve serves every batch size."""
+
+    def __init__(self, args, s, t):
+        self.mod = _load_benchmark_module("scipy_psda")
+        if self.mod is None:
+            raise SystemExit("psda variance: the ref-* methods need a source checkout "
+                             "(benchmarks/scipy_psda.py) and SciPy")
+        self.args, self.s, self.t = args, s, t
+        self.cache: Dict[Optional[int], object] = {}
+
+    def matching(self, k: int):
+        key = k if self.args.discrepancy == "coral" else None
+        if key not in self.cache:
+            a = self.args
+            self.cache[key] = self.mod.match(self.s, self.t, batch_size=k, stages=2,
+                                             discrepancy=a.discrepancy, kernel=a.kernel,
+                                             gammas=a.gammas)
+        return self.cache[key]
+
+
+def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
+    n_s, n_t = len(s), len(t)
+    if method == "uniform":
+        return UniformBatchSampler(n_s, n_t, k, seed=args.seed)
+    if method == "kmeans++":
+        return KMeansPPBatchSampler(s, t, k, seed=args.seed)
+    if method in ("paired", "double-paired"):
+        try:
+            import psda
+            cls = psda.PairedBatchSampler
+        except (ImportError, AttributeError, OSError) as exc:
+            raise SystemExit(f"psda variance: method {method!r} needs the compiled psda core "
+                             f"({exc}); install psda with 'pip install .'") from None
+        return cls(s, t, k, stages=1 if method == "paired" else 2,
+                   discrepancy=args.discrepancy, kernel=args.kernel, gammas=tuple(args.gammas),
+                   seed=args.seed)
+    if "ref" not in ref_holder:
+        ref_holder["ref"] = _Reference(args, s, t)
+    m = ref_holder["ref"].matching(k)
+    return MatchingBatchSampler(m, n_s, n_t, k, stages=1 if method == "ref-paired" else 2,
+                                seed=args.seed)
+
+
+def _fmt_table(title: str, methods: Sequence[str], ks: Sequence[int],
+               cell: Dict[Tuple[str, int], str]) -> str:
+    width = max(11, max(len(v) for v in cell.values()) + 2) if cell else 11
+    mw = max(len("method"), max(len(m) for m in methods)) + 2
+    lines = [title, "method".ljust(mw) + "".join(f"k={k}".rjust(width) for k in ks)]
+    for m in methods:
+        lines.append(m.ljust(mw) + "".join(cell.get((m, k), "n/a").rjust(width) for k in ks))
+    return "\n".join(lines)
+
+
+def _ratio_cell(r: float) -> str:
+    if not (r > 0) or not math.isfinite(r):
+        return "n/a"
+    return f"1/{1 / r:.0f}" if r < 0.1 else f"{r:.2f}"
+
+
+def run_variance(args) -> int:
+    s, t = make_data(args.data, args.n_source, args.n_target, args.dim, args.seed)
+    kname = f"{args.kernel} kernel" if args.discrepancy == "mmd" else "Frobenius norm"
+    ev = DiscrepancyError(s, t, discrepancy=args.discrepancy, kernel=args.kernel,
+                          gammas=args.gammas)
+    plan = []
+    for k in args.k:
+        for m in args.methods:
+            if _na_reason(m, k, args) is None:
+                plan.append((m, k, _epochs_for(args, k)))
+    prog = Progress(sum(e + 1 for _, _, e in plan), "psda variance",
+                    enabled=not args.no_progress)
+    results: Dict[Tuple[str, int], object] = {}
+    ref_holder: dict = {}
+    t_start = time.perf_counter()
+    for m, k, epochs in plan:
+        prog.set_label(f"{m} k={k}: matching" if "paired" in m else f"{m} k={k}")
+        sampler = _sampler(m, k, args, s, t, ref_holder)
+        prog.advance()
+        prog.set_label(f"{m} k={k}")
+        results[m, k] = expected_error(s, t, sampler, epochs=epochs, evaluator=ev,
+                                       on_epoch=lambda e: prog.advance())
+    prog.close()
+    elapsed = time.perf_counter() - t_start
+
+    print(f"E||D_hat - D||^2: {args.discrepancy.upper()} ({kname}), {args.data} data, "
+          f"n_s={args.n_source} n_t={args.n_target} d={args.dim}, seed={args.seed}, "
+          f"{elapsed:.1f} s")
+    for m in args.methods:
+        print(f"  {m}: {_DESCRIPTIONS[m]}")
+    err = {key: f"{r.mean:.3e}" for key, r in results.items()}
+    print()
+    print(_fmt_table("error (mean over batches)", args.methods, args.k, err))
+    rse = {key: f"{100 * r.stderr / r.mean:.1f}%" if r.mean > 0 else "n/a"
+           for key, r in results.items()}
+    print()
+    print(_fmt_table("relative standard error (over epochs)", args.methods, args.k, rse))
+    if "uniform" in args.methods:
+        ratio = {(m, k): _ratio_cell(r.mean / results["uniform", k].mean)
+                 for (m, k), r in results.items() if ("uniform", k) in results}
+        print()
+        print(_fmt_table("ratio to uniform", args.methods, args.k, ratio))
+    epochs = {(m, k): str(e) for m, k, e in plan}
+    print()
+    print(_fmt_table("epochs", args.methods, args.k, epochs))
+    if args.plot:
+        return _plot(args, results)
+    return 0
+
+
+def _plot(args, results) -> int:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"psda variance: --plot {args.plot} needs matplotlib, which is not installed; "
+              "install it with 'pip install matplotlib' (the table above is complete)",
+              file=sys.stderr)
+        return 1
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    for m in args.methods:
+        ks = [k for k in args.k if (m, k) in results]
+        if ks:
+            ax.plot(ks, [results[m, k].mean for k in ks], marker="o", label=m)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size k (per domain)")
+    ax.set_ylabel(r"$E\,\|\hat D - D\|^2$")
+    ax.set_title(f"{args.discrepancy.upper()} ({args.kernel if args.discrepancy == 'mmd' else 'CORAL'}), "
+                 f"{args.data}, n_s={args.n_source}, n_t={args.n_target}, d={args.dim}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(args.plot, dpi=120)
+    print(f"\nplot written to {os.path.abspath(args.plot)}")
+    return 0
+
+
+def run_bench(argv: Sequence[str]) -> int:
+    bench = _load_benchmark_module("bench")
+    if bench is None:
+        print("psda bench: the benchmark lives in the source checkout (benchmarks/bench.py) and "
+              "is not installed with the package; from a checkout run "
+              "'python benchmarks/bench.py' or 'pip install -e .' and 'psda bench'",
+              file=sys.stderr)
+        return 2
+    return bench.main(list(argv))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """main runs the ``psda`` command line with ``argv`` (default sys.argv[1:]); returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog="psda", description="Paired Sampling for Domain "
+                                     "Adaptation: experiments and benchmarks.")
+    sub = parser.add_subparsers(dest="command", metavar="{variance,bench}")
+    _variance_parser(sub)
+    sub.add_parser("bench", add_help=False,
+                   help="time psda against NumPy + SciPy (source checkout; "
+                        "'psda bench --help' for options)")
+    if argv and argv[0] == "bench":
+        return run_bench(argv[1:])
+    args = parser.parse_args(argv)
+    if args.command == "variance":
+        return run_variance(args)
+    parser.print_help()
+    return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
