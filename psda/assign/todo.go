@@ -4,7 +4,6 @@ import "errors"
 
 var errTodo = errors.New("assign: not implemented yet")
 
-func Imbalanced(c []float64, nr, nc int) (*Solution, error) { return nil, errTodo }
 
 type PerfectMatching struct {
 	Mate        []int
