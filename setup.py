@@ -49,11 +49,12 @@ class BuildError(RuntimeError):
 
 def find_go():
     """Return the go command ($GO or go on PATH) after checking its version."""
-    go = os.environ.get("GO") or shutil.which("go")
+    go = shutil.which(os.environ.get("GO") or "go")
     if not go:
         raise BuildError(
-            "psda needs Go >= %d.%d to build its extension, and no `go` is on PATH: "
-            "install it from https://go.dev/dl/ or set GO=/path/to/go" % MIN_GO
+            "psda needs Go >= %d.%d to build its extension, and there is no %s: "
+            "install Go from https://go.dev/dl/ or set GO=/path/to/go"
+            % (MIN_GO + ("GO=" + os.environ["GO"] if os.environ.get("GO") else "`go` on PATH",))
         )
     out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True, check=False)
     m = re.match(r"go(\d+)\.(\d+)", out.stdout.strip())
@@ -66,6 +67,16 @@ def find_go():
             % (MIN_GO + (out.stdout.strip(), go))
         )
     return go
+
+
+def check_c_compiler(go):
+    """Fail early, with the fix, when cgo has no C compiler."""
+    cc = subprocess.run([go, "env", "CC"], capture_output=True, text=True, check=False).stdout.split()
+    if not cc or not shutil.which(cc[0]):
+        raise BuildError(
+            "psda's extension needs a C compiler for cgo; `go env CC` is %r and not on PATH: "
+            "install gcc (e.g. apt-get install gcc) or set CC" % " ".join(cc)
+        )
 
 
 def check_python_headers():
@@ -95,6 +106,7 @@ class build_go_ext(build_ext):
 
     def build_extension(self, ext):
         go = find_go()
+        check_c_compiler(go)
         check_python_headers()
         # The generated main package must sit inside our module to import it,
         # even when setuptools builds elsewhere (editable installs do); a

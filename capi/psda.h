@@ -4,8 +4,12 @@
  * Copyright (c) 2026, the psda developers. BSD-3-Clause, see LICENSE.
  *
  * The functions are implemented in Go (package capi) and live in the same
- * shared library as the Python extension (psda/_gopy/_psdago*.so); link a C
- * program against that file.
+ * shared library as the Python extension, psda/_psdago*.so inside the
+ * installed package (Go supports one runtime per process, so there is no
+ * separate C library). Link a C program against that file and against
+ * libpython (e.g. `python3-config --ldflags --embed`): the extension's glue
+ * refers to a few of the interpreter's data symbols, which the dynamic loader
+ * resolves at load time. The program never needs to initialise Python.
  *
  * Conventions (SQLite / libgit2):
  *   - Every function returns a status code, PSDA_OK (0) on success.
