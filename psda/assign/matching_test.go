@@ -1,0 +1,200 @@
+package assign
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// bruteMatching returns the minimum cost of a perfect matching of the n
+// vertices by enumerating all (n−1)!! matchings.
+func bruteMatching(c []float64, n int) float64 {
+	used := make([]bool, n)
+	best := inf
+	var rec func(sum float64)
+	rec = func(sum float64) {
+		i := 0
+		for i < n && used[i] {
+			i++
+		}
+		if i == n {
+			best = math.Min(best, sum)
+			return
+		}
+		used[i] = true
+		for j := i + 1; j < n; j++ {
+			if !used[j] {
+				used[j] = true
+				rec(sum + c[i*n+j])
+				used[j] = false
+			}
+		}
+		used[i] = false
+	}
+	rec(0)
+	return best
+}
+
+// symmetrize makes c symmetric and gives it a garbage diagonal, which the
+// solver must ignore.
+func symmetrize(c []float64, n int) []float64 {
+	for i := 0; i < n; i++ {
+		for j := 0; j < i; j++ {
+			c[i*n+j] = c[j*n+i]
+		}
+		c[i*n+i] = -1e6
+	}
+	return c
+}
+
+// triangles returns the squared-distance costs of near-equilateral triangles
+// of side about 1 around the given centres; far-apart triangles make the
+// symmetric assignment choose 3-cycles, which must be repaired.
+func triangles(rng *rand.Rand, centres [][2]float64) ([]float64, int) {
+	var p [][]float64
+	for _, ctr := range centres {
+		for k := 0; k < 3; k++ {
+			a := 2*math.Pi*float64(k)/3 + rng.Float64()*0.1
+			p = append(p, []float64{ctr[0] + math.Cos(a)/math.Sqrt(3), ctr[1] + math.Sin(a)/math.Sqrt(3)})
+		}
+	}
+	return sqDist(p, p), len(p)
+}
+
+// checkPerfect fails unless Mate is a perfect matching whose edges sum to
+// Cost and Bound <= Cost.
+func checkPerfect(t *testing.T, c []float64, n int, pm *PerfectMatching) {
+	t.Helper()
+	sum := 0.0
+	for r, q := range pm.Mate {
+		if q < 0 || q >= n || q == r || pm.Mate[q] != r {
+			t.Fatalf("Mate is not a perfect matching: %v", pm.Mate)
+		}
+		if r < q {
+			sum += c[r*n+q]
+		}
+	}
+	if math.Abs(sum-pm.Cost) > 1e-9*(1+math.Abs(sum)) {
+		t.Fatalf("Cost = %v but matched edges sum to %v", pm.Cost, sum)
+	}
+	if pm.Bound > pm.Cost {
+		t.Fatalf("Bound %v > Cost %v", pm.Bound, pm.Cost)
+	}
+}
+
+func TestMatchingExhaustive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, k := range kinds {
+		for _, n := range []int{2, 4, 6, 8} {
+			t.Run(fmt.Sprintf("%s/n=%d", k.name, n), func(t *testing.T) {
+				odd := 0
+				for rep := 0; rep < 40; rep++ {
+					c := symmetrize(k.gen(rng, n, n), n)
+					pm, err := MinWeightPerfectMatching(c, n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkPerfect(t, c, n, pm)
+					want := bruteMatching(c, n)
+					tol := 1e-9 * (1 + math.Abs(want))
+					if math.Abs(pm.Cost-want) > tol {
+						t.Fatalf("cost %v, brute force %v (odd vertices %d)", pm.Cost, want, pm.OddVertices)
+					}
+					if pm.Bound > want+tol {
+						t.Fatalf("Bound %v exceeds the optimum %v", pm.Bound, want)
+					}
+					if pm.OddVertices == 0 && pm.Cost != pm.Bound {
+						t.Fatalf("no odd cycle but gap %v", pm.Cost-pm.Bound)
+					}
+					if pm.OddVertices > 0 {
+						odd++
+					}
+				}
+				t.Logf("%d of 40 instances had odd cycles", odd)
+			})
+		}
+	}
+}
+
+func TestMatchingOddCycles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	cases := []struct {
+		name    string
+		centres [][2]float64
+		maxDP   int
+	}{
+		{"twoTriangles", [][2]float64{{0, 0}, {100, 0}}, 20},
+		{"fourTriangles", [][2]float64{{0, 0}, {100, 0}, {0, 100}, {100, 100}}, 20},
+		{"fourTrianglesRecursive", [][2]float64{{0, 0}, {100, 0}, {0, 100}, {100, 100}}, 4},
+		{"twoTrianglesRecursive", [][2]float64{{0, 0}, {30, 0}}, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(m int) { maxDP = m }(maxDP)
+			maxDP = tc.maxDP
+			c, n := triangles(rng, tc.centres)
+			pm, err := MinWeightPerfectMatching(c, n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkPerfect(t, c, n, pm)
+			if pm.OddVertices == 0 {
+				t.Fatal("instance meant to produce odd cycles has none")
+			}
+			want := bruteMatching(c, n)
+			if math.Abs(pm.Cost-want) > 1e-9*(1+want) {
+				t.Fatalf("cost %v, optimum %v (odd vertices %d)", pm.Cost, want, pm.OddVertices)
+			}
+			if pm.Bound > want+1e-9*(1+want) {
+				t.Fatalf("Bound %v exceeds the optimum %v", pm.Bound, want)
+			}
+		})
+	}
+}
+
+// TestMatchingRecursiveRandom runs the recursive repair (maxDP lowered) on
+// random instances: the result must be a valid perfect matching with
+// Bound <= optimum <= Cost.
+func TestMatchingRecursiveRandom(t *testing.T) {
+	defer func(m int) { maxDP = m }(maxDP)
+	maxDP = 2
+	rng := rand.New(rand.NewPCG(13, 14))
+	for rep := 0; rep < 300; rep++ {
+		n := 2 * (1 + rng.IntN(5))
+		c := symmetrize(fill(n*n, rng.Float64), n)
+		pm, err := MinWeightPerfectMatching(c, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPerfect(t, c, n, pm)
+		want := bruteMatching(c, n)
+		if pm.Cost < want-1e-12 || pm.Bound > want+1e-12 {
+			t.Fatalf("n=%d: bound %v, optimum %v, cost %v", n, pm.Bound, want, pm.Cost)
+		}
+	}
+}
+
+func TestMatchingErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		c    []float64
+		n    int
+		want string
+	}{
+		{"zero", nil, 0, "even n >= 2"},
+		{"odd", make([]float64, 9), 3, "even n >= 2"},
+		{"shortSlice", make([]float64, 3), 2, "len(c) = 3"},
+		{"nan", []float64{0, math.NaN(), math.NaN(), 0}, 2, "c[0][1] = NaN"},
+		{"asymmetric", []float64{0, 1, 2, 0}, 2, "symmetric"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := MinWeightPerfectMatching(tc.c, tc.n)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
