@@ -140,10 +140,13 @@ class Matching:
     def _to_state(self) -> Dict[str, Any]:
         st = self.__dict__.get("_state")
         if st is None:
+            # One int64 blob [P, Q, S, pairs, quads, singles]: never empty
+            # (torch.load(weights_only=True) rejects an empty bytes object).
+            blob = np.concatenate(
+                [[len(self.pairs), len(self.quads), len(self.singles)], self.pairs.ravel(), self.quads.ravel(), self.singles]
+            ).astype("<i8")
             st = {
-                "pairs": self.pairs.astype("<i8", copy=False).tobytes(),
-                "quads": self.quads.astype("<i8", copy=False).tobytes(),
-                "singles": self.singles.astype("<i8", copy=False).tobytes(),
+                "arrays": blob.tobytes(),
                 "stage1_cost": float(self.stage1_cost),
                 "stage2_cost": float(self.stage2_cost),
                 "stage2_bound": float(self.stage2_bound),
@@ -162,13 +165,14 @@ class Matching:
     @classmethod
     def _from_state(cls, st: Dict[str, Any], where: str) -> "Matching":
         try:
-            pairs = np.frombuffer(st["pairs"], dtype="<i8").reshape(-1, 2)
-            quads = np.frombuffer(st["quads"], dtype="<i8").reshape(-1, 2)
-            singles = np.frombuffer(st["singles"], dtype="<i8")
+            blob = np.frombuffer(st["arrays"], dtype="<i8")
+            p, q, s = (int(v) for v in blob[:3])
+            if min(p, q, s) < 0 or len(blob) != 3 + 2 * p + 2 * q + s:
+                raise ValueError(f"array blob of {len(blob)} values does not hold P={p}, Q={q}, S={s}")
             m = cls(
-                pairs=pairs,
-                quads=quads,
-                singles=singles,
+                pairs=blob[3 : 3 + 2 * p].reshape(p, 2),
+                quads=blob[3 + 2 * p : 3 + 2 * p + 2 * q].reshape(q, 2),
+                singles=blob[3 + 2 * p + 2 * q :],
                 stage1_cost=float(st["stage1_cost"]),
                 stage2_cost=float(st["stage2_cost"]),
                 stage2_bound=float(st["stage2_bound"]),

@@ -52,8 +52,9 @@ _BOTH, _SOURCE, _TARGET = "both", "source", "target"
 class _Pass:
     """One walk through an epoch's batches, shared by the two views.
 
-    The index buffer is filled once when the pass begins, so nothing that
-    happens to the sampler afterwards (update, set_epoch) changes its batches.
+    The index buffer is filled once when the pass begins (at the first batch
+    request), so nothing that happens to the sampler afterwards (update,
+    set_epoch) changes its batches.
     """
 
     def __init__(self, epoch: int, matching: Matching, schedule: Any, rank: int, start: int, sides: Tuple[str, ...], generation: int):
@@ -169,14 +170,23 @@ class PairedBatchSampler(_Base):
 
     # -- set-up ----------------------------------------------------------
 
-    def _check_batches_per_rank(self) -> None:
+    def _batches_per_rank(self) -> Tuple[int, int]:
+        """(batches per epoch over all ranks, batches per rank), as psda/schedule.go counts them."""
         p, k, r = max(self.n_source, self.n_target), self.batch_size, self.num_replicas
         total = p // k if self.drop_last else -(-p // k)
-        if (total // r if self.drop_last else -(-total // r)) < 1:
-            raise ValueError(
-                f"batch_size = {k} with num_replicas = {r} and drop_last=True: {p} pairs make {total} full "
-                f"batch(es), fewer than one per rank: use batch_size <= {p // r} or drop_last=False"
-            )
+        return total, (total // r if self.drop_last else -(-total // r))
+
+    def _check_batches_per_rank(self) -> None:
+        total, per_rank = self._batches_per_rank()
+        if per_rank >= 1:
+            return
+        p, r = max(self.n_source, self.n_target), self.num_replicas
+        k_max = p // r - (p // r) % 2 if self.stages == 2 else p // r
+        fix = f"batch_size <= {k_max}" if k_max >= (2 if self.discrepancy == "coral" or self.stages == 2 else 1) else f"num_replicas <= {total}"
+        raise ValueError(
+            f"batch_size = {self.batch_size} with num_replicas = {r} and drop_last=True: {p} pairs make {total} "
+            f"full batch(es), fewer than one per rank: use {fix}, or drop_last=False"
+        )
 
     def _compute(self, s: np.ndarray, t: np.ndarray) -> Matching:
         return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas)
@@ -253,9 +263,10 @@ class PairedBatchSampler(_Base):
     def update(self, source_features: Any, target_features: Any) -> None:
         """Recomputes the matching from new features of the same examples.
 
-        The new matching is used from the next epoch (the next ``__iter__``
-        that starts an epoch at its first batch), never inside a running epoch;
-        until then ``.matching`` stays the one in force and the new one is
+        The new matching is used from the next epoch (the next pass of
+        ``__iter__`` that starts an epoch at its first batch), never inside a
+        running epoch, nor for the rest of an epoch resumed by
+        :meth:`load_state_dict`; until then ``.matching`` stays the one in force and the new one is
         ``.pending_matching``. May be called from another thread: the Go core
         releases the GIL, so training continues while it runs.
 
@@ -345,17 +356,22 @@ class PairedBatchSampler(_Base):
         matching = Matching._from_state(state_dict["matching"], "matching")
         pst = state_dict.get("pending_matching")
         pending = None if pst is None else Matching._from_state(pst, "pending_matching")
-        for m in (matching, pending):
+        for where, m in (("matching", matching), ("pending_matching", pending)):
             if m is not None and (m.n_source, m.n_target) != (self.n_source, self.n_target):
-                raise ValueError("state_dict's matching does not index this sampler's datasets")
+                raise ValueError(f"state_dict[{where!r}] matches {m.n_source} source and {m.n_target} target examples, "
+                                 f"not this sampler's {self.n_source} and {self.n_target}")
         seed = _check_int(state_dict.get("seed"), "state_dict['seed']", "0") % (1 << 64)
         epoch = _check_int(state_dict.get("epoch"), "state_dict['epoch']", "0")
         batches = _check_int(state_dict.get("batches"), "state_dict['batches']", "0")
+        nb = self._batches_per_rank()[1]
+        if not (0 <= batches <= nb and 0 <= epoch < 1 << 64):
+            raise ValueError(
+                f"state_dict has epoch = {epoch}, batches = {batches}: want epoch >= 0 and 0 <= batches <= {nb} "
+                "(batches per epoch): pass an unmodified PairedBatchSampler.state_dict()"
+            )
+        # Everything checked: only now change this sampler.
         self._reset(matching)
         self.seed = seed
-        nb = len(self)
-        if not 0 <= batches <= nb or epoch < 0:
-            raise ValueError(f"state_dict has epoch = {epoch}, batches = {batches}: want epoch >= 0 and 0 <= batches <= {nb}")
         self._pending = pending
         self._epoch, self._resume = (epoch + 1, 0) if batches == nb else (epoch, batches)
 
@@ -423,14 +439,17 @@ class PairedBatchSampler(_Base):
             yield batch
 
     def __iter__(self) -> Iterator[List[int]]:
-        """Returns an iterator over this epoch's batches (the rest of it after a resume).
+        """Yields this epoch's batches (the rest of the epoch after a resume).
 
-        The batches are fixed when ``iter()`` is called; nothing done to the
-        sampler afterwards changes them.
+        The epoch, its matching and its batches are fixed when the first batch
+        is requested; nothing done to the sampler afterwards changes them. (A
+        DataLoader with workers calls ``iter()`` twice per epoch, so nothing
+        may happen at ``iter()`` itself.)
         """
-        return self._generate(self._begin((_BOTH,)), _BOTH)
+        yield from self._generate(self._begin((_BOTH,)), _BOTH)
 
     def _view_pass(self, side: str) -> _Pass:
+        # Called at a view's first batch request (see _SideView.__iter__).
         """Returns the pass a view starts: the other view's n-th pass, or a new one."""
         self._view_passes[side] += 1
         n = self._view_passes[side]
@@ -477,7 +496,11 @@ class _SideView(_Base):
         return len(self.sampler)
 
     def __iter__(self) -> Iterator[List[int]]:
-        return self.sampler._generate(self.sampler._view_pass(self.side), self.side)
+        # The pass is claimed at the first batch request, not at iter(): a
+        # DataLoader with workers calls iter() twice per epoch, and only
+        # iterators that actually run may count towards the pairing of the
+        # two views' passes.
+        yield from self.sampler._generate(self.sampler._view_pass(self.side), self.side)
 
     def __repr__(self) -> str:
         return f"<{self.side} batches of {self.sampler!r}>"
