@@ -25,7 +25,7 @@ from typing import Any, Optional, Tuple
 import numpy as np
 
 __all__ = ["world", "broadcast_features", "gather_features", "matching_digest",
-           "check_identical", "paired_batch_sampler"]
+           "check_identical", "paired_batch_sampler", "WholeBatches"]
 
 
 def _dist():
@@ -190,3 +190,53 @@ def paired_batch_sampler(source_features: Any, target_features: Any, batch_size:
                                  num_replicas=num_replicas, rank=rank, **kwargs)
     check_identical(sampler.matching)
     return sampler
+
+
+try:  # typed as a torch Sampler when torch is there, like PairedBatchSampler
+    from torch.utils.data import Sampler as _Base
+except ImportError:  # pragma: no cover
+    _Base = object  # type: ignore[misc,assignment]
+
+
+class WholeBatches(_Base):  # type: ignore[misc]
+    """WholeBatches presents a PairedBatchSampler to code that takes ``batch_size`` to
+    be the length of the lists a batch sampler yields, which ours are not (they hold
+    ``2 * batch_size`` indices: k source, then k target).
+
+    Accelerate's ``BatchSamplerShard`` (what ``accelerator.prepare(loader)`` wraps the
+    batch sampler in when several processes run) compares every batch's length with
+    ``batch_sampler.batch_size`` and, for ours, would yield nothing. Wrapped, it hands
+    process r the whole batches r, r + P, r + 2P, ... of each epoch (with
+    ``split_batches=False``, the default). Build the sampler with ``num_replicas=1``
+    then: Accelerate does the sharding.
+
+    Iteration, ``len``, ``set_epoch``, ``update``, ``state_dict`` and
+    ``load_state_dict`` go to the wrapped sampler; ``.sampler`` is the wrapped sampler.
+    """
+
+    def __init__(self, sampler: Any):
+        self.sampler = sampler
+        self.batch_size = 2 * sampler.batch_size
+        self.drop_last = sampler.drop_last
+
+    def __iter__(self):
+        return iter(self.sampler)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def set_epoch(self, epoch: int) -> None:
+        """set_epoch sets the wrapped sampler's epoch."""
+        self.sampler.set_epoch(epoch)
+
+    def update(self, source_features: Any, target_features: Any) -> None:
+        """update recomputes the wrapped sampler's matching (used from its next epoch)."""
+        self.sampler.update(source_features, target_features)
+
+    def state_dict(self) -> dict:
+        """state_dict returns the wrapped sampler's state."""
+        return self.sampler.state_dict()
+
+    def load_state_dict(self, state: dict) -> None:
+        """load_state_dict restores the wrapped sampler's state."""
+        self.sampler.load_state_dict(state)
