@@ -1,0 +1,547 @@
+package psda
+
+// This file computes the paper's cost matrices (section "Cost computation"):
+// Stage 1 C^st (n_s×n_t) and Stage 2 C^MM (pairs×pairs), for the MMD with a
+// linear or RBF-mixture kernel and for CORAL. Every entry is the full
+// conditional expected error E[‖D̂ − D‖² | …], with all constant, row and
+// column terms, so that sums of entries are the objective reported to users.
+// The identities used are derived in shared/METHOD.md and checked in
+// cost_test.go against the paper's formulas evaluated directly.
+//
+// Precision: float64 throughout (see kernel.go); float32 input is converted
+// one vector at a time.
+
+// stage1Costs returns the n_s×n_t row-major matrix C^st_ij of the paper
+// (equation after "Thus, we have" for the MMD; the Stage 1 conditional
+// covariances for CORAL).
+//
+// The time complexity is O(n_s·n_t·d) for the linear kernel,
+// O((n_s+n_t)²·d) for the RBF mixture (the self-kernel means are part of the
+// full cost) and O(n_s·n_t·d + (n_s+n_t)·d²) for CORAL; memory is the result
+// plus O((n_s+n_t)·n/tileSize + d²).
+func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
+	switch {
+	case cfg.Discrepancy == CORAL:
+		return coralStage1(src, tgt, cfg.BatchSize)
+	case cfg.Kernel == Linear:
+		return linearStage1(src, tgt, cfg.BatchSize)
+	default:
+		return rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()))
+	}
+}
+
+// stage2Costs returns the m×m symmetric row-major matrix C^MM_rq of the paper
+// over the Stage 1 pairs, and m: m = len(pairs) when that is even, otherwise
+// len(pairs)+1 with node m−1 a dummy pair sitting at the domain means (for
+// the MMD w_∅ = 0; for CORAL centred vectors a_∅ = b_∅ = 0), so that C(r, ∅)
+// is the cost of leaving pair r single. The diagonal is 0 (ignored by the
+// matching). Pairs may repeat a source or a target.
+//
+// The time complexity is O(P²·d) for the linear kernel, O(P²·d) with a 4×
+// larger constant for the RBF mixture (the Gram matrix of the 2P paired
+// vectors) and O(P²·d + (n_s+n_t)·d²) for CORAL; memory is the result plus
+// O(P·P/tileSize) for the RBF mixture and O((n_s+n_t)·d + d²) for CORAL.
+func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
+	switch {
+	case cfg.Discrepancy == CORAL:
+		return coralStage2(src, tgt, cfg.BatchSize, pairs)
+	case cfg.Kernel == Linear:
+		return linearStage2(src, tgt, cfg.BatchSize, pairs)
+	default:
+		return rbfStage2(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), pairs)
+	}
+}
+
+// stage2Size returns the number of nodes of the Stage 2 matching.
+func stage2Size(p int) int { return p + p%2 }
+
+// pairIndex returns the source and target rows of the pairs.
+func pairIndex(pairs []Pair) (is, js []int) {
+	is, js = make([]int, len(pairs)), make([]int, len(pairs))
+	for r, p := range pairs {
+		is[r], js[r] = p.S, p.T
+	}
+	return is, js
+}
+
+// linearStage1: with φ(x) = x, C_ij = ‖(s_i − δ) − t_j‖²/k², δ = s̄ − t̄.
+func linearStage1(src, tgt Matrix, k int) []float64 {
+	delta := sub(colMeans(src), colMeans(tgt))
+	c := make([]float64, src.N*tgt.N)
+	scale := 1 / float64(k*k)
+	gram(rowsOf(src, nil, delta), rowsOf(tgt, nil, nil), false, sqdists, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			row := c[(t.i0+i)*tgt.N+t.j0:][:t.nj]
+			for j, v := range t.g[i*t.ld:][:t.nj] {
+				row[j] = v * scale
+			}
+		}
+	})
+	return c
+}
+
+// linearStage2: C_rq = ‖w_r + w_q‖²/k² with explicit w_r = s_r − t_r − δ,
+// computed as the squared distance between w_r and −w_q.
+func linearStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
+	delta := sub(colMeans(src), colMeans(tgt))
+	p, m := len(pairs), stage2Size(len(pairs))
+	w := func(sign float64) vectors {
+		return vectors{n: p, d: src.D, fill: func(r int, dst []float64) {
+			src.Row(pairs[r].S, dst)
+			for k := range dst {
+				dst[k] = sign * (dst[k] - tgt.At(pairs[r].T, k) - delta[k])
+			}
+		}}
+	}
+	wp := w(1)
+	c := make([]float64, m*m)
+	scale := 1 / float64(k*k)
+	gram(wp, w(-1), true, sqdists, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			r := t.i0 + i
+			for j := upperFrom(t, i); j < t.nj; j++ {
+				q := t.j0 + j
+				c[r*m+q] = t.g[i*t.ld+j] * scale
+				c[q*m+r] = c[r*m+q]
+			}
+		}
+	})
+	if m > p {
+		row := make([]float64, src.D)
+		for r := 0; r < p; r++ {
+			wp.fill(r, row)
+			c[r*m+p] = dot(row, row) * scale
+			c[p*m+r] = c[r*m+p]
+		}
+	}
+	for r := 0; r < m; r++ {
+		c[r*m+r] = 0
+	}
+	return c, m
+}
+
+// rbfStage1: C_ij·k² = [κ(s,s) − 2g(s_i)] + [κ(t,t) + 2g(t_j)] − 2κ(s_i,t_j) + ‖δ‖²
+// with g(z) = mean_i' κ(z,s_i') − mean_j' κ(z,t_j') (METHOD.md, Stage 1). The
+// self-kernel row sums need the two self Gram matrices (symmetric halves,
+// never stored); the cross kernel is stored in the result and finished in
+// place once its row and column sums are known.
+func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture) []float64 {
+	S, T := rowsOf(src, nil, nil), rowsOf(tgt, nil, nil)
+	ns, nt := src.N, tgt.N
+	ss, tt := kernelRowSums(S, kern), kernelRowSums(T, kern)
+	c := make([]float64, ns*nt)
+	rs, cs := newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
+	gram(S, T, false, sqdists, func(t *tile) {
+		rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+		for i := 0; i < t.ni; i++ {
+			row := c[(t.i0+i)*nt+t.j0:][:t.nj]
+			s := 0.0
+			for j, d := range t.g[i*t.ld:][:t.nj] {
+				v := kern.eval(d)
+				row[j] = v
+				s += v
+				csum[t.j0+j] += v
+			}
+			rsum[t.i0+i] = s
+		}
+	})
+	st, ts := rs.total(), cs.total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
+	fs, ft := float64(ns), float64(nt)
+	delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
+	rowTerm := make([]float64, ns)
+	for i := range rowTerm {
+		rowTerm[i] = kern.nterms - 2*(ss[i]/fs-st[i]/ft) + delta2
+	}
+	colTerm := make([]float64, nt)
+	for j := range colTerm {
+		colTerm[j] = kern.nterms + 2*(ts[j]/fs-tt[j]/ft)
+	}
+	scale := 1 / float64(k*k)
+	parallelRows(ns, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := c[i*nt : (i+1)*nt]
+			for j, v := range row {
+				row[j] = (rowTerm[i] + colTerm[j] - 2*v) * scale
+			}
+		}
+	})
+	return c
+}
+
+// kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
+// of the symmetric self Gram matrix.
+func kernelRowSums(x vectors, kern *rbfMixture) []float64 {
+	ps := newPartials(nblocks(x.n), x.n)
+	gram(x, x, true, sqdists, func(t *tile) {
+		rsum, csum := ps.slot(t.bj), ps.slot(t.bi)
+		for i := 0; i < t.ni; i++ {
+			s := 0.0
+			for j := upperFrom(t, i); j < t.nj; j++ {
+				v := kern.eval(t.g[i*t.ld+j])
+				s += v
+				if t.i0+i != t.j0+j {
+					csum[t.j0+j] += v // on a diagonal tile csum is rsum: row j's share
+				}
+			}
+			rsum[t.i0+i] += s
+		}
+	})
+	return ps.total()
+}
+
+// rbfStage2 evaluates C_rq·k² = ‖w_r + w_q‖² = ‖w_r‖² + ‖w_q‖² + 2⟨w_r, w_q⟩ with
+// v_r = φ(s_r) − φ(t_r), w_r = v_r − δ, ρ_r = ⟨v_r, δ⟩ = g(s_r) − g(t_r):
+// ⟨w_r, w_q⟩ = V_rq − ρ_r − ρ_q + ‖δ‖², ‖w_r‖² = V_rr − 2ρ_r + ‖δ‖², V_rq = ⟨v_r, v_q⟩.
+// One symmetric Gram pass over the 2P vectors z_2r = s_r, z_2r+1 = t_r gives
+// V, and, weighting each pair by 1/(uses of its source or target), the kernel
+// sums behind g and ‖δ‖²: the pairs cover every source and every target, so
+// no separate self-kernel pass is needed.
+func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair) ([]float64, int) {
+	p, m := len(pairs), stage2Size(len(pairs))
+	ws, wt := useWeights(pairs, src.N, tgt.N)
+	z := vectors{n: 2 * p, d: src.D, fill: func(r int, dst []float64) {
+		if r%2 == 0 {
+			src.Row(pairs[r/2].S, dst)
+		} else {
+			tgt.Row(pairs[r/2].T, dst)
+		}
+	}}
+	c := make([]float64, m*m)
+	nb := nblocks(2 * p)
+	// Per pair r: SS = Σ_i' κ(s_r, s_i'), ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j').
+	pSS, pST, pTS, pTT := newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
+	gram(z, z, true, sqdists, func(t *tile) {
+		rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
+		cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
+		r0, q0 := t.i0/2, t.j0/2
+		for ri := 0; ri < t.ni/2; ri++ {
+			r := r0 + ri
+			gs, gt := t.g[2*ri*t.ld:], t.g[(2*ri+1)*t.ld:]
+			var sSS, sST, sTS, sTT float64
+			for qi := upperFrom(t, ri); qi < t.nj/2; qi++ {
+				q := q0 + qi
+				kss, kst := kern.eval(gs[2*qi]), kern.eval(gs[2*qi+1])
+				kts, ktt := kern.eval(gt[2*qi]), kern.eval(gt[2*qi+1])
+				v := kss - kst - kts + ktt
+				c[r*m+q] = v
+				sSS += ws[q] * kss
+				sST += wt[q] * kst
+				sTS += ws[q] * kts
+				sTT += wt[q] * ktt
+				if q != r { // on a diagonal tile the c slots are the r slots
+					c[q*m+r] = v
+					cSS[q] += ws[r] * kss
+					cST[q] += wt[r] * kts
+					cTS[q] += ws[r] * kst
+					cTT[q] += wt[r] * ktt
+				}
+			}
+			rSS[r] += sSS
+			rST[r] += sST
+			rTS[r] += sTS
+			rTT[r] += sTT
+		}
+	})
+	ss, st, ts, tt := pSS.total(), pST.total(), pTS.total(), pTT.total()
+	fs, ft := float64(src.N), float64(tgt.N)
+	var sumSS, sumST, sumTT float64
+	for r := range ss {
+		sumSS += ws[r] * ss[r]
+		sumST += ws[r] * st[r]
+		sumTT += wt[r] * tt[r]
+	}
+	delta2 := sumSS/(fs*fs) - 2*sumST/(fs*ft) + sumTT/(ft*ft)
+	rho, w2 := make([]float64, p), make([]float64, p)
+	for r := range rho {
+		rho[r] = (ss[r]/fs - st[r]/ft) - (ts[r]/fs - tt[r]/ft)
+		w2[r] = c[r*m+r] - 2*rho[r] + delta2
+	}
+	finishStage2(c, m, p, 1/float64(k*k), func(r, q int, v float64) float64 {
+		return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
+	}, w2)
+	return c, m
+}
+
+// finishStage2 replaces every off-diagonal entry (r, q) of the first p nodes
+// by cost(r, q, entry)·scale, sets the dummy row and column (when m > p) to
+// single[r]·scale and the diagonal to 0.
+// Only the upper triangle is evaluated and then mirrored, so the result is
+// exactly symmetric.
+func finishStage2(c []float64, m, p int, scale float64, cost func(r, q int, v float64) float64, single []float64) {
+	parallelRows(p, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			row := c[r*m : r*m+p]
+			for q := r + 1; q < p; q++ {
+				row[q] = cost(r, q, row[q]) * scale
+			}
+			row[r] = 0
+			if m > p {
+				c[r*m+p] = single[r] * scale
+			}
+		}
+	})
+	c[(m-1)*m+m-1] = 0
+	mirrorUpper(c, m)
+}
+
+// mirrorUpper copies the strict upper triangle of the m×m matrix c into its
+// lower triangle, block by block to stay in cache.
+func mirrorUpper(c []float64, m int) {
+	const b = 64
+	parallelRows((m+b-1)/b, func(b0, b1 int) {
+		for bi := b0; bi < b1; bi++ {
+			for bj := bi; bj*b < m; bj++ {
+				for r := bi * b; r < min(m, (bi+1)*b); r++ {
+					for q := max(r+1, bj*b); q < min(m, (bj+1)*b); q++ {
+						c[q*m+r] = c[r*m+q]
+					}
+				}
+			}
+		}
+	})
+}
+
+// upperFrom returns the first column of row i that a symmetric pass visits:
+// on a diagonal tile only the upper triangle (j >= i), elsewhere every column.
+func upperFrom(t *tile, i int) int {
+	if t.diag {
+		return i
+	}
+	return 0
+}
+
+// useWeights returns 1/(number of pairs using the pair's source) and
+// 1/(number using its target) for every pair.
+func useWeights(pairs []Pair, ns, nt int) (ws, wt []float64) {
+	cs, ct := make([]int, ns), make([]int, nt)
+	for _, pr := range pairs {
+		cs[pr.S]++
+		ct[pr.T]++
+	}
+	ws, wt = make([]float64, len(pairs)), make([]float64, len(pairs))
+	for r, pr := range pairs {
+		ws[r], wt[r] = 1/float64(cs[pr.S]), 1/float64(ct[pr.T])
+	}
+	return ws, wt
+}
+
+// covariance returns the unbiased d×d covariance of m (divided by n−1) around
+// mean; for a single row, where it is undefined, it returns 0 (the
+// population covariance of one point).
+func covariance(m Matrix, mean []float64) []float64 {
+	d := m.D
+	cov := make([]float64, d*d)
+	if m.N < 2 {
+		return cov
+	}
+	cols := colsOf(m, mean)
+	scale := 1 / float64(m.N-1)
+	gram(cols, cols, true, dots, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			for j, v := range t.g[i*t.ld:][:t.nj] {
+				a, b := t.i0+i, t.j0+j
+				cov[a*d+b] = v * scale
+				cov[b*d+a] = v * scale
+			}
+		}
+	})
+	return cov
+}
+
+// quadForms returns xᵀ F x for every vector of x, F symmetric d×d.
+func quadForms(x vectors, f []float64) []float64 {
+	d := x.d
+	ps := newPartials(nblocks(d), x.n)
+	gram(x, denseRows(f, d, d), false, dots, func(t *tile) {
+		row := make([]float64, d) // small next to the tile's GEMM
+		slot := ps.slot(t.bj)
+		for i := 0; i < t.ni; i++ {
+			x.fill(t.i0+i, row)
+			slot[t.i0+i] = dot(t.g[i*t.ld:][:t.nj], row[t.j0:t.j0+t.nj])
+		}
+	})
+	return ps.total()
+}
+
+// coralStage1 evaluates, with centred a_i = s_i − s̄, b_j = t_j − t̄, the paper's
+// Σ̂_s^(i) = P_s + a_i a_iᵀ/k (P the population covariance) and
+// E = Σ_t/n_t − Σ_s/n_s:
+// C_ij = ‖E + (a_i a_iᵀ − b_j b_jᵀ)/k‖_F²
+// = ‖E‖² + (2/k)(a_iᵀE a_i − b_jᵀE b_j) + (‖a_i‖⁴ + ‖b_j‖⁴ − 2(a_i·b_j)²)/k².
+func coralStage1(src, tgt Matrix, k int) []float64 {
+	ms, mt := colMeans(src), colMeans(tgt)
+	e := sub(scaled(covariance(tgt, mt), 1/float64(tgt.N)), scaled(covariance(src, ms), 1/float64(src.N)))
+	a, b := rowsOf(src, nil, ms), rowsOf(tgt, nil, mt)
+	qa, qb := quadForms(a, e), quadForms(b, e)
+	na, nb := sqNorms(a), sqNorms(b)
+	e2 := dot(e, e)
+	fk := float64(k)
+	for i := range qa {
+		qa[i] = e2 + 2*qa[i]/fk + na[i]*na[i]/(fk*fk)
+	}
+	for j := range qb {
+		qb[j] = -2*qb[j]/fk + nb[j]*nb[j]/(fk*fk)
+	}
+	nt := tgt.N
+	c := make([]float64, src.N*nt)
+	gram(a, b, false, dots, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			row := c[(t.i0+i)*nt+t.j0:][:t.nj]
+			ri := qa[t.i0+i]
+			for j, g := range t.g[i*t.ld:][:t.nj] {
+				row[j] = ri + qb[t.j0+j] - 2*g*g/(fk*fk)
+			}
+		}
+	})
+	return c
+}
+
+// coralStage2 evaluates the paper's Stage 2 conditional covariance
+// Σ̂_s^(r,q) = [(n_s−1)/n_s·(k−2)Σ_s + a_r a_rᵀ + a_q a_qᵀ − (a_r+a_q)(a_r+a_q)ᵀ/k]/(k−1).
+// With A2 = [a_r a_q], B2 = [b_r b_q], β = 1/(k(k−1)) and the 2×2 matrix
+// Ca = [[1/k, −β], [−β, 1/k]], the rank-one part is A2 Ca A2ᵀ, so
+// Σ̂_s^(r,q) − Σ̂_t^(r,q) − (Σ_s − Σ_t) = F + A2 Ca A2ᵀ − B2 Ca B2ᵀ with
+// F = f_s Σ_s − f_t Σ_t, f = (k−2)/(k−1)·(n−1)/n − 1, and
+// C_rq = ‖F‖² + 2 tr(Ca (A2ᵀF A2 − B2ᵀF B2)) + tr(Ca Gaa Ca Gaa) + tr(Ca Gbb Ca Gbb)
+//
+//	− 2 tr(Ca Gab Ca Gabᵀ),
+//
+// with the 2×2 Gram blocks Gaa = A2ᵀA2, Gbb = B2ᵀB2, Gab = A2ᵀB2. The cross
+// terms come from two symmetric Gram passes: the 2P vectors (a_r, b_r)
+// interleaved, and ψ_rq = a_rᵀF a_q − b_rᵀF b_q as the product of [a_r, b_r]
+// with [F a_q, −F b_q] (F a is stored: (n_s+n_t)·d float64).
+func coralStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
+	p, m := len(pairs), stage2Size(len(pairs))
+	d := src.D
+	ms, mt := colMeans(src), colMeans(tgt)
+	fk := float64(k)
+	fcoef := func(n int) float64 { return (fk-2)/(fk-1)*float64(n-1)/float64(n) - 1 }
+	f := sub(scaled(covariance(src, ms), fcoef(src.N)), scaled(covariance(tgt, mt), fcoef(tgt.N)))
+	a, b := rowsOf(src, nil, ms), rowsOf(tgt, nil, mt)
+	fa, fb := timesSym(a, f), timesSym(b, f)
+	is, js := pairIndex(pairs)
+	ap, bp := rowsOf(src, is, ms), rowsOf(tgt, js, mt)
+	naa, nbb := sqNorms(ap), sqNorms(bp)
+	nab, psi := make([]float64, p), make([]float64, p)
+	ra, rb := make([]float64, d), make([]float64, d)
+	for r := range pairs {
+		ap.fill(r, ra)
+		bp.fill(r, rb)
+		nab[r] = dot(ra, rb)
+		psi[r] = dot(ra, fa[is[r]*d:(is[r]+1)*d]) - dot(rb, fb[js[r]*d:(js[r]+1)*d])
+	}
+	ca0, ca1 := 1/fk, -1/(fk*(fk-1))
+	// rank returns ‖A2 Ca A2ᵀ − B2 Ca B2ᵀ‖_F² from the Gram entries among a_r, a_q, b_r, b_q.
+	rank := func(r int, aq, bq, arbq, aqbr, aqq, bqq, aqbq float64) float64 {
+		gaa := [4]float64{naa[r], aq, aq, aqq}
+		gbb := [4]float64{nbb[r], bq, bq, bqq}
+		gab := [4]float64{nab[r], arbq, aqbr, aqbq}
+		gba := [4]float64{nab[r], aqbr, arbq, aqbq}
+		return trCGCH(ca0, ca1, gaa, gaa) + trCGCH(ca0, ca1, gbb, gbb) - 2*trCGCH(ca0, ca1, gab, gba)
+	}
+	c := make([]float64, m*m)
+	z := vectors{n: 2 * p, d: d, fill: func(r int, dst []float64) {
+		if r%2 == 0 {
+			ap.fill(r/2, dst)
+		} else {
+			bp.fill(r/2, dst)
+		}
+	}}
+	gram(z, z, true, dots, func(t *tile) {
+		r0, q0 := t.i0/2, t.j0/2
+		for ri := 0; ri < t.ni/2; ri++ {
+			r := r0 + ri
+			ga, gb := t.g[2*ri*t.ld:], t.g[(2*ri+1)*t.ld:]
+			for qi := upperFrom(t, ri); qi < t.nj/2; qi++ {
+				q := q0 + qi
+				// ga[2qi] = a_r·a_q, ga[2qi+1] = a_r·b_q, gb[2qi] = b_r·a_q, gb[2qi+1] = b_r·b_q.
+				v := rank(r, ga[2*qi], gb[2*qi+1], ga[2*qi+1], gb[2*qi], naa[q], nbb[q], nab[q])
+				c[r*m+q] = v
+				c[q*m+r] = v
+			}
+		}
+	})
+	// ψ_rq = [a_r, b_r]·[F a_q, −F b_q].
+	x := vectors{n: p, d: 2 * d, fill: func(r int, dst []float64) {
+		ap.fill(r, dst[:d])
+		bp.fill(r, dst[d:])
+	}}
+	y := vectors{n: p, d: 2 * d, fill: func(r int, dst []float64) {
+		copy(dst[:d], fa[is[r]*d:(is[r]+1)*d])
+		for k, v := range fb[js[r]*d : (js[r]+1)*d] {
+			dst[d+k] = -v
+		}
+	}}
+	f2, beta := dot(f, f), 1/(fk*(fk-1))
+	gram(x, y, true, dots, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			r := t.i0 + i
+			for j := upperFrom(t, i); j < t.nj; j++ {
+				q := t.j0 + j
+				c[r*m+q] += f2 + 2*(psi[r]+psi[q])/fk - 4*beta*t.g[i*t.ld+j]
+				c[q*m+r] = c[r*m+q]
+			}
+		}
+	})
+	single := make([]float64, p)
+	for r := range single {
+		single[r] = f2 + 2*psi[r]/fk + rank(r, 0, 0, 0, 0, 0, 0, 0)
+	}
+	finishStage2(c, m, p, 1, func(r, q int, v float64) float64 { return v }, single)
+	return c, m
+}
+
+// trCGCH returns tr(C G C H) for 2×2 matrices stored row-major, with
+// C = [[c0, c1], [c1, c0]].
+func trCGCH(c0, c1 float64, g, h [4]float64) float64 {
+	cg := [4]float64{c0*g[0] + c1*g[2], c0*g[1] + c1*g[3], c1*g[0] + c0*g[2], c1*g[1] + c0*g[3]}
+	ch := [4]float64{c0*h[0] + c1*h[2], c0*h[1] + c1*h[3], c1*h[0] + c0*h[2], c1*h[1] + c0*h[3]}
+	return cg[0]*ch[0] + cg[1]*ch[2] + cg[2]*ch[1] + cg[3]*ch[3]
+}
+
+// timesSym returns the |x|×d row-major matrix whose row i is F x_i, F
+// symmetric d×d.
+func timesSym(x vectors, f []float64) []float64 {
+	d := x.d
+	out := make([]float64, x.n*d)
+	gram(x, denseRows(f, d, d), false, dots, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			copy(out[(t.i0+i)*d+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+		}
+	})
+	return out
+}
+
+// sqNorms returns ‖x_i‖² for every vector.
+func sqNorms(x vectors) []float64 {
+	out := make([]float64, x.n)
+	row := make([]float64, x.d)
+	for i := range out {
+		x.fill(i, row)
+		out[i] = dot(row, row)
+	}
+	return out
+}
+
+func sub(x, y []float64) []float64 {
+	out := make([]float64, len(x))
+	for i := range x {
+		out[i] = x[i] - y[i]
+	}
+	return out
+}
+
+func scaled(x []float64, s float64) []float64 {
+	for i := range x {
+		x[i] *= s
+	}
+	return x
+}
+
+func sum(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s
+}

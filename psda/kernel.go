@@ -1,0 +1,408 @@
+package psda
+
+import (
+	"math"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// This file holds the Gram-matrix engine behind every PSDA cost: a blocked,
+// packed, multi-core product G = X Yᵀ of two sets of vectors, handed out tile
+// by tile to an epilogue that turns dot products (or squared distances) into
+// costs while the tile is still in cache, so no n×n intermediate other than
+// the cost matrix itself is ever stored.
+//
+// Precision: everything is computed in float64. float32 input is converted
+// one vector at a time while packing a tile, never as a whole, so results for
+// float64 input are reproducible against a float64 NumPy reference to a few
+// ulps of the largest term (the summation order of the dot products differs).
+
+const kBlock = 256 // depth of one pass of the micro-kernel (keeps a B panel in L1)
+
+// Variables, not constants, only so that tests can push small inputs through
+// the multi-tile and GEMM paths.
+var (
+	tileSize  = 192 // rows and columns per tile: a multiple of mr, nr and 2
+	directDim = 16  // at most this many features: squared distances by differences, not by GEMM
+)
+
+// vectors is a read-only set of n vectors of dimension d, produced in float64
+// one at a time by fill, so that float32 input is converted row by row while
+// packing and derived vectors (centred, shifted, paired) are never stored.
+type vectors struct {
+	n, d int
+	fill func(r int, dst []float64)
+}
+
+// rowsOf returns the vectors m[idx[r]] − shift; idx nil means every row in
+// order, shift nil means no shift.
+func rowsOf(m Matrix, idx []int, shift []float64) vectors {
+	n := m.N
+	if idx != nil {
+		n = len(idx)
+	}
+	return vectors{n: n, d: m.D, fill: func(r int, dst []float64) {
+		if idx != nil {
+			r = idx[r]
+		}
+		m.Row(r, dst)
+		for k, s := range shift {
+			dst[k] -= s
+		}
+	}}
+}
+
+// colsOf returns the d columns of m − mean as vectors of dimension m.N, so
+// that the Gram matrix of colsOf(m, mean) is the scatter matrix of m.
+func colsOf(m Matrix, mean []float64) vectors {
+	return vectors{n: m.D, d: m.N, fill: func(c int, dst []float64) {
+		for k := range dst {
+			dst[k] = m.At(k, c) - mean[c]
+		}
+	}}
+}
+
+// denseRows returns the rows of the row-major n×d float64 matrix a.
+func denseRows(a []float64, n, d int) vectors {
+	return vectors{n: n, d: d, fill: func(r int, dst []float64) { copy(dst, a[r*d:(r+1)*d]) }}
+}
+
+// colMeans returns the column means of m, accumulated in float64.
+func colMeans(m Matrix) []float64 {
+	mean := make([]float64, m.D)
+	row := make([]float64, m.D)
+	for i := 0; i < m.N; i++ {
+		for k, v := range m.Row(i, row) {
+			mean[k] += v
+		}
+	}
+	for k := range mean {
+		mean[k] /= float64(m.N)
+	}
+	return mean
+}
+
+// gramKind selects what a tile holds.
+type gramKind int
+
+const (
+	dots    gramKind = iota // g = xᵢ·yⱼ
+	sqdists                 // g = ‖xᵢ − yⱼ‖²
+)
+
+// tile is one block of G handed to an epilogue: g[i*ld+j] is entry
+// (i0+i, j0+j) for i < ni, j < nj. bi and bj number the tile's row and column
+// blocks; diag reports a tile on the diagonal of a symmetric run (it holds
+// the full square block, both triangles).
+type tile struct {
+	i0, j0, ni, nj int
+	bi, bj         int
+	diag           bool
+	ld             int
+	g              []float64
+}
+
+// nblocks returns the number of tiles needed to cover n vectors.
+func nblocks(n int) int { return (n + tileSize - 1) / tileSize }
+
+// gram computes G = X Yᵀ (kind dots) or the squared distances between the
+// vectors of x and y (kind sqdists) tile by tile on all cores and calls epi
+// once per tile, concurrently from several goroutines: epi must only write
+// locations that belong to its tile. With sym, G must be symmetric (x and y
+// describe the same vectors up to a sign pattern that keeps G symmetric) and
+// only tiles with bj >= bi are computed.
+//
+// Squared distances come from ‖x‖² + ‖y‖² − 2x·y (clamped at 0) when
+// d > directDim, and from explicit differences otherwise, where GEMM gains
+// nothing and the expansion would cancel.
+//
+// The time complexity is O(|x|·|y|·d) (half that with sym); memory is O(d)
+// per tile row per worker.
+func gram(x, y vectors, sym bool, kind gramKind, epi func(t *tile)) {
+	type job struct{ bi, bj int }
+	var jobs []job
+	for bi := 0; bi < nblocks(x.n); bi++ {
+		bj0 := 0
+		if sym {
+			bj0 = bi
+		}
+		for bj := bj0; bj < nblocks(y.n); bj++ {
+			jobs = append(jobs, job{bi, bj})
+		}
+	}
+	direct := kind == sqdists && x.d <= directDim
+	parallel(len(jobs), func() func(int) {
+		w := newGramWorker(x.d, direct)
+		return func(k int) {
+			jb := jobs[k]
+			t := w.compute(x, y, jb.bi, jb.bj, kind, direct)
+			t.diag = sym && jb.bi == jb.bj
+			epi(t)
+		}
+	})
+}
+
+// gramWorker holds one goroutine's packing buffers.
+type gramWorker struct {
+	d        int
+	row      []float64
+	px, py   []float64 // packed panels of the tile's x and y vectors
+	nx, ny   []float64 // squared norms
+	g        []float64
+	t        tile
+	rowMajor bool
+}
+
+func newGramWorker(d int, direct bool) *gramWorker {
+	w := &gramWorker{d: d, row: make([]float64, d), rowMajor: direct}
+	w.px = make([]float64, tileSize*d)
+	w.py = make([]float64, tileSize*d)
+	w.nx = make([]float64, tileSize)
+	w.ny = make([]float64, tileSize)
+	w.g = make([]float64, tileSize*tileSize)
+	return w
+}
+
+// pack writes vectors [r0, r0+n) of v into dst and their squared norms into
+// nrm. Row-major for the direct path; otherwise in micro-panels of m vectors,
+// dst[(p*d+k)*m + i] = v[r0+p*m+i][k], zero padded to a multiple of m.
+func (w *gramWorker) pack(v vectors, r0, n, m int, dst, nrm []float64) {
+	d := w.d
+	if w.rowMajor {
+		for i := 0; i < n; i++ {
+			row := dst[i*d : (i+1)*d]
+			v.fill(r0+i, row)
+			nrm[i] = dot(row, row)
+		}
+		return
+	}
+	np := (n + m - 1) / m
+	clear(dst[:np*m*d])
+	for i := 0; i < n; i++ {
+		v.fill(r0+i, w.row)
+		nrm[i] = dot(w.row, w.row)
+		p, off := i/m, i%m
+		panel := dst[p*m*d : (p+1)*m*d]
+		for k, val := range w.row {
+			panel[k*m+off] = val
+		}
+	}
+}
+
+// compute fills the worker's tile (bi, bj).
+func (w *gramWorker) compute(x, y vectors, bi, bj int, kind gramKind, direct bool) *tile {
+	d := w.d
+	i0, j0 := bi*tileSize, bj*tileSize
+	ni, nj := min(tileSize, x.n-i0), min(tileSize, y.n-j0)
+	w.pack(x, i0, ni, mr, w.px, w.nx)
+	w.pack(y, j0, nj, nr, w.py, w.ny)
+	t := &w.t
+	*t = tile{i0: i0, j0: j0, ni: ni, nj: nj, bi: bi, bj: bj}
+	if direct {
+		t.ld = nj
+		t.g = w.g[:ni*nj]
+		for i := 0; i < ni; i++ {
+			xi := w.px[i*d : (i+1)*d]
+			gi := t.g[i*nj : (i+1)*nj]
+			for j := range gi {
+				yj := w.py[j*d : (j+1)*d]
+				s := 0.0
+				for k, v := range xi {
+					e := v - yj[k]
+					s += e * e
+				}
+				gi[j] = s
+			}
+		}
+		return t
+	}
+	npx, npy := (ni+mr-1)/mr, (nj+nr-1)/nr
+	t.ld = npy * nr
+	t.g = w.g[:npx*mr*t.ld]
+	clear(t.g)
+	for k0 := 0; k0 < d; k0 += kBlock {
+		kc := min(kBlock, d-k0)
+		for jp := 0; jp < npy; jp++ {
+			b := w.py[(jp*d+k0)*nr:]
+			for ip := 0; ip < npx; ip++ {
+				a := w.px[(ip*d+k0)*mr:]
+				microKernel(kc, a, b, t.g[ip*mr*t.ld+jp*nr:], t.ld)
+			}
+		}
+	}
+	if kind == sqdists {
+		for i := 0; i < ni; i++ {
+			gi := t.g[i*t.ld : i*t.ld+nj]
+			for j, v := range gi {
+				gi[j] = max(0, w.nx[i]+w.ny[j]-2*v)
+			}
+		}
+	}
+	return t
+}
+
+// microKernelGeneric is the portable micro-kernel: c[i*ldc+j] += Σ_p
+// a[p*mr+i]·b[p*nr+j] for i < mr, j < nr, p < k.
+func microKernelGeneric(k int, a, b, c []float64, ldc int) {
+	var acc [mr * nr]float64
+	for p := 0; p < k; p++ {
+		ap := a[p*mr : p*mr+mr]
+		bp := b[p*nr : p*nr+nr]
+		for i, av := range ap {
+			row := acc[i*nr : i*nr+nr]
+			for j, bv := range bp {
+				row[j] += av * bv
+			}
+		}
+	}
+	for i := 0; i < mr; i++ {
+		ci := c[i*ldc : i*ldc+nr]
+		for j := range ci {
+			ci[j] += acc[i*nr+j]
+		}
+	}
+}
+
+// parallel runs body(i) for every i in [0, n) on GOMAXPROCS goroutines;
+// newBody is called once per goroutine to set up its scratch space.
+func parallel(n int, newBody func() func(int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		body := newBody()
+		for i := 0; i < n; i++ {
+			body(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := newBody()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n {
+					return
+				}
+				body(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// parallelRows runs body(i0, i1) over chunks of [0, n) on all cores; for the
+// cheap, memory-bound passes that finish a cost matrix.
+func parallelRows(n int, body func(i0, i1 int)) {
+	const chunk = 64
+	parallel((n+chunk-1)/chunk, func() func(int) {
+		return func(c int) { body(c*chunk, min(n, (c+1)*chunk)) }
+	})
+}
+
+// partials collects per-tile partial sums in a slot per block, so that a
+// reduction gives the same bits whichever worker computed which tile.
+type partials struct {
+	n int
+	p []float64
+}
+
+func newPartials(slots, n int) partials { return partials{n: n, p: make([]float64, slots*n)} }
+
+// slot returns the n sums of slot b.
+func (s partials) slot(b int) []float64 { return s.p[b*s.n : (b+1)*s.n] }
+
+// total returns the sums over all slots, in slot order.
+func (s partials) total() []float64 {
+	t := make([]float64, s.n)
+	for b := 0; b < len(s.p)/max(s.n, 1); b++ {
+		for i, v := range s.slot(b) {
+			t[i] += v
+		}
+	}
+	return t
+}
+
+func dot(x, y []float64) float64 {
+	s := 0.0
+	for i, v := range x {
+		s += v * y[i]
+	}
+	return s
+}
+
+// rbfMixture evaluates κ(D) = Σ_γ exp(−γ·D) for a squared distance D.
+//
+// exp is the hot spot after the GEMM, so when a gamma is an integer multiple
+// m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m by repeated
+// squaring instead of another exp. A relative error ε in exp(−γ'D) becomes
+// m·ε after the power, so chains are cut (a fresh exp) before the product of
+// the ratios exceeds maxAmplify: every term keeps a relative error below
+// about maxAmplify ulps (2e-14 for 100). With the paper's gammas
+// {0.001, …, 10} this costs 2 exps and 3 powers per entry instead of 5 exps.
+type rbfMixture struct {
+	gammas []float64 // ascending
+	pow    []int     // 0: fresh exp; m: previous term to the m-th power
+	nterms float64   // κ(x, x) = number of gammas
+}
+
+const maxAmplify = 100
+
+func newRBF(gammas []float64) *rbfMixture {
+	g := append([]float64(nil), gammas...)
+	sort.Float64s(g)
+	k := &rbfMixture{gammas: g, pow: make([]int, len(g)), nterms: float64(len(g))}
+	amp := 1
+	for i := 1; i < len(g); i++ {
+		r := g[i] / g[i-1]
+		m := int(math.Round(r))
+		if m >= 2 && m <= 16 && math.Abs(r-float64(m)) <= 1e-12*r && amp*m <= maxAmplify {
+			k.pow[i] = m
+			amp *= m
+		} else {
+			amp = 1
+		}
+	}
+	return k
+}
+
+// expUnderflow is where exp(−x) stops mattering next to κ(x, x) >= 1; past it
+// terms are set to 0 (exactly what they are to within 1e-300).
+const expUnderflow = 690
+
+// eval returns κ for the squared distance d.
+func (k *rbfMixture) eval(d float64) float64 {
+	s, e := 0.0, 0.0
+	for i, g := range k.gammas {
+		x := g * d
+		if x > expUnderflow {
+			break // ascending gammas: every later term underflows too
+		}
+		if m := k.pow[i]; m != 0 {
+			e = powInt(e, m)
+		} else {
+			e = math.Exp(-x)
+		}
+		s += e
+	}
+	return s
+}
+
+// powInt returns x^m for m >= 1 by binary powering.
+func powInt(x float64, m int) float64 {
+	r := 1.0
+	for {
+		if m&1 != 0 {
+			r *= x
+		}
+		m >>= 1
+		if m == 0 {
+			return r
+		}
+		x *= x
+	}
+}
