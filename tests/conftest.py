@@ -232,8 +232,9 @@ def matching_costs(m, s, t) -> Tuple[float, float]:
     return c1, c2
 
 
-def rel_close(a: float, b: float, rtol: float = 1e-9) -> bool:
-    return abs(a - b) <= rtol * max(abs(a), abs(b), 1e-300)
+def rel_close(a: float, b: float, rtol: float = 1e-9, atol: float = 1e-12) -> bool:
+    """|a − b| within rtol relative, or atol absolute (costs here are O(1); exact zeros round)."""
+    return abs(a - b) <= max(rtol * max(abs(a), abs(b)), atol)
 
 
 # ---------------------------------------------------------------------------
