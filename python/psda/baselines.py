@@ -100,47 +100,73 @@ class UniformBatchSampler(_EpochSampler):
         return zip(src, tgt)
 
 
-def _kmeanspp(x: np.ndarray, sq: np.ndarray, k: int, nb: int,
-              rng: np.random.Generator) -> np.ndarray:
-    """nb independent k-means++ seedings of x: returns (nb, k) distinct row indices.
+_BLOCK = 64  # rows per block in the two-level inverse-CDF draw
 
-    The nb seedings run side by side, one per column of an n x nb array (a
-    cumulative sum down the columns is much faster in NumPy than along rows),
-    so that each of the k steps is one GEMM (n x d times d x nb) plus O(n nb)
-    elementwise work.
+
+def _kmeanspp(xa: np.ndarray, n: int, k: int, nb: int,
+              rng: np.random.Generator) -> np.ndarray:
+    """nb independent k-means++ seedings: returns (nb, k) distinct row indices.
+
+    ``xa`` is the augmented matrix [x, ||x||^2, 1] padded with zero rows to a
+    multiple of _BLOCK, so one GEMM [-2 x_p, 1, ||x_p||^2] @ xa^T gives the
+    squared distances from nb new centres to every row. The nb seedings run
+    side by side; each of the k steps costs one GEMM plus O(nb n) elementwise
+    work. Draws use a two-level inverse CDF (block sums, then within a block)
+    because a full cumulative sum along rows is slow in NumPy.
     """
-    n = len(x)
+    npad = len(xa)
+    nblk = npad // _BLOCK
+    d = xa.shape[1] - 2
     out = np.empty((nb, k), np.int64)
-    cols = np.arange(nb)
-    chosen = np.zeros((n, nb), bool)
+    rows = np.arange(nb)
+    chosen = np.zeros((nb, npad), bool)
+    chosen[:, n:] = True                         # padding is never drawn
 
     def dist(p):
-        return np.maximum(sq[:, None] + sq[p][None, :] - 2.0 * (x @ x[p].T), 0.0)
+        c = np.empty((len(p), d + 2))
+        c[:, :d] = -2.0 * xa[p, :d]
+        c[:, d] = 1.0
+        c[:, d + 1] = xa[p, d]
+        g = c @ xa.T
+        np.maximum(g, 0.0, out=g)
+        return g
 
     pick = rng.integers(n, size=nb)
     d2 = None
     for m in range(k):
         out[:, m] = pick
-        chosen[pick, cols] = True
+        chosen[rows, pick] = True
         if m + 1 == k:
             break
         d2 = dist(pick) if d2 is None else np.minimum(d2, dist(pick), out=d2)
-        d2[pick, cols] = 0.0                    # rounding must not leave a chosen row weight
-        w = d2
-        tot = w.sum(0)
-        if np.any(tot <= 0.0):                  # all remaining rows duplicate chosen ones
-            bad = tot <= 0.0
-            w = d2.copy()
-            w[:, bad] = ~chosen[:, bad]
-            tot = w.sum(0)
-        cum = np.cumsum(w, axis=0)
+        d2[rows, pick] = 0.0                    # rounding must not leave a chosen row weight
+        blocks = d2.reshape(nb, nblk, _BLOCK)
+        bsum = np.einsum("ijk->ij", blocks)
+        bcum = np.cumsum(bsum, axis=1)
+        tot = bcum[:, -1]
         u = rng.random(nb) * tot
-        pick = np.minimum((cum < u[None, :]).sum(0), n - 1)
-        # u can land exactly on a boundary next to a zero-weight (chosen) row.
-        bad = chosen[pick, cols]
-        if bad.any():
-            pick[bad] = np.argmax(~chosen[:, bad], axis=0)
+        bi = np.minimum((bcum < u[:, None]).sum(1), nblk - 1)
+        u -= bcum[rows, bi] - bsum[rows, bi]
+        inner = np.cumsum(blocks[rows, bi], axis=1)
+        j = np.minimum((inner < u[:, None]).sum(1), _BLOCK - 1)
+        pick = bi * _BLOCK + j
+        # Rounding can land on a zero-weight row, and a batch whose remaining
+        # rows all duplicate chosen ones has no weight at all: draw uniformly
+        # among the rows not chosen yet.
+        bad = chosen[rows, pick] | ~(tot > 0.0)
+        for r in np.flatnonzero(bad):
+            pick[r] = rng.choice(np.flatnonzero(~chosen[r]))
     return out
+
+
+def _augment(x: np.ndarray) -> np.ndarray:
+    n, d = x.shape
+    npad = -(-n // _BLOCK) * _BLOCK
+    xa = np.zeros((npad, d + 2))
+    xa[:n, :d] = x
+    xa[:n, d] = np.einsum("ij,ij->i", x, x)
+    xa[:n, d + 1] = 1.0
+    return xa
 
 
 class KMeansPPBatchSampler(_EpochSampler):
@@ -172,8 +198,7 @@ class KMeansPPBatchSampler(_EpochSampler):
         if self.batch_size > min(self.n_s, self.n_t):
             raise ValueError(f"batch_size = {self.batch_size}: k-means++ picks distinct rows, so "
                              f"want batch_size <= min(n_source, n_target) = {min(self.n_s, self.n_t)}")
-        self.sq_s = np.einsum("ij,ij->i", self.xs, self.xs)
-        self.sq_t = np.einsum("ij,ij->i", self.xt, self.xt)
+        self.xa_s, self.xa_t = _augment(self.xs), _augment(self.xt)
         n = max(self.n_s, self.n_t)
         self.chunk = chunk or max(1, (1 << 21) // n)
 
@@ -181,8 +206,8 @@ class KMeansPPBatchSampler(_EpochSampler):
         left = len(self)
         while left > 0:
             nb = min(self.chunk, left)
-            src = _kmeanspp(self.xs, self.sq_s, self.batch_size, nb, rng)
-            tgt = _kmeanspp(self.xt, self.sq_t, self.batch_size, nb, rng)
+            src = _kmeanspp(self.xa_s, self.n_s, self.batch_size, nb, rng)
+            tgt = _kmeanspp(self.xa_t, self.n_t, self.batch_size, nb, rng)
             yield from zip(src, tgt)
             left -= nb
 

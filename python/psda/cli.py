@@ -256,15 +256,18 @@ def run_variance(args) -> int:
     prog = Progress(sum(e + 1 for _, _, e in plan), "psda variance",
                     enabled=not args.no_progress)
     results: Dict[Tuple[str, int], object] = {}
+    seconds: Dict[Tuple[str, int], float] = {}
     ref_holder: dict = {}
     t_start = time.perf_counter()
     for m, k, epochs in plan:
+        t_cell = time.perf_counter()
         prog.set_label(f"{m} k={k}: matching" if "paired" in m else f"{m} k={k}")
         sampler = _sampler(m, k, args, s, t, ref_holder)
         prog.advance()
         prog.set_label(f"{m} k={k}")
         results[m, k] = expected_error(s, t, sampler, epochs=epochs, evaluator=ev,
                                        on_epoch=lambda e: prog.advance())
+        seconds[m, k] = time.perf_counter() - t_cell
     prog.close()
     elapsed = time.perf_counter() - t_start
 
@@ -279,15 +282,16 @@ def run_variance(args) -> int:
     rse = {key: f"{100 * r.stderr / r.mean:.1f}%" if r.mean > 0 else "n/a"
            for key, r in results.items()}
     print()
-    print(_fmt_table("relative standard error (over epochs)", args.methods, args.k, rse))
+    print(_fmt_table("relative standard error", args.methods, args.k, rse))
     if "uniform" in args.methods:
         ratio = {(m, k): _ratio_cell(r.mean / results["uniform", k].mean)
                  for (m, k), r in results.items() if ("uniform", k) in results}
         print()
         print(_fmt_table("ratio to uniform", args.methods, args.k, ratio))
-    epochs = {(m, k): str(e) for m, k, e in plan}
+    timing = {(m, k): f"{e}/{seconds[m, k]:.1f}s" for m, k, e in plan}
     print()
-    print(_fmt_table("epochs", args.methods, args.k, epochs))
+    print(_fmt_table("epochs/seconds (sampler set-up, matching included, and evaluation)",
+                     args.methods, args.k, timing))
     if args.plot:
         return _plot(args, results)
     return 0

@@ -213,7 +213,8 @@ class ErrorEstimate:
     """ErrorEstimate is a Monte Carlo estimate of E||D_hat - D||^2.
 
     ``stderr`` is the standard error of ``mean`` from the spread of the
-    per-epoch means (per-batch spread when there is one epoch).
+    per-epoch means with 5 or more epochs, else from the per-batch spread
+    (conservative: batches of one epoch are drawn without replacement).
     """
 
     mean: float
@@ -248,7 +249,9 @@ def expected_error(source, target, batch_source, *, epochs: int = 1, discrepancy
     if len(allerr) == 0:
         raise ValueError("the batch source yielded no batches")
     means = np.array([x.mean() for x in per_epoch if len(x)])
-    if len(means) >= 2:
+    # The spread of epoch means captures the correlation between the batches
+    # of one epoch, but needs a few epochs to be estimated at all.
+    if len(means) >= 5:
         se = float(means.std(ddof=1) / math.sqrt(len(means)))
     else:
         se = float(allerr.std(ddof=1) / math.sqrt(len(allerr))) if len(allerr) > 1 else math.nan
