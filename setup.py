@@ -34,7 +34,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 from setuptools.command.build_ext import build_ext
 
 MIN_GO = (1, 24)
@@ -177,7 +177,7 @@ setup(
     long_description=long_description(),
     long_description_content_type="text/markdown",
     package_dir={"": "python"},
-    packages=["psda"],
+    packages=find_packages(where="python"),
     package_data={"psda": ["py.typed"]},
     ext_modules=[Extension("psda._psdago", sources=[])],
     cmdclass={"build_ext": build_go_ext},

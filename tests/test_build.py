@@ -276,7 +276,9 @@ def test_wheel_installs_in_fresh_venv(tmp_path):
     assert re.search(r"-%s-%s-linux_\w+\.whl$" % (tag, tag), wheel.name), wheel.name
     names = zipfile.ZipFile(wheel).namelist()
     assert [n for n in names if n.endswith(".so")] == ["psda/" + LIB.name]
-    assert "psda/py.typed" in names and "psda/_native.py" in names
+    modules = sorted(p.relative_to(ROOT / "python").as_posix() for p in (ROOT / "python" / "psda").rglob("*.py"))
+    assert sorted(n for n in names if n.endswith(".py")) == modules
+    assert "psda/py.typed" in names
     assert not [n for n in names if n.endswith((".h", ".c", ".go"))], names
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry and "psda = psda.cli:main" in zipfile.ZipFile(wheel).read(entry[0]).decode()
