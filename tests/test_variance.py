@@ -18,7 +18,8 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from psda.baselines import KMeansPPBatchSampler, MatchingBatchSampler, UniformBatchSampler
+from psda.baselines import (KMeansPPBatchSampler, MatchingBatchSampler, StratifiedBatchSampler,
+                            UniformBatchSampler)
 from psda.variance import DiscrepancyError, expected_error
 
 GAMMAS = (0.2, 1.0, 5.0)
@@ -190,6 +191,39 @@ def test_kmeanspp_rejects_batch_larger_than_smaller_domain():
         KMeansPPBatchSampler(s, t, 5)
 
 
+@pytest.mark.parametrize("n_s,n_t,k", [(40, 40, 4), (37, 29, 5), (20, 33, 3), (16, 16, 16)])
+def test_stratified_one_row_per_stratum(n_s, n_t, k):
+    s, t = data(n_s, n_t, 3)
+    sampler = StratifiedBatchSampler(s, t, k, seed=4)
+    for strata, n in ((sampler.strata_s, n_s), (sampler.strata_t, n_t)):
+        assert len(strata) == k
+        sizes = [len(x) for x in strata]
+        assert max(sizes) - min(sizes) <= 1
+        assert sorted(np.concatenate(strata).tolist()) == list(range(n))
+    which_s = np.empty(n_s, int)
+    for i, st in enumerate(sampler.strata_s):
+        which_s[st] = i
+    batches = list(sampler)
+    assert len(batches) == len(sampler) == max(n_s, n_t) // k
+    src = []
+    for b in batches:
+        bs, bt = split(b, n_s)
+        assert sorted(which_s[bs].tolist()) == list(range(k))
+        assert bt.min() >= 0 and bt.max() < n_t
+        src += bs.tolist()
+    if n_s >= n_t:
+        assert len(set(src)) == len(src)
+
+
+def test_stratified_strata_are_spatial():
+    # Two far clusters and k = 2: the first cut separates them.
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.normal(0, 1, (30, 2)), rng.normal(50, 1, (30, 2))])
+    sampler = StratifiedBatchSampler(x, x, 2)
+    assert sorted(sorted(st.tolist()) for st in sampler.strata_s) == [
+        list(range(30)), list(range(30, 60))]
+
+
 class _M:
     pairs = np.array([[0, 1], [1, 0], [2, 2], [3, 4], [4, 3]])
     quads = np.array([[0, 3], [1, 2]])
@@ -240,10 +274,11 @@ SMALL = ["variance", "--n-source", "400", "--n-target", "300", "--k", "2,8", "--
 
 
 def test_cli_baselines_table():
-    code, out = run_cli(*SMALL, "--methods", "uniform,kmeans++", "--dim", "3", "--data", "mixture")
+    code, out = run_cli(*SMALL, "--methods", "uniform,kmeans++,stratified", "--dim", "3",
+                        "--data", "mixture")
     assert code == 0
     err = parse_table(out, "error (mean over batches)")
-    assert set(err) == {"uniform", "kmeans++"}
+    assert set(err) == {"uniform", "kmeans++", "stratified"}
     for k in (2, 8):
         # Uniform: roughly E||mean_s - mean_t - delta||^2 ~ tr(Cov_s + Cov_t)/k.
         assert 0 < float(err["uniform"][k]) < 20.0 / k

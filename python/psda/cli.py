@@ -23,19 +23,21 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from ._progress import Progress
-from .baselines import KMeansPPBatchSampler, MatchingBatchSampler, UniformBatchSampler
+from .baselines import (KMeansPPBatchSampler, MatchingBatchSampler, StratifiedBatchSampler,
+                        UniformBatchSampler)
 from .variance import DEFAULT_GAMMAS, DiscrepancyError, expected_error
 
 __all__ = ["main", "make_data"]
 
-METHODS = ("uniform", "kmeans++", "paired", "double-paired", "ref-paired", "ref-double-paired")
-DEFAULT_METHODS = ("uniform", "kmeans++", "paired", "double-paired")
+METHODS = ("uniform", "kmeans++", "stratified", "paired", "double-paired", "ref-paired", "ref-double-paired")
+DEFAULT_METHODS = ("uniform", "kmeans++", "stratified", "paired", "double-paired")
 DEFAULT_KS = (2, 4, 8, 16, 32, 64, 128)
 MIN_BATCHES = 2000
 
 _DESCRIPTIONS = {
     "uniform": "uniform random batches (independent permutations)",
     "kmeans++": "diverse sampling: k-means++ seeding per minibatch",
+    "stratified": "stratified (VaRDASS-like): one row from each of k equal-size strata",
     "paired": "PSDA Paired (stages=1), psda.PairedBatchSampler",
     "double-paired": "PSDA Double-paired (stages=2), psda.PairedBatchSampler",
     "ref-paired": "Paired from the NumPy+SciPy reference (benchmarks/scipy_psda.py)",
@@ -173,7 +175,7 @@ def _epochs_for(args, k: int) -> int:
 def _na_reason(method: str, k: int, args) -> Optional[str]:
     if k > max(args.n_source, args.n_target):
         return "k > max(n_s, n_t)"
-    if method == "kmeans++" and k > min(args.n_source, args.n_target):
+    if method in ("kmeans++", "stratified") and k > min(args.n_source, args.n_target):
         return "k > min(n_s, n_t)"
     if method.endswith("double-paired") and k % 2:
         return "odd k"
@@ -210,6 +212,8 @@ def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
         return UniformBatchSampler(n_s, n_t, k, seed=args.seed)
     if method == "kmeans++":
         return KMeansPPBatchSampler(s, t, k, seed=args.seed)
+    if method == "stratified":
+        return StratifiedBatchSampler(s, t, k, seed=args.seed)
     if method in ("paired", "double-paired"):
         try:
             import psda
