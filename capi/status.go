@@ -1,12 +1,3 @@
-// Package capi exports psda's C ABI, declared in the hand-written header
-// psda.h next to this file. It is linked into the Python extension's shared
-// library (one Go runtime per process), which is also the library C programs
-// link against.
-//
-// Contexts are runtime/cgo.Handle values: C never holds a Go pointer. Input
-// arrays are C memory viewed as Go slices for the duration of one call, never
-// copied and never retained. Every entry point recovers from panics, so a bug
-// surfaces as PSDA_ERR_INTERNAL instead of aborting the host process.
 package capi
 
 // This file has no //export functions, so its preamble may include psda.h

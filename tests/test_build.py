@@ -60,6 +60,27 @@ def test_c_abi_exported():
     assert "PyInit__psdago" in exported
 
 
+def other_interpreters():
+    """Yield interpreters of this Python version other than the running one."""
+    ours = os.path.realpath(getattr(sys, "_base_executable", sys.executable))
+    name = "python%d.%d" % sys.version_info[:2]
+    for d in ("/usr/bin", "/usr/local/bin", "/opt/homebrew/bin"):
+        p = os.path.join(d, name)
+        if os.path.exists(p) and os.path.realpath(p) != ours:
+            yield p
+
+
+def test_loads_in_another_interpreter_of_the_same_version():
+    others = list(other_interpreters())
+    if not others:
+        pytest.skip("no other python%d.%d build on this machine" % sys.version_info[:2])
+    code = "import ctypes, _psdago; b = ctypes.create_string_buffer(32); ctypes.CDLL(_psdago.__file__).psda_version(b, 32); print(b.value.decode())"
+    for py in others:
+        res = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=LIB.parent, env={"PATH": os.environ.get("PATH", "")})
+        assert res.returncode == 0, "%s: %s" % (py, res.stderr)
+        assert res.stdout.strip() == _native.version()
+
+
 def test_version_matches_package_metadata():
     assert _native.version() == importlib.metadata.version("psda")
 
