@@ -118,59 +118,86 @@ func nblocks(n int) int { return (n + tileSize - 1) / tileSize }
 // d > directDim, and from explicit differences otherwise, where GEMM gains
 // nothing and the expansion would cancel.
 //
-// The time complexity is O(|x|·|y|·d) (half that with sym); memory is O(d)
-// per tile row per worker.
+// The y vectors are packed once per chunk of at most packBudget values and
+// shared by the workers; each worker packs one tile row of x and sweeps it
+// across the chunk (GotoBLAS-style), so packing costs O((|x|·|y|/chunk +
+// |y|)·d) next to the O(|x|·|y|·d) multiply-adds (half that with sym).
+// Memory: the chunk plus O(tileSize·(d + tileSize)) per worker.
 func gram(x, y vectors, sym bool, kind gramKind, epi func(t *tile)) {
-	type job struct{ bi, bj int }
-	var jobs []job
-	for bi := 0; bi < nblocks(x.n); bi++ {
-		bj0 := 0
+	g := &gramRun{x: x, y: y, d: x.d, kind: kind, direct: kind == sqdists && x.d <= directDim}
+	nbx, nby := nblocks(x.n), nblocks(y.n)
+	chunk := max(1, min(nby, packBudget/(tileSize*x.d)))
+	g.py = make([]float64, chunk*tileSize*x.d)
+	g.ny = make([]float64, chunk*tileSize)
+	for c0 := 0; c0 < nby; c0 += chunk {
+		c1 := min(nby, c0+chunk)
+		g.c0 = c0
+		parallel(c1-c0, func() func(int) {
+			buf := make([]float64, nr*x.d)
+			return func(k int) {
+				bj := c0 + k
+				g.pack(y, bj*tileSize, min(tileSize, y.n-bj*tileSize), nr, buf,
+					g.py[k*tileSize*x.d:(k+1)*tileSize*x.d], g.ny[k*tileSize:(k+1)*tileSize])
+			}
+		})
+		rows := nbx
 		if sym {
-			bj0 = bi
+			rows = min(nbx, c1)
 		}
-		for bj := bj0; bj < nblocks(y.n); bj++ {
-			jobs = append(jobs, job{bi, bj})
-		}
+		parallel(rows, func() func(int) {
+			w := &gramWorker{
+				buf: make([]float64, mr*x.d),
+				px:  make([]float64, tileSize*x.d),
+				nx:  make([]float64, tileSize),
+				g:   make([]float64, tileSize*tileSize),
+			}
+			return func(bi int) {
+				i0 := bi * tileSize
+				ni := min(tileSize, x.n-i0)
+				g.pack(x, i0, ni, mr, w.buf, w.px, w.nx)
+				bj0 := c0
+				if sym {
+					bj0 = max(c0, bi)
+				}
+				for bj := bj0; bj < c1; bj++ {
+					t := g.tile(w, bi, bj, ni)
+					t.diag = sym && bi == bj
+					epi(t)
+				}
+			}
+		})
 	}
-	direct := kind == sqdists && x.d <= directDim
-	parallel(len(jobs), func() func(int) {
-		w := newGramWorker(x.d, direct)
-		return func(k int) {
-			jb := jobs[k]
-			t := w.compute(x, y, jb.bi, jb.bj, kind, direct)
-			t.diag = sym && jb.bi == jb.bj
-			epi(t)
-		}
-	})
 }
 
-// gramWorker holds one goroutine's packing buffers.
+// packBudget is the most float64 values of packed y vectors held at once.
+const packBudget = 1 << 21
+
+// gramRun is the state of one gram call shared by its workers.
+type gramRun struct {
+	x, y   vectors
+	d      int
+	kind   gramKind
+	direct bool
+	c0     int       // first tile column of the packed chunk
+	py, ny []float64 // packed chunk of y and its squared norms
+}
+
+// gramWorker holds one goroutine's buffers.
 type gramWorker struct {
-	d        int
-	row      []float64
-	px, py   []float64 // packed panels of the tile's x and y vectors
-	nx, ny   []float64 // squared norms
-	g        []float64
-	t        tile
-	rowMajor bool
+	buf    []float64 // mr vectors being transposed into a panel
+	px, nx []float64 // the packed x tile row and its squared norms
+	g      []float64
+	t      tile
 }
 
-func newGramWorker(d int, direct bool) *gramWorker {
-	w := &gramWorker{d: d, row: make([]float64, d), rowMajor: direct}
-	w.px = make([]float64, tileSize*d)
-	w.py = make([]float64, tileSize*d)
-	w.nx = make([]float64, tileSize)
-	w.ny = make([]float64, tileSize)
-	w.g = make([]float64, tileSize*tileSize)
-	return w
-}
-
-// pack writes vectors [r0, r0+n) of v into dst and their squared norms into
-// nrm. Row-major for the direct path; otherwise in micro-panels of m vectors,
-// dst[(p*d+k)*m + i] = v[r0+p*m+i][k], zero padded to a multiple of m.
-func (w *gramWorker) pack(v vectors, r0, n, m int, dst, nrm []float64) {
-	d := w.d
-	if w.rowMajor {
+// pack writes vectors [r0, r0+n) of v into dst and, for squared distances,
+// their squared norms into nrm. Row-major for the direct path; otherwise in
+// micro-panels of m vectors, dst[(p*d+k)*m + i] = v[r0+p*m+i][k], zero padded
+// to a multiple of m; buf holds m·d values.
+func (g *gramRun) pack(v vectors, r0, n, m int, buf, dst, nrm []float64) {
+	d := g.d
+	norms := g.kind == sqdists
+	if g.direct {
 		for i := 0; i < n; i++ {
 			row := dst[i*d : (i+1)*d]
 			v.fill(r0+i, row)
@@ -178,36 +205,44 @@ func (w *gramWorker) pack(v vectors, r0, n, m int, dst, nrm []float64) {
 		}
 		return
 	}
-	np := (n + m - 1) / m
-	clear(dst[:np*m*d])
-	for i := 0; i < n; i++ {
-		v.fill(r0+i, w.row)
-		nrm[i] = dot(w.row, w.row)
-		p, off := i/m, i%m
+	for p := 0; p*m < n; p++ {
+		rows := min(m, n-p*m)
+		for i := 0; i < rows; i++ {
+			row := buf[i*d : (i+1)*d]
+			v.fill(r0+p*m+i, row)
+			if norms {
+				nrm[p*m+i] = dot(row, row)
+			}
+		}
+		clear(buf[rows*d : m*d])
 		panel := dst[p*m*d : (p+1)*m*d]
-		for k, val := range w.row {
-			panel[k*m+off] = val
+		for k := 0; k < d; k++ {
+			out := panel[k*m : k*m+m]
+			for i := range out {
+				out[i] = buf[i*d+k]
+			}
 		}
 	}
 }
 
-// compute fills the worker's tile (bi, bj).
-func (w *gramWorker) compute(x, y vectors, bi, bj int, kind gramKind, direct bool) *tile {
-	d := w.d
+// tile computes tile (bi, bj) from the worker's packed x tile row (ni
+// vectors) and the shared packed chunk.
+func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
+	d := g.d
 	i0, j0 := bi*tileSize, bj*tileSize
-	ni, nj := min(tileSize, x.n-i0), min(tileSize, y.n-j0)
-	w.pack(x, i0, ni, mr, w.px, w.nx)
-	w.pack(y, j0, nj, nr, w.py, w.ny)
+	nj := min(tileSize, g.y.n-j0)
+	py := g.py[(bj-g.c0)*tileSize*d:]
+	ny := g.ny[(bj-g.c0)*tileSize:]
 	t := &w.t
 	*t = tile{i0: i0, j0: j0, ni: ni, nj: nj, bi: bi, bj: bj}
-	if direct {
+	if g.direct {
 		t.ld = nj
 		t.g = w.g[:ni*nj]
 		for i := 0; i < ni; i++ {
 			xi := w.px[i*d : (i+1)*d]
 			gi := t.g[i*nj : (i+1)*nj]
 			for j := range gi {
-				yj := w.py[j*d : (j+1)*d]
+				yj := py[j*d : (j+1)*d]
 				s := 0.0
 				for k, v := range xi {
 					e := v - yj[k]
@@ -225,18 +260,17 @@ func (w *gramWorker) compute(x, y vectors, bi, bj int, kind gramKind, direct boo
 	for k0 := 0; k0 < d; k0 += kBlock {
 		kc := min(kBlock, d-k0)
 		for jp := 0; jp < npy; jp++ {
-			b := w.py[(jp*d+k0)*nr:]
+			b := py[(jp*d+k0)*nr:]
 			for ip := 0; ip < npx; ip++ {
-				a := w.px[(ip*d+k0)*mr:]
-				microKernel(kc, a, b, t.g[ip*mr*t.ld+jp*nr:], t.ld)
+				microKernel(kc, w.px[(ip*d+k0)*mr:], b, t.g[ip*mr*t.ld+jp*nr:], t.ld)
 			}
 		}
 	}
-	if kind == sqdists {
+	if g.kind == sqdists {
 		for i := 0; i < ni; i++ {
 			gi := t.g[i*t.ld : i*t.ld+nj]
 			for j, v := range gi {
-				gi[j] = max(0, w.nx[i]+w.ny[j]-2*v)
+				gi[j] = max(0, w.nx[i]+ny[j]-2*v)
 			}
 		}
 	}

@@ -1,3 +1,5 @@
+//go:build !amd64 || noasm
+
 package psda
 
 // microKernel is the portable micro-kernel on platforms without the AVX2

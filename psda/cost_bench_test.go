@@ -1,0 +1,95 @@
+package psda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+// Benchmark inputs: ReLU-like features max(0, N(0,1))/sqrt(d/2) (so that
+// E‖x‖² ≈ 1 at every d, as for normalised deep features) in float64.
+func benchFeatures(n, d int, seed uint64) Matrix {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	m := Matrix{N: n, D: d, F64: make([]float64, n*d)}
+	s := 1 / math.Sqrt(float64(d)/2)
+	for i := range m.F64 {
+		m.F64[i] = max(0, rng.NormFloat64()) * s
+	}
+	return m
+}
+
+var benchConfigs = []struct {
+	name string
+	cfg  Config
+}{
+	{"rbf", Config{BatchSize: 64, Discrepancy: MMD, Kernel: RBF}},
+	{"linear", Config{BatchSize: 64, Discrepancy: MMD, Kernel: Linear}},
+	{"coral", Config{BatchSize: 64, Discrepancy: CORAL}},
+}
+
+func benchSizes(f func(name string, src, tgt Matrix)) {
+	for _, n := range []int{1000, 4000} {
+		for _, d := range []int{2, 512} {
+			f(fmt.Sprintf("n=%d/d=%d", n, d), benchFeatures(n, d, 1), benchFeatures(n, d, 2))
+		}
+	}
+}
+
+func BenchmarkStage1Costs(b *testing.B) {
+	benchSizes(func(size string, src, tgt Matrix) {
+		for _, bc := range benchConfigs {
+			b.Run(bc.name+"/"+size, func(b *testing.B) {
+				for b.Loop() {
+					stage1Costs(src, tgt, bc.cfg)
+				}
+			})
+		}
+	})
+}
+
+func BenchmarkStage2Costs(b *testing.B) {
+	benchSizes(func(size string, src, tgt Matrix) {
+		pairs := coveringPairs(rand.New(rand.NewPCG(9, 9)), src.N, tgt.N)
+		for _, bc := range benchConfigs {
+			b.Run(bc.name+"/"+size, func(b *testing.B) {
+				for b.Loop() {
+					stage2Costs(src, tgt, bc.cfg, pairs)
+				}
+			})
+		}
+	})
+}
+
+// BenchmarkGram compares the engine's cross Gram matrix with gonum's pure-Go
+// Dgemm on the same product (n×d times d×n, n = 2000, d = 512); the metric is
+// GFlop/s.
+func BenchmarkGram(b *testing.B) {
+	const n, d = 2000, 512
+	x, y := benchFeatures(n, d, 1), benchFeatures(n, d, 2)
+	flops := func(b *testing.B) {
+		b.ReportMetric(2*n*n*d/float64(b.Elapsed().Nanoseconds())*float64(b.N), "GFlop/s")
+	}
+	b.Run("engine", func(b *testing.B) {
+		c := make([]float64, n*n)
+		for b.Loop() {
+			gram(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, dots, func(t *tile) {
+				for i := 0; i < t.ni; i++ {
+					copy(c[(t.i0+i)*n+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+				}
+			})
+		}
+		flops(b)
+	})
+	b.Run("gonum-Dgemm", func(b *testing.B) {
+		c := make([]float64, n*n)
+		var impl gonum.Implementation
+		for b.Loop() {
+			impl.Dgemm(blas.NoTrans, blas.Trans, n, n, d, 1, x.F64, d, y.F64, d, 0, c, n)
+		}
+		flops(b)
+	})
+}

@@ -1,0 +1,104 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// func kern6x8(k int, a, b, c *float64, ldc int)
+// c[i*ldc+j] += sum_p a[p*6+i] * b[p*8+j], i < 6, j < 8, p < k.
+// Twelve YMM accumulators hold the 6×8 block; per p, two loads of b and six
+// broadcasts of a feed twelve FMAs.
+TEXT ·kern6x8(SB), NOSPLIT, $0-40
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DI
+	MOVQ c+24(FP), DX
+	MOVQ ldc+32(FP), R8
+	SHLQ $3, R8
+	VXORPD Y0, Y0, Y0
+	VXORPD Y1, Y1, Y1
+	VXORPD Y2, Y2, Y2
+	VXORPD Y3, Y3, Y3
+	VXORPD Y4, Y4, Y4
+	VXORPD Y5, Y5, Y5
+	VXORPD Y6, Y6, Y6
+	VXORPD Y7, Y7, Y7
+	VXORPD Y8, Y8, Y8
+	VXORPD Y9, Y9, Y9
+	VXORPD Y10, Y10, Y10
+	VXORPD Y11, Y11, Y11
+
+loop:
+	VMOVUPD      (DI), Y12
+	VMOVUPD      32(DI), Y13
+	VBROADCASTSD (SI), Y14
+	VBROADCASTSD 8(SI), Y15
+	VFMADD231PD  Y12, Y14, Y0
+	VFMADD231PD  Y13, Y14, Y1
+	VFMADD231PD  Y12, Y15, Y2
+	VFMADD231PD  Y13, Y15, Y3
+	VBROADCASTSD 16(SI), Y14
+	VBROADCASTSD 24(SI), Y15
+	VFMADD231PD  Y12, Y14, Y4
+	VFMADD231PD  Y13, Y14, Y5
+	VFMADD231PD  Y12, Y15, Y6
+	VFMADD231PD  Y13, Y15, Y7
+	VBROADCASTSD 32(SI), Y14
+	VBROADCASTSD 40(SI), Y15
+	VFMADD231PD  Y12, Y14, Y8
+	VFMADD231PD  Y13, Y14, Y9
+	VFMADD231PD  Y12, Y15, Y10
+	VFMADD231PD  Y13, Y15, Y11
+	ADDQ         $48, SI
+	ADDQ         $64, DI
+	DECQ         CX
+	JNZ          loop
+
+	VADDPD  (DX), Y0, Y0
+	VMOVUPD Y0, (DX)
+	VADDPD  32(DX), Y1, Y1
+	VMOVUPD Y1, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y2, Y2
+	VMOVUPD Y2, (DX)
+	VADDPD  32(DX), Y3, Y3
+	VMOVUPD Y3, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y4, Y4
+	VMOVUPD Y4, (DX)
+	VADDPD  32(DX), Y5, Y5
+	VMOVUPD Y5, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y6, Y6
+	VMOVUPD Y6, (DX)
+	VADDPD  32(DX), Y7, Y7
+	VMOVUPD Y7, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y8, Y8
+	VMOVUPD Y8, (DX)
+	VADDPD  32(DX), Y9, Y9
+	VMOVUPD Y9, 32(DX)
+	ADDQ    R8, DX
+	VADDPD  (DX), Y10, Y10
+	VMOVUPD Y10, (DX)
+	VADDPD  32(DX), Y11, Y11
+	VMOVUPD Y11, 32(DX)
+	VZEROUPPER
+	RET
+
+// func cpuid(eax, ecx uint32) (a, b, c, d uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
+	MOVL eax+0(FP), AX
+	MOVL ecx+4(FP), CX
+	CPUID
+	MOVL AX, a+8(FP)
+	MOVL BX, b+12(FP)
+	MOVL CX, c+16(FP)
+	MOVL DX, d+20(FP)
+	RET
+
+// func xgetbv() (eax, edx uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
+	MOVL $0, CX
+	XGETBV
+	MOVL AX, eax+0(FP)
+	MOVL DX, edx+4(FP)
+	RET
