@@ -222,3 +222,53 @@ def test_background_error_is_raised_by_wait():
     with pytest.raises(ValueError, match="same datasets"):
         refresher.wait()
     assert refresher.wait() == 0.0
+
+
+# ---- resume with torchdata's StatefulDataLoader ------------------------------------------
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("refresh_at", ["none", "previous epoch", "mid-epoch before the save"])
+def test_stateful_dataloader_resumes_mid_epoch(num_workers, refresh_at):
+    """A StatefulDataLoader and a FeatureRefresher restored from states taken after 2
+    batches of epoch 1 (into a fresh sampler built from other features) yield exactly
+    the rest of that epoch and the next epoch of an uninterrupted run, refreshes
+    included. With workers the DataLoader snapshots the sampler ahead of the loop, so a
+    refresh just before the save is not in the loader's state: the refresher's state
+    puts it back at epoch_end."""
+    tdl = pytest.importorskip("torchdata.stateful_dataloader")
+    src, tgt = domains()
+    ds = ConcatDataset([src, tgt])
+    when = {"none": None, "previous epoch": (0, 2), "mid-epoch before the save": (1, 0)}[refresh_at]
+
+    def run(stop_after=None, states=None):
+        m = Recorder(D, 3, seed=0)
+        if states is None:
+            sampler = psda.PairedBatchSampler(reference(m, src), reference(m, tgt), K)
+        else:
+            sampler = psda.PairedBatchSampler(np.zeros((N_S, 2)), np.arange(2 * N_T).reshape(N_T, 2), K)
+        loader = tdl.StatefulDataLoader(ds, batch_sampler=sampler, num_workers=num_workers)
+        refresher = FeatureRefresher(sampler, m, src, tgt, progress=False)
+        start = 0
+        if states is not None:
+            loader.load_state_dict(states[0])
+            refresher.load_state_dict(states[1])
+            start = 1
+        out = []
+        for epoch in range(start, 3):
+            for i, (_, idx) in enumerate(loader):
+                out.append(idx.tolist())
+                if states is None and (epoch, i) == when:
+                    with torch.no_grad():
+                        m.lin.weight.mul_(-2.0).add_(float(epoch) + 0.5)
+                    refresher.refresh()
+                if stop_after is not None and len(out) == stop_after:
+                    return out, (loader.state_dict(), refresher.state_dict())
+            refresher.epoch_end()
+        return out, None
+
+    full, _ = run()
+    n = len(full) // 3
+    head, states = run(stop_after=n + 2)
+    assert head == full[: n + 2]
+    tail, _ = run(states=states)
+    assert tail == full[n + 2:]

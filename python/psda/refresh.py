@@ -348,6 +348,7 @@ class FeatureRefresher:
         self.refreshes = 0
         self._thread: Optional[threading.Thread] = None
         self._error: Optional[BaseException] = None
+        self._restore_pending: Any = None
 
     def step(self) -> bool:
         """step counts one optimiser step and refreshes when the schedule says so; it
@@ -362,10 +363,25 @@ class FeatureRefresher:
         counts the epoch and refreshes when the schedule says so; it returns True when a
         refresh was started."""
         self.wait()
+        self._reinstall_pending()
         if self.schedule.epoch_end():
             self.refresh()
             return True
         return False
+
+    def _reinstall_pending(self) -> None:
+        # A DataLoader with workers snapshots the sampler's state when it sends indices,
+        # ahead of the training loop, so a checkpoint taken soon after a mid-epoch refresh
+        # can hold a sampler state without the refreshed (pending) matching. The
+        # refresher's own state keeps it; it is put back here, at the epoch boundary,
+        # after the DataLoader has restored the sampler and before the next epoch starts.
+        st, self._restore_pending = self._restore_pending, None
+        if st is None or not hasattr(self.sampler, "state_dict"):
+            return
+        state = self.sampler.state_dict()
+        if state.get("pending_matching") is None:
+            state["pending_matching"] = st
+            self.sampler.load_state_dict(state)
 
     def refresh(self) -> None:
         """refresh extracts features now and updates the sampler (in the background in
@@ -373,6 +389,7 @@ class FeatureRefresher:
         :meth:`wait`."""
         t0 = time.perf_counter()
         self.wait()
+        self._restore_pending = None  # superseded by this refresh
         src, tgt = _extract_pair(self.model, self.source_dataset, self.target_dataset,
                                  self.distributed, **self.extract_kwargs)
         if self.background:
@@ -415,11 +432,22 @@ class FeatureRefresher:
         return waited
 
     def state_dict(self) -> dict:
-        """state_dict returns the schedule's counters (call :meth:`wait` first so the
-        sampler's state includes the last matching)."""
-        return {"schedule": self.schedule.state_dict(), "refreshes": self.refreshes}
+        """state_dict joins a background matching and returns the schedule's counters
+        and the refreshed matching not yet in force (the sampler's ``pending_matching``
+        state, or None). Save it next to the DataLoader's or sampler's state."""
+        self.wait()
+        pending = None
+        if hasattr(self.sampler, "state_dict"):
+            pending = self.sampler.state_dict().get("pending_matching")
+        return {"schedule": self.schedule.state_dict(), "refreshes": self.refreshes,
+                "pending_matching": pending}
 
     def load_state_dict(self, state: dict) -> None:
-        """load_state_dict restores the counters saved by :meth:`state_dict`."""
+        """load_state_dict restores the counters saved by :meth:`state_dict`; a refreshed
+        matching that was pending at the save is put back into the sampler at the next
+        :meth:`epoch_end` if the sampler's restored state lacks it (a DataLoader with
+        workers snapshots the sampler ahead of the training loop), so the next epoch
+        uses it exactly as the uninterrupted run would."""
         self.schedule.load_state_dict(state["schedule"])
         self.refreshes = int(state["refreshes"])
+        self._restore_pending = state.get("pending_matching")
