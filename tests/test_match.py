@@ -313,7 +313,7 @@ def test_go_core_validates_too(rng):
 
 def test_match_releases_the_gil(rng):
     """A Python thread keeps running while match works on a moderately large input."""
-    s, t = features(rng, 1200, 1200, d=64, dtype=np.float32)
+    s, t = features(rng, 800, 800, d=64, dtype=np.float32)
     ticks = []
     stop = threading.Event()
 
@@ -355,3 +355,15 @@ def test_logging(rng, caplog):
 def test_versions():
     assert isinstance(psda.core_version(), str) and psda.core_version()
     assert isinstance(psda.__version__, str)
+
+
+def test_docstring_examples_run():
+    """Every Example: in the public modules is a doctest that passes."""
+    import doctest
+
+    import psda.sampler
+
+    for mod in (psda, _matching, psda.sampler):
+        failed, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+        assert failed == 0, mod.__name__
+        assert attempted > 0 or mod is psda, mod.__name__

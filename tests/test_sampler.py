@@ -540,3 +540,24 @@ def test_resume_through_a_dataloader(num_workers):
     assert loader_epoch(loader, ns) == rest
     assert loader_epoch(loader, ns) == following
     assert len(head) + len(rest) == len(a)
+
+
+def test_update_from_a_background_thread():
+    """update() may run in another thread while an epoch is served; it lands at the next epoch."""
+    import threading
+
+    ns, nt, k = 60, 50, 4
+    sampler, _, _ = make(ns, nt, k, seed=2)
+    old = sampler.matching
+    new_s, new_t = features(np.random.default_rng(5), ns, nt)
+    it = iter(sampler)
+    first = [next(it)]
+    worker = threading.Thread(target=sampler.update, args=(new_s, new_t))
+    worker.start()
+    first += list(it)  # the rest of the epoch, while (or after) the update runs
+    worker.join()
+    check_batches(first, old, k, 2, ns, True)
+    second = list(sampler)
+    assert sampler.matching is not old
+    check_batches(second, sampler.matching, k, 2, ns, True)
+    assert sampler.matching.fingerprint == psda.match(new_s, new_t, batch_size=k).fingerprint

@@ -393,8 +393,11 @@ def _match_arrays(
         s.shape[0], t.shape[0], s.shape[1], s.dtype, discrepancy, kernel, batch_size, stages,
     )
     t0 = time.perf_counter()
+    # The mixture only matters for the MMD with the RBF kernel; otherwise the
+    # core gets its default (and never an empty mixture, which it rejects).
+    rbf = discrepancy == "mmd" and kernel == "rbf"
     pairs, quads, singles, c1, c2, b2 = _native.match(
-        s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel, gammas=gammas
+        s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel, gammas=gammas if rbf else None
     )
     m = Matching(
         pairs=pairs,
