@@ -133,12 +133,12 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture) []float64 {
 	rs, cs := newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
 	gram(S, T, false, sqdists, func(t *tile) {
 		rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+		e := make([]float64, t.nj)
 		for i := 0; i < t.ni; i++ {
 			row := c[(t.i0+i)*nt+t.j0:][:t.nj]
+			kern.row(row, t.g[i*t.ld:][:t.nj], e)
 			s := 0.0
-			for j, d := range t.g[i*t.ld:][:t.nj] {
-				v := kern.eval(d)
-				row[j] = v
+			for j, v := range row {
 				s += v
 				csum[t.j0+j] += v
 			}
@@ -174,10 +174,13 @@ func kernelRowSums(x vectors, kern *rbfMixture) []float64 {
 	ps := newPartials(nblocks(x.n), x.n)
 	gram(x, x, true, sqdists, func(t *tile) {
 		rsum, csum := ps.slot(t.bj), ps.slot(t.bi)
+		k, e := make([]float64, t.nj), make([]float64, t.nj)
 		for i := 0; i < t.ni; i++ {
+			j0 := upperFrom(t, i)
+			kern.row(k[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
 			s := 0.0
-			for j := upperFrom(t, i); j < t.nj; j++ {
-				v := kern.eval(t.g[i*t.ld+j])
+			for j := j0; j < t.nj; j++ {
+				v := k[j]
 				s += v
 				if t.i0+i != t.j0+j {
 					csum[t.j0+j] += v // on a diagonal tile csum is rsum: row j's share
@@ -214,14 +217,18 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair) ([]float6
 		rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
 		cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
 		r0, q0 := t.i0/2, t.j0/2
+		ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
 		for ri := 0; ri < t.ni/2; ri++ {
 			r := r0 + ri
-			gs, gt := t.g[2*ri*t.ld:], t.g[(2*ri+1)*t.ld:]
+			// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
+			j0 := 2 * upperFrom(t, ri)
+			kern.row(ks[j0:], t.g[2*ri*t.ld+j0:][:t.nj-j0], e[j0:])
+			kern.row(kt[j0:], t.g[(2*ri+1)*t.ld+j0:][:t.nj-j0], e[j0:])
 			var sSS, sST, sTS, sTT float64
-			for qi := upperFrom(t, ri); qi < t.nj/2; qi++ {
+			for qi := j0 / 2; qi < t.nj/2; qi++ {
 				q := q0 + qi
-				kss, kst := kern.eval(gs[2*qi]), kern.eval(gs[2*qi+1])
-				kts, ktt := kern.eval(gt[2*qi]), kern.eval(gt[2*qi+1])
+				kss, kst := ks[2*qi], ks[2*qi+1]
+				kts, ktt := kt[2*qi], kt[2*qi+1]
 				v := kss - kst - kts + ktt
 				c[r*m+q] = v
 				sSS += ws[q] * kss

@@ -501,3 +501,28 @@ func TestMicroKernel(t *testing.T) {
 		})
 	}
 }
+
+// TestExpNeg compares the vectorised exp with math.Exp over the whole range
+// the RBF mixture uses, including the underflow cut and every tail length.
+func TestExpNeg(t *testing.T) {
+	for n := 1; n <= 9; n++ {
+		src := make([]float64, 0, 4000)
+		for x := 0.0; x < 720; x = x*1.01 + 1e-3 {
+			src = append(src, x)
+		}
+		src = src[:len(src)/n*n]
+		got := make([]float64, len(src))
+		for i := 0; i < len(src); i += n {
+			expNeg(got[i:i+n], src[i:i+n], 1)
+		}
+		for i, x := range src {
+			want := math.Exp(-x)
+			if x > expUnderflow {
+				want = 0
+			}
+			if math.Abs(got[i]-want) > 4e-16*want {
+				t.Fatalf("n=%d: exp(-%v) = %.17g, want %.17g", n, x, got[i], want)
+			}
+		}
+	}
+}

@@ -408,22 +408,45 @@ func newRBF(gammas []float64) *rbfMixture {
 // terms are set to 0 (exactly what they are to within 1e-300).
 const expUnderflow = 690
 
-// eval returns κ for the squared distance d.
+// eval returns κ for the squared distance d (through row, so that single
+// entries and rows agree to the bit).
 func (k *rbfMixture) eval(d float64) float64 {
-	s, e := 0.0, 0.0
+	var out, e [1]float64
+	k.row(out[:], []float64{d}, e[:])
+	return out[0]
+}
+
+// row sets out[j] = κ(d[j]) for a row of squared distances; e is scratch of
+// the same length.
+func (k *rbfMixture) row(out, d, e []float64) {
+	clear(out)
 	for i, g := range k.gammas {
-		x := g * d
-		if x > expUnderflow {
-			break // ascending gammas: every later term underflows too
-		}
 		if m := k.pow[i]; m != 0 {
-			e = powInt(e, m)
+			for j, dj := range d {
+				if g*dj > expUnderflow {
+					e[j] = 0 // and avoid powering into subnormals
+				} else {
+					e[j] = powInt(e[j], m)
+				}
+			}
 		} else {
-			e = math.Exp(-x)
+			expNeg(e, d, g)
 		}
-		s += e
+		for j, v := range e {
+			out[j] += v
+		}
 	}
-	return s
+}
+
+// expNegGeneric is the portable expNeg.
+func expNegGeneric(dst, src []float64, gamma float64) {
+	for i, v := range src {
+		if x := gamma * v; x > expUnderflow {
+			dst[i] = 0
+		} else {
+			dst[i] = math.Exp(-x)
+		}
+	}
 }
 
 // powInt returns x^m for m >= 1 by binary powering.

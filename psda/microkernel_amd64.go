@@ -37,3 +37,28 @@ func kern6x8(k int, a, b, c *float64, ldc int)
 func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 
 func xgetbv() (eax, edx uint32)
+
+// expNeg sets dst[i] = exp(−gamma·src[i]) for src[i] >= 0, and 0 where
+// gamma·src[i] > expUnderflow; four lanes at a time with AVX2/FMA (a few
+// ulps, see exp_amd64.s), padding the tail so every element takes the same
+// path.
+func expNeg(dst, src []float64, gamma float64) {
+	if !useFMA {
+		expNegGeneric(dst, src, gamma)
+		return
+	}
+	_ = dst[len(src)-1]
+	n := len(src) &^ 3
+	if n > 0 {
+		expNegAVX2(&dst[0], &src[0], n, gamma)
+	}
+	if n < len(src) {
+		var a, b [4]float64
+		copy(a[:], src[n:])
+		expNegAVX2(&b[0], &a[0], 4, gamma)
+		copy(dst[n:], b[:])
+	}
+}
+
+//go:noescape
+func expNegAVX2(dst, src *float64, n int, gamma float64)

@@ -1,0 +1,136 @@
+//go:build !noasm
+
+#include "textflag.h"
+
+// Constants for expNegAVX2, each repeated four times for YMM operands.
+DATA expc<>+0(SB)/8, $0x3ff71547652b82fe // log2e
+DATA expc<>+8(SB)/8, $0x3ff71547652b82fe // log2e
+DATA expc<>+16(SB)/8, $0x3ff71547652b82fe // log2e
+DATA expc<>+24(SB)/8, $0x3ff71547652b82fe // log2e
+DATA expc<>+32(SB)/8, $0x4338000000000000 // shift
+DATA expc<>+40(SB)/8, $0x4338000000000000 // shift
+DATA expc<>+48(SB)/8, $0x4338000000000000 // shift
+DATA expc<>+56(SB)/8, $0x4338000000000000 // shift
+DATA expc<>+64(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA expc<>+72(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA expc<>+80(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA expc<>+88(SB)/8, $0x3fe62e42fee00000 // ln2hi
+DATA expc<>+96(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA expc<>+104(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA expc<>+112(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA expc<>+120(SB)/8, $0x3dea39ef35793c76 // ln2lo
+DATA expc<>+128(SB)/8, $0x4085900000000000 // limit
+DATA expc<>+136(SB)/8, $0x4085900000000000 // limit
+DATA expc<>+144(SB)/8, $0x4085900000000000 // limit
+DATA expc<>+152(SB)/8, $0x4085900000000000 // limit
+DATA expc<>+160(SB)/8, $0xbde6124613a86d09 // c13
+DATA expc<>+168(SB)/8, $0xbde6124613a86d09 // c13
+DATA expc<>+176(SB)/8, $0xbde6124613a86d09 // c13
+DATA expc<>+184(SB)/8, $0xbde6124613a86d09 // c13
+DATA expc<>+192(SB)/8, $0x3e21eed8eff8d898 // c12
+DATA expc<>+200(SB)/8, $0x3e21eed8eff8d898 // c12
+DATA expc<>+208(SB)/8, $0x3e21eed8eff8d898 // c12
+DATA expc<>+216(SB)/8, $0x3e21eed8eff8d898 // c12
+DATA expc<>+224(SB)/8, $0xbe5ae64567f544e4 // c11
+DATA expc<>+232(SB)/8, $0xbe5ae64567f544e4 // c11
+DATA expc<>+240(SB)/8, $0xbe5ae64567f544e4 // c11
+DATA expc<>+248(SB)/8, $0xbe5ae64567f544e4 // c11
+DATA expc<>+256(SB)/8, $0x3e927e4fb7789f5c // c10
+DATA expc<>+264(SB)/8, $0x3e927e4fb7789f5c // c10
+DATA expc<>+272(SB)/8, $0x3e927e4fb7789f5c // c10
+DATA expc<>+280(SB)/8, $0x3e927e4fb7789f5c // c10
+DATA expc<>+288(SB)/8, $0xbec71de3a556c734 // c9
+DATA expc<>+296(SB)/8, $0xbec71de3a556c734 // c9
+DATA expc<>+304(SB)/8, $0xbec71de3a556c734 // c9
+DATA expc<>+312(SB)/8, $0xbec71de3a556c734 // c9
+DATA expc<>+320(SB)/8, $0x3efa01a01a01a01a // c8
+DATA expc<>+328(SB)/8, $0x3efa01a01a01a01a // c8
+DATA expc<>+336(SB)/8, $0x3efa01a01a01a01a // c8
+DATA expc<>+344(SB)/8, $0x3efa01a01a01a01a // c8
+DATA expc<>+352(SB)/8, $0xbf2a01a01a01a01a // c7
+DATA expc<>+360(SB)/8, $0xbf2a01a01a01a01a // c7
+DATA expc<>+368(SB)/8, $0xbf2a01a01a01a01a // c7
+DATA expc<>+376(SB)/8, $0xbf2a01a01a01a01a // c7
+DATA expc<>+384(SB)/8, $0x3f56c16c16c16c17 // c6
+DATA expc<>+392(SB)/8, $0x3f56c16c16c16c17 // c6
+DATA expc<>+400(SB)/8, $0x3f56c16c16c16c17 // c6
+DATA expc<>+408(SB)/8, $0x3f56c16c16c16c17 // c6
+DATA expc<>+416(SB)/8, $0xbf81111111111111 // c5
+DATA expc<>+424(SB)/8, $0xbf81111111111111 // c5
+DATA expc<>+432(SB)/8, $0xbf81111111111111 // c5
+DATA expc<>+440(SB)/8, $0xbf81111111111111 // c5
+DATA expc<>+448(SB)/8, $0x3fa5555555555555 // c4
+DATA expc<>+456(SB)/8, $0x3fa5555555555555 // c4
+DATA expc<>+464(SB)/8, $0x3fa5555555555555 // c4
+DATA expc<>+472(SB)/8, $0x3fa5555555555555 // c4
+DATA expc<>+480(SB)/8, $0xbfc5555555555555 // c3
+DATA expc<>+488(SB)/8, $0xbfc5555555555555 // c3
+DATA expc<>+496(SB)/8, $0xbfc5555555555555 // c3
+DATA expc<>+504(SB)/8, $0xbfc5555555555555 // c3
+DATA expc<>+512(SB)/8, $0x3fe0000000000000 // c2
+DATA expc<>+520(SB)/8, $0x3fe0000000000000 // c2
+DATA expc<>+528(SB)/8, $0x3fe0000000000000 // c2
+DATA expc<>+536(SB)/8, $0x3fe0000000000000 // c2
+DATA expc<>+544(SB)/8, $0xbff0000000000000 // c1
+DATA expc<>+552(SB)/8, $0xbff0000000000000 // c1
+DATA expc<>+560(SB)/8, $0xbff0000000000000 // c1
+DATA expc<>+568(SB)/8, $0xbff0000000000000 // c1
+DATA expc<>+576(SB)/8, $0x3ff0000000000000 // c0
+DATA expc<>+584(SB)/8, $0x3ff0000000000000 // c0
+DATA expc<>+592(SB)/8, $0x3ff0000000000000 // c0
+DATA expc<>+600(SB)/8, $0x3ff0000000000000 // c0
+DATA expc<>+608(SB)/8, $0x43380000000003ff // 1023 + bits(shift)
+DATA expc<>+616(SB)/8, $0x43380000000003ff // 1023 + bits(shift)
+DATA expc<>+624(SB)/8, $0x43380000000003ff // 1023 + bits(shift)
+DATA expc<>+632(SB)/8, $0x43380000000003ff // 1023 + bits(shift)
+GLOBL expc<>(SB), RODATA|NOPTR, $640
+
+// func expNegAVX2(dst, src *float64, n int, gamma float64)
+// dst[i] = exp(-gamma*src[i]) for i < n (n a multiple of 4, src >= 0), and 0
+// where gamma*src[i] > 690. exp(-x) = 2^-m · e^-r with m = round(x·log2 e),
+// r = x − m·ln2 (two-part ln2, |r| <= ln2/2), e^-r by its degree-13 Taylor
+// polynomial (truncation < 5e-18 relative), 2^-m built in the exponent bits.
+TEXT ·expNegAVX2(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VBROADCASTSD gamma+24(FP), Y15
+	SHRQ $2, CX
+	JZ   done
+	LEAQ expc<>(SB), R8
+loop:
+	VMULPD   (SI), Y15, Y0            // x = gamma*src
+	VCMPPD   $0x1E, 128(R8), Y0, Y1  // mask: x > limit
+	VMINPD   128(R8), Y0, Y0
+	VMOVUPD  32(R8), Y2
+	VFMADD231PD 0(R8), Y0, Y2  // v = shift + x*log2e (rounds m)
+	VSUBPD   32(R8), Y2, Y3     // m = v - shift
+	VFNMADD231PD 64(R8), Y3, Y0 // r = x - m*ln2hi
+	VFNMADD231PD 96(R8), Y3, Y0 // r -= m*ln2lo
+	VMOVUPD  160(R8), Y4
+	VFMADD213PD 192(R8), Y0, Y4 // p = p*r + c12
+	VFMADD213PD 224(R8), Y0, Y4 // p = p*r + c11
+	VFMADD213PD 256(R8), Y0, Y4 // p = p*r + c10
+	VFMADD213PD 288(R8), Y0, Y4 // p = p*r + c9
+	VFMADD213PD 320(R8), Y0, Y4 // p = p*r + c8
+	VFMADD213PD 352(R8), Y0, Y4 // p = p*r + c7
+	VFMADD213PD 384(R8), Y0, Y4 // p = p*r + c6
+	VFMADD213PD 416(R8), Y0, Y4 // p = p*r + c5
+	VFMADD213PD 448(R8), Y0, Y4 // p = p*r + c4
+	VFMADD213PD 480(R8), Y0, Y4 // p = p*r + c3
+	VFMADD213PD 512(R8), Y0, Y4 // p = p*r + c2
+	VFMADD213PD 544(R8), Y0, Y4 // p = p*r + c1
+	VFMADD213PD 576(R8), Y0, Y4 // p = p*r + c0
+	VMOVUPD  608(R8), Y5
+	VPSUBQ   Y2, Y5, Y5               // 1023 - m
+	VPSLLQ   $52, Y5, Y5              // 2^-m
+	VMULPD   Y5, Y4, Y4
+	VANDNPD  Y4, Y1, Y4               // 0 past the limit
+	VMOVUPD  Y4, (DI)
+	ADDQ     $32, SI
+	ADDQ     $32, DI
+	DECQ     CX
+	JNZ      loop
+done:
+	VZEROUPPER
+	RET
