@@ -48,8 +48,8 @@ func checkMatrix(c []float64, nr, nc int) error {
 // Certify accepts. Columns left free keep V[j] = 0, the maximum of V.
 //
 // Rectangular requires 1 <= nr <= nc, len(c) == nr*nc and finite costs, and
-// returns an error otherwise. Square problems start from the Jonker–Volgenant
-// initialisation; all problems are finished by shortest augmenting paths
+// returns an error otherwise. Square problems start from an ε-scaling auction
+// (auction.go); all problems are finished by shortest augmenting paths
 // (Crouse 2016) on the nr×nc matrix, never padded to square.
 //
 // The time complexity of Rectangular is O(nr²·nc) in the worst case; its
@@ -69,12 +69,12 @@ func Rectangular(c []float64, nr, nc int) (*Solution, error) {
 }
 
 // solveLSAP runs the exact solver on a matrix whose entries are finite or
-// +Inf (forbidden): JV initialisation when square, then augmentation of every
+// +Inf (forbidden): auction warm start when square, then augmentation of every
 // free row.
 func solveLSAP(c []float64, nr, nc int) (*lsap, error) {
 	s := newLSAP(c, nr, nc)
 	if nr == nc {
-		s.jvInit()
+		s.auctionInit()
 	}
 	for i := 0; i < nr; i++ {
 		if s.col4row[i] < 0 && !s.augment(i) {
@@ -182,123 +182,6 @@ func (s *lsap) augment(cur int) bool {
 		}
 	}
 	return true
-}
-
-// jvInit is the initialisation of Jonker and Volgenant, "A shortest augmenting
-// path algorithm for dense and sparse linear assignment problems", Computing
-// 38, 1987: column reduction, reduction transfer and two passes of augmenting
-// row reduction. It only sets v and a partial assignment; tighten then derives
-// u and keeps the assigned entries that are exactly tight, so the exact SAP
-// phase starts from a valid state whatever rounding did here.
-func (s *lsap) jvInit() {
-	n, c, v := s.nr, s.c, s.v
-	// Column reduction, row by row for cache locality.
-	imin := make([]int, n)
-	for j := range v {
-		v[j] = inf
-	}
-	for i := 0; i < n; i++ {
-		for j, x := range c[i*n : i*n+n] {
-			if x < v[j] {
-				v[j], imin[j] = x, i
-			}
-		}
-	}
-	matches := make([]int, n)
-	for j := n - 1; j >= 0; j-- {
-		if v[j] == inf {
-			return // a forbidden column: leave everything to augment
-		}
-		i := imin[j]
-		matches[i]++
-		if matches[i] == 1 {
-			s.col4row[i], s.row4col[j] = j, i
-		}
-	}
-	// Reduction transfer: a row that won a single column makes that column
-	// cheaper until the row's best alternative is as good.
-	free := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		switch matches[i] {
-		case 0:
-			free = append(free, i)
-		case 1:
-			j1 := s.col4row[i]
-			mu := inf
-			for j, x := range c[i*n : i*n+n] {
-				if j != j1 && x-v[j] < mu {
-					mu = x - v[j]
-				}
-			}
-			if mu < inf {
-				v[j1] -= mu - (c[i*n+j1] - v[j1])
-			}
-		}
-	}
-	scale := 0.0
-	for _, x := range v {
-		if math.Abs(x) > scale {
-			scale = math.Abs(x)
-		}
-	}
-	eps := 1e-12 * (1 + scale)
-	for pass := 0; pass < 2 && len(free) > 0; pass++ {
-		free = s.augmentingRowReduction(free, eps)
-	}
-	s.tighten()
-}
-
-// augmentingRowReduction is JV's auction-like phase: each free row takes its
-// best column, lowering that column's potential to the row's second best, and
-// evicts the previous owner. A lowering smaller than eps is treated as a tie
-// (the row then takes its second best column) so that rounding cannot make two
-// rows outbid each other forever; the total work is capped as in gatagat/lap.
-// It returns the rows left free.
-func (s *lsap) augmentingRowReduction(free []int, eps float64) []int {
-	n, c, v := s.nr, s.c, s.v
-	next := 0 // rows free for the next pass are stored in free[:next]
-	steps, limit := 0, 8*n+len(free)*8
-	for cur := 0; cur < len(free); {
-		i := free[cur]
-		cur++
-		steps++
-		u1, u2, j1, j2 := inf, inf, -1, -1
-		for j, x := range c[i*n : i*n+n] {
-			h := x - v[j]
-			if h < u2 {
-				if h < u1 {
-					u2, j2 = u1, j1
-					u1, j1 = h, j
-				} else {
-					u2, j2 = h, j
-				}
-			}
-		}
-		if j1 < 0 || u2 == inf || steps > limit {
-			free[next] = i
-			next++
-			continue
-		}
-		i0 := s.row4col[j1]
-		lowers := u2-u1 > eps
-		if lowers {
-			v[j1] -= u2 - u1
-		} else if i0 >= 0 {
-			j1, i0 = j2, s.row4col[j2]
-		}
-		if i0 >= 0 {
-			s.col4row[i0] = -1
-			if lowers {
-				cur--
-				free[cur] = i0
-			} else {
-				free[next] = i0
-				next++
-			}
-		}
-		s.col4row[i], s.row4col[j1] = j1, i
-	}
-	return free[:next]
 }
 
 // tighten sets u[i] = min_j c[i][j]-v[j], which makes the potentials
