@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
@@ -20,6 +22,23 @@ func benchFeatures(n, d int, seed uint64) Matrix {
 		m.F64[i] = max(0, rng.NormFloat64()) * s
 	}
 	return m
+}
+
+// cpuTime returns the CPU time (user + system, all threads) used so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loopCPU runs f like b.Loop and also reports CPU seconds per op, which stays
+// meaningful when other processes share the machine (wall time does not).
+func loopCPU(b *testing.B, f func()) {
+	c0 := cpuTime()
+	for b.Loop() {
+		f()
+	}
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/1e9, "cpu-s/op")
 }
 
 var benchConfigs = []struct {
@@ -43,9 +62,7 @@ func BenchmarkStage1Costs(b *testing.B) {
 	benchSizes(func(size string, src, tgt Matrix) {
 		for _, bc := range benchConfigs {
 			b.Run(bc.name+"/"+size, func(b *testing.B) {
-				for b.Loop() {
-					stage1Costs(src, tgt, bc.cfg)
-				}
+				loopCPU(b, func() { stage1Costs(src, tgt, bc.cfg) })
 			})
 		}
 	})
@@ -56,9 +73,7 @@ func BenchmarkStage2Costs(b *testing.B) {
 		pairs := coveringPairs(rand.New(rand.NewPCG(9, 9)), src.N, tgt.N)
 		for _, bc := range benchConfigs {
 			b.Run(bc.name+"/"+size, func(b *testing.B) {
-				for b.Loop() {
-					stage2Costs(src, tgt, bc.cfg, pairs)
-				}
+				loopCPU(b, func() { stage2Costs(src, tgt, bc.cfg, pairs) })
 			})
 		}
 	})

@@ -458,17 +458,19 @@ func TestRBFMixturePlan(t *testing.T) {
 		{"powers of two", []float64{1, 2, 4, 8, 16, 32, 64, 128}, []int{0, 2, 2, 2, 2, 2, 2, 0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			k := newRBF(tc.gammas)
+			k := planRBF(tc.gammas, true)
 			for i, m := range k.pow {
 				if m != tc.pow[i] {
 					t.Fatalf("pow = %v, want %v", k.pow, tc.pow)
 				}
 			}
 			kappa := rbfKappa(tc.gammas)
-			for _, d := range []float64{0, 1e-9, 0.3, 2, 17, 150, 700, 5e4} {
-				got, want := k.eval(d), kappa([]float64{0}, []float64{math.Sqrt(d)})
-				if math.Abs(got-want) > 1e-13*float64(len(tc.gammas)) {
-					t.Errorf("κ(D=%v) = %.17g, want %.17g", d, got, want)
+			for _, k := range []*rbfMixture{k, planRBF(tc.gammas, false), newRBF(tc.gammas)} {
+				for _, d := range []float64{0, 1e-9, 0.3, 2, 17, 150, 700, 5e4} {
+					got, want := k.eval(d), kappa([]float64{0}, []float64{math.Sqrt(d)})
+					if math.Abs(got-want) > 1e-13*float64(len(tc.gammas)) {
+						t.Errorf("pow %v: κ(D=%v) = %.17g, want %.17g", k.pow, d, got, want)
+					}
 				}
 			}
 		})
@@ -513,7 +515,7 @@ func TestExpNeg(t *testing.T) {
 		src = src[:len(src)/n*n]
 		got := make([]float64, len(src))
 		for i := 0; i < len(src); i += n {
-			expNeg(got[i:i+n], src[i:i+n], 1)
+			expNeg(got[i:i+n], src[i:i+n], 1, false)
 		}
 		for i, x := range src {
 			want := math.Exp(-x)

@@ -85,16 +85,17 @@ DATA expc<>+624(SB)/8, $0x43380000000003ff // 1023 + bits(shift)
 DATA expc<>+632(SB)/8, $0x43380000000003ff // 1023 + bits(shift)
 GLOBL expc<>(SB), RODATA|NOPTR, $640
 
-// func expNegAVX2(dst, src *float64, n int, gamma float64)
-// dst[i] = exp(-gamma*src[i]) for i < n (n a multiple of 4, src >= 0), and 0
-// where gamma*src[i] > 690. exp(-x) = 2^-m · e^-r with m = round(x·log2 e),
+// func expNegAVX2(dst, src *float64, n int, gamma float64, acc bool)
+// dst[i] = exp(-gamma*src[i]) (dst[i] += … with acc) for i < n (n a multiple
+// of 4, src >= 0), with 0 for the exp where gamma*src[i] > 690. exp(-x) = 2^-m · e^-r with m = round(x·log2 e),
 // r = x − m·ln2 (two-part ln2, |r| <= ln2/2), e^-r by its degree-13 Taylor
 // polynomial (truncation < 5e-18 relative), 2^-m built in the exponent bits.
-TEXT ·expNegAVX2(SB), NOSPLIT, $0-32
+TEXT ·expNegAVX2(SB), NOSPLIT, $0-33
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VBROADCASTSD gamma+24(FP), Y15
+	MOVBQZX acc+32(FP), R9
 	SHRQ $2, CX
 	JZ   done
 	LEAQ expc<>(SB), R8
@@ -126,6 +127,10 @@ loop:
 	VPSLLQ   $52, Y5, Y5              // 2^-m
 	VMULPD   Y5, Y4, Y4
 	VANDNPD  Y4, Y1, Y4               // 0 past the limit
+	TESTQ    R9, R9
+	JZ       store
+	VADDPD   (DI), Y4, Y4
+store:
 	VMOVUPD  Y4, (DI)
 	ADDQ     $32, SI
 	ADDQ     $32, DI

@@ -38,27 +38,35 @@ func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 
 func xgetbv() (eax, edx uint32)
 
-// expNeg sets dst[i] = exp(−gamma·src[i]) for src[i] >= 0, and 0 where
-// gamma·src[i] > expUnderflow; four lanes at a time with AVX2/FMA (a few
-// ulps, see exp_amd64.s), padding the tail so every element takes the same
-// path.
-func expNeg(dst, src []float64, gamma float64) {
+// expNeg sets dst[i] = exp(−gamma·src[i]) (adds it with acc) for
+// src[i] >= 0, with 0 for the exp where gamma·src[i] > expUnderflow; four
+// lanes at a time with AVX2/FMA (within 2 ulps, see exp_amd64.s), padding
+// the tail so every element takes the same path.
+func expNeg(dst, src []float64, gamma float64, acc bool) {
 	if !useFMA {
-		expNegGeneric(dst, src, gamma)
+		expNegGeneric(dst, src, gamma, acc)
+		return
+	}
+	if len(src) == 0 {
 		return
 	}
 	_ = dst[len(src)-1]
 	n := len(src) &^ 3
 	if n > 0 {
-		expNegAVX2(&dst[0], &src[0], n, gamma)
+		expNegAVX2(&dst[0], &src[0], n, gamma, acc)
 	}
 	if n < len(src) {
 		var a, b [4]float64
 		copy(a[:], src[n:])
-		expNegAVX2(&b[0], &a[0], 4, gamma)
-		copy(dst[n:], b[:])
+		copy(b[:], dst[n:len(src)])
+		expNegAVX2(&b[0], &a[0], 4, gamma, acc)
+		copy(dst[n:len(src)], b[:])
 	}
 }
 
+// vectorExp reports whether expNeg is the fast vector version, which makes
+// fresh exps cheaper than the RBF mixture's power chains.
+var vectorExp = useFMA
+
 //go:noescape
-func expNegAVX2(dst, src *float64, n int, gamma float64)
+func expNegAVX2(dst, src *float64, n int, gamma float64, acc bool)
