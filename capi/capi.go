@@ -187,8 +187,12 @@ func psda_set_kernel(h C.uintptr_t, name *C.char) C.int {
 func psda_set_gammas(h C.uintptr_t, gammas *C.double, n C.size_t) C.int {
 	return onContext(h, "psda_set_gammas", func(c *context) *failure {
 		switch {
-		case n == 0:
+		case n == 0 && gammas == nil:
 			c.cfg.Gammas = nil
+		case n == 0:
+			// Empty but set: only the RBF kernel needs gammas, and psda.Match
+			// rejects an empty mixture for it.
+			c.cfg.Gammas = []float64{}
 		case gammas == nil:
 			return fail(errNull, "psda: gammas is NULL but n = %d: pass n values or n = 0 for the default", uint64(n))
 		case n > math.MaxInt32:

@@ -98,7 +98,9 @@ int psda_set_discrepancy(psda_ctx ctx, const char *name);
 int psda_set_kernel(psda_ctx ctx, const char *name);
 
 /* psda_set_gammas sets the RBF mixture to the n values at gammas (copied).
- * n == 0 restores the default; gammas may then be NULL. */
+ * gammas == NULL with n == 0 restores the default; a non-NULL gammas with
+ * n == 0 sets an empty mixture, which psda_compute_* rejects for the RBF
+ * kernel and the other settings ignore. */
 int psda_set_gammas(psda_ctx ctx, const double *gammas, size_t n);
 
 /* psda_compute_f32 computes the matching of source (n_source x dim) and target

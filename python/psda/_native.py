@@ -121,7 +121,11 @@ def match(
     if source.dtype != target.dtype or source.dtype not in (np.float32, np.float64):
         raise TypeError("_native.match: source and target must both be float32 or both float64, got %s and %s" % (source.dtype, target.dtype))
     compute = _lib.psda_compute_f32 if source.dtype == np.float32 else _lib.psda_compute_f64
+    # NULL means the default mixture; an empty one is passed as a non-NULL
+    # address with n = 0 (a 1-element buffer guarantees a real address).
     g = np.ascontiguousarray(gammas if gammas is not None else [], dtype=np.float64).ravel()
+    g_buf = g if g.size else np.zeros(1)
+    g_addr = 0 if gammas is None else _addr(g_buf)
 
     handle = _ctx_t()
     _check(_lib.psda_ctx_new(ctypes.byref(handle)))
@@ -131,7 +135,7 @@ def match(
         _check(_lib.psda_set_stages(ctx, int(stages)), ctx)
         _check(_lib.psda_set_discrepancy(ctx, str(discrepancy).encode()), ctx)
         _check(_lib.psda_set_kernel(ctx, str(kernel).encode()), ctx)
-        _check(_lib.psda_set_gammas(ctx, _addr(g), g.size), ctx)
+        _check(_lib.psda_set_gammas(ctx, g_addr, g.size), ctx)
         _check(compute(ctx, _addr(source), source.shape[0], _addr(target), target.shape[0], source.shape[1]), ctx)
         sizes = np.zeros(3, dtype=np.int64)
         _check(_lib.psda_result_sizes(ctx, _addr(sizes), _addr(sizes[1:]), _addr(sizes[2:])), ctx)

@@ -132,6 +132,8 @@ static void test_errors(void) {
     expect(psda_set_gammas(ctx, NULL, 2), PSDA_ERR_NULL, ctx, "gammas", "set_gammas(NULL, 2)");
     expect(psda_set_gammas(ctx, nan_gamma, 2), PSDA_OK, ctx, NULL, "set_gammas(NaN)");
     expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "gamma", "NaN gamma");
+    expect(psda_set_gammas(ctx, &one, 0), PSDA_OK, ctx, NULL, "set_gammas empty");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "gammas", "empty gammas");
     expect(psda_set_gammas(ctx, NULL, 0), PSDA_OK, ctx, NULL, "set_gammas default");
     expect(psda_set_gammas(ctx, &one, 1), PSDA_OK, ctx, NULL, "set_gammas(1)");
 
