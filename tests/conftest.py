@@ -20,7 +20,7 @@ an exact square problem with dummy rows), networkx's blossom matching (Stage
 from __future__ import annotations
 
 import itertools
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Sequence, Tuple
 
 import numpy as np
 import pytest
