@@ -449,8 +449,10 @@ class PairedBatchSampler(_Base):
         yield from self._generate(self._begin((_BOTH,)), _BOTH)
 
     def _view_pass(self, side: str) -> _Pass:
-        # Called at a view's first batch request (see _SideView.__iter__).
-        """Returns the pass a view starts: the other view's n-th pass, or a new one."""
+        """Returns the pass a view starts: the other view's n-th pass, or a new one.
+
+        Called at a view's first batch request (see _SideView.__iter__).
+        """
         self._view_passes[side] += 1
         n = self._view_passes[side]
         p = self._view_plans.get(n)
