@@ -125,12 +125,21 @@ def _kmeanspp(xa: np.ndarray, n: int, k: int, nb: int,
     chosen = np.zeros((nb, npad), bool)
     chosen[:, n:] = True                         # padding is never drawn
 
+    xat = np.ascontiguousarray(xa.T)
+
     def dist(p):
         c = np.empty((len(p), d + 2))
         c[:, :d] = -2.0 * xa[p, :d]
         c[:, d] = 1.0
         c[:, d + 1] = xa[p, d]
-        g = c @ xa.T
+        if d + 2 <= 16:
+            # Few columns: broadcast multiply-adds. A GEMM with a tiny inner
+            # dimension can be 100x slower when BLAS threads compete for cores.
+            g = c[:, :1] * xat[0]
+            for j in range(1, d + 2):
+                g += c[:, j:j + 1] * xat[j]
+        else:
+            g = c @ xat
         np.maximum(g, 0.0, out=g)
         return g
 
