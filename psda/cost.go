@@ -35,7 +35,9 @@ func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 // len(pairs)+1 with node m−1 a dummy pair sitting at the domain means (for
 // the MMD w_∅ = 0; for CORAL centred vectors a_∅ = b_∅ = 0), so that C(r, ∅)
 // is the cost of leaving pair r single. The diagonal is 0 (ignored by the
-// matching). Pairs may repeat a source or a target.
+// matching). Pairs may repeat a source or a target, but must use every
+// source and every target at least once, as Stage 1's pairs do: the RBF
+// mixture takes the domain kernel means from the pairs' own Gram matrix.
 //
 // The time complexity is O(P²·d) for the linear kernel, O(P²·d) with a 4×
 // larger constant for the RBF mixture (the Gram matrix of the 2P paired
