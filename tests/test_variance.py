@@ -320,3 +320,24 @@ def test_cli_psda_samplers_end_to_end():
         u = float(err["uniform"][k])
         assert float(err["paired"][k]) < u / 10
         assert float(err["double-paired"][k]) < float(err["paired"][k])
+
+
+def test_cli_plot_writes_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "variance.png"
+    code, out = run_cli(*SMALL, "--methods", "uniform,stratified", "--plot", str(path))
+    assert code == 0 and "plot written" in out
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.skipif(not _native_available(), reason="psda's native core is not built")
+def test_bench_smoke():
+    pytest.importorskip("scipy")
+    from psda.cli import _load_benchmark_module
+    if _load_benchmark_module("bench") is None:
+        pytest.skip("not a source checkout")
+    code, out = run_cli("bench", "--n", "60", "--d", "3", "--cases", "mmd-linear,coral",
+                        "--k", "4", "--imbalanced", "on")
+    assert code == 0, out
+    assert "all objectives agree" in out
+    assert out.count("stage1 objective") == 3

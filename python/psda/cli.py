@@ -309,7 +309,8 @@ def _plot(args, results) -> int:
         import matplotlib.pyplot as plt
     except ImportError:
         print(f"psda variance: --plot {args.plot} needs matplotlib, which is not installed; "
-              "install it with 'pip install matplotlib' (the table above is complete)",
+              "install it with 'pip install \"psda[plot]\"' or 'pip install matplotlib' "
+              "(the table above is complete)",
               file=sys.stderr)
         return 1
     fig, ax = plt.subplots(figsize=(6, 4.5))
