@@ -343,18 +343,41 @@ func covariance(m Matrix, mean []float64) []float64 {
 	if m.N < 2 {
 		return cov
 	}
-	cols := colsOf(m, mean)
-	scale := 1 / float64(m.N-1)
-	gram(cols, cols, true, dots, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			for j, v := range t.g[i*t.ld:][:t.nj] {
-				a, b := t.i0+i, t.j0+j
-				cov[a*d+b] = v * scale
-				cov[b*d+a] = v * scale
+	// Accumulate over slabs of rows so that the packed columns (length n)
+	// stay small whatever n is.
+	for r0 := 0; r0 < m.N; r0 += covSlab {
+		cols := colsOf(rowSlab(m, r0, min(m.N, r0+covSlab)), mean)
+		gram(cols, cols, true, dots, func(t *tile) {
+			for i := 0; i < t.ni; i++ {
+				for j := upperFrom(t, i); j < t.nj; j++ {
+					cov[(t.i0+i)*d+t.j0+j] += t.g[i*t.ld+j]
+				}
 			}
+		})
+	}
+	scale := 1 / float64(m.N-1)
+	for a := 0; a < d; a++ {
+		for b := a; b < d; b++ {
+			cov[a*d+b] *= scale
+			cov[b*d+a] = cov[a*d+b]
 		}
-	})
+	}
 	return cov
+}
+
+// covSlab is the number of rows per slab in covariance; a variable so that
+// tests can use several slabs on small inputs.
+var covSlab = 4096
+
+// rowSlab returns rows [r0, r1) of m as a Matrix sharing m's data.
+func rowSlab(m Matrix, r0, r1 int) Matrix {
+	s := Matrix{N: r1 - r0, D: m.D}
+	if m.F32 != nil {
+		s.F32 = m.F32[r0*m.D : r1*m.D]
+	} else {
+		s.F64 = m.F64[r0*m.D : r1*m.D]
+	}
+	return s
 }
 
 // quadForms returns xᵀ F x for every vector of x, F symmetric d×d.

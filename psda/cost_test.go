@@ -399,12 +399,13 @@ func TestCostsTiny(t *testing.T) {
 	}
 }
 
-// TestCostsTiled shrinks the tiles and sends every distance through the GEMM
-// expansion, so that small inputs exercise the multi-tile, edge-tile,
-// partial-sum and micro-kernel paths used at scale.
+// TestCostsTiled shrinks the tiles and covariance slabs and sends every
+// distance through the GEMM expansion, so that small inputs exercise the
+// multi-tile, edge-tile, partial-sum, slab and micro-kernel paths used at
+// scale.
 func TestCostsTiled(t *testing.T) {
-	defer func(ts, dd int) { tileSize, directDim = ts, dd }(tileSize, directDim)
-	tileSize, directDim = 24, 0
+	defer func(ts, dd, cs int) { tileSize, directDim, covSlab = ts, dd, cs }(tileSize, directDim, covSlab)
+	tileSize, directDim, covSlab = 24, 0, 16
 	sizes := []struct{ ns, nt, d int }{{50, 31, 3}, {25, 49, 7}, {40, 40, 20}, {13, 61, 1}}
 	for _, tc := range costCases {
 		for _, f32 := range []bool{false, true} {
