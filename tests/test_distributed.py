@@ -206,3 +206,96 @@ def test_lightning_use_distributed_sampler_false():
     for epoch in range(2):
         pairs = {(b[j], b[K + j]) for e, b in seen if e == epoch for j in range(K)}
         assert len(pairs) == n * K  # every pair of the epoch once: Lightning kept our batches
+
+
+def _accelerate_worker(rank, world_size, port, out_dir):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), LOCAL_RANK=str(rank),
+                      WORLD_SIZE=str(world_size), LOCAL_WORLD_SIZE=str(world_size))
+    from accelerate import Accelerator
+
+    acc = Accelerator(cpu=True)
+    src, tgt = make_data()
+    net = make_model()
+    zs = extract_features(net[:2], src, progress=False) + acc.process_index  # differ until broadcast
+    zt = extract_features(net[:2], tgt, progress=False)
+    zs, zt = broadcast_features(zs, zt)
+    sampler = psda.PairedBatchSampler(zs, zt, K)  # one replica: Accelerate shards the batches
+    loader = acc.prepare(DataLoader(ConcatDataset([src, tgt]), batch_sampler=WholeBatches(sampler)))
+    batches = [idx.tolist() for _, idx in loader]
+    torch.save({"batches": batches, "digest": matching_digest(sampler.matching), "state": acc.num_processes},
+               os.path.join(out_dir, "acc%d.pt" % rank))
+    acc.wait_for_everyone()
+    dist.destroy_process_group()
+
+
+def test_accelerate_two_processes(tmp_path):
+    """The Accelerate recipe with 2 real processes: whole, disjoint, equal-length shards
+    of the same matching."""
+    pytest.importorskip("accelerate")
+    mp.spawn(_accelerate_worker, args=(2, _free_port(), str(tmp_path)), nprocs=2, join=True)
+    logs = [torch.load(tmp_path / ("acc%d.pt" % r), weights_only=False) for r in range(2)]
+    assert logs[0]["state"] == 2 and logs[0]["digest"] == logs[1]["digest"]
+    b0, b1 = logs[0]["batches"], logs[1]["batches"]
+    assert len(b0) == len(b1) >= 2 and all(len(b) == 2 * K for b in b0 + b1)
+    pairs = [{(b[m], b[K + m]) for b in bs for m in range(K)} for bs in (b0, b1)]
+    assert not pairs[0] & pairs[1]
+
+
+try:
+    import lightning.pytorch as _L
+except ImportError:  # the Lightning tests skip
+    _L = None
+
+if _L is not None:
+
+    class SpawnModule(_L.LightningModule):
+        """The Lightning recipe, at module level so that ddp_spawn can pickle it."""
+
+        def __init__(self, out_dir):
+            super().__init__()
+            self.net = make_model()
+            self.out_dir = out_dir
+            self.seen = []
+
+        def train_dataloader(self):
+            src, tgt = make_data()
+            zs = extract_features(self.net[:2], src, progress=False)
+            zt = extract_features(self.net[:2], tgt, progress=False)
+            self.sampler = paired_batch_sampler(zs, zt, K)
+            self.refresher = FeatureRefresher(self.sampler, self.net[:2], src, tgt, every_epochs=1, progress=False)
+            return DataLoader(ConcatDataset([src, tgt]), batch_sampler=self.sampler)
+
+        def training_step(self, batch, i):
+            x, idx = batch
+            self.seen.append((self.current_epoch, idx.tolist(), matching_digest(self.sampler.matching)))
+            out = self.net(x)
+            return out[:K].logsumexp(1).mean() + (out[:K].mean(0) - out[K:].mean(0)).pow(2).sum()
+
+        def on_train_epoch_end(self):
+            self.refresher.epoch_end()
+
+        def on_train_end(self):
+            torch.save({"seen": self.seen, "world": world(), "refreshes": self.refresher.refreshes},
+                       os.path.join(self.out_dir, "pl%d.pt" % self.global_rank))
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+
+def test_lightning_ddp_spawn_two_processes(tmp_path):
+    """The Lightning recipe with strategy='ddp_spawn' on 2 CPU processes."""
+    L = pytest.importorskip("lightning.pytorch")
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=2, strategy="ddp_spawn",
+                        use_distributed_sampler=False, logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)
+    trainer.fit(SpawnModule(str(tmp_path)))
+    logs = [torch.load(tmp_path / ("pl%d.pt" % r), weights_only=False) for r in range(2)]
+    assert [lg["world"] for lg in logs] == [(2, 0), (2, 1)]
+    assert logs[0]["refreshes"] == logs[1]["refreshes"] == 2
+    for epoch in range(2):
+        s0, s1 = ([s for s in lg["seen"] if s[0] == epoch] for lg in logs)
+        assert len(s0) == len(s1) >= 2
+        assert {s[2] for s in s0} == {s[2] for s in s1} and len({s[2] for s in s0}) == 1
+        pairs = [{(b[m], b[K + m]) for _, b, _ in s for m in range(K)} for s in (s0, s1)]
+        assert not pairs[0] & pairs[1]
