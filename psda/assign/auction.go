@@ -36,7 +36,7 @@ func (s *lsap) auctionInit() {
 	for i := range s.col4row {
 		s.col4row[i] = -1
 	}
-	cache := newBidCache(n)
+	cache := newBidCache(n, n)
 	// θ = 7 and a final ε of 1e-9 of the cost range: measured on the Stage 1
 	// and Stage 2 benchmarks, the time hardly depends on either.
 	const theta = 7
@@ -112,9 +112,10 @@ type bidCache struct {
 	topJ []int
 }
 
-func newBidCache(n int) *bidCache {
-	k := min(cacheK, n)
-	b := &bidCache{cols: make([]int, n*k), lb: make([]float64, n), k: k, topV: make([]float64, k+1), topJ: make([]int, k+1)}
+// newBidCache returns an empty cache for nr rows bidding on nc columns.
+func newBidCache(nr, nc int) *bidCache {
+	k := min(cacheK, nc)
+	b := &bidCache{cols: make([]int, nr*k), lb: make([]float64, nr), k: k, topV: make([]float64, k+1), topJ: make([]int, k+1)}
 	for i := range b.lb {
 		b.lb[i] = -inf // forces a full scan on first use
 	}

@@ -1,6 +1,9 @@
 package assign
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Imbalanced solves the imbalanced assignment of the paper's eqs. 3–5: with
 // nr >= nc it assigns every row of the row-major nr×nc cost matrix c to one
@@ -10,20 +13,23 @@ import "fmt"
 // than every column that received q.
 //
 // Imbalanced requires 1 <= nc <= nr, len(c) == nr*nc and finite costs, and
-// returns an error otherwise. With nr == nc it is Rectangular. Otherwise it is
-// a capacitated shortest augmenting path method on the min-cost flow network
+// returns an error otherwise. With nr == nc it is Rectangular. Otherwise it
+// solves METHOD.md's exact square model without big-M: with nr = q·nc + r,
+// column j gets h copies (h = q+1, or q when r = 0) with identical costs,
+// and nc−r dummy rows may take only the extra copy t = q of a column, at cost
+// 0. The copies stay implicit: both phases work on nc columns, using that
+// copies of a column differ only in their potentials.
 //
-//	row i → column j (cost c[i][j], capacity 1)
-//	column j → sink (capacity q: the required copies)
-//	column j → X (capacity 1: the extra copy), X → sink (capacity nr mod nc)
+//   - Warm start: a forward auction with ε-scaling in which a row bids for
+//     the cheapest copy of its best column ("similar objects", Bertsekas and
+//     Castañon 1989).
+//   - Exact finish: shortest augmenting paths (Crouse 2016) from the rows
+//     left free, where the distance of copy (j,t) is D_j − v_(j,t) and D_j is
+//     kept per column, so each scanned row costs O(nc), not O(nr+nc).
 //
-// which is METHOD.md's implicit column copies with the copies merged: the
-// Dijkstra search settles nc columns instead of nr+nc−(nr mod nc) copies, and
-// the potential of X separates the columns with and without an extra row.
-// There is no big-M: all forbidden moves are simply absent from the network.
-//
-// The time complexity of Imbalanced is O(nr²·nc) in the worst case; memory is
-// O(nr+nc) besides c.
+// The column potential returned is V_j = max_t v_(j,t). The time complexity
+// of Imbalanced is O((nr+nc)²·nc) in the worst case; memory is O(nr+nc)
+// besides c.
 func Imbalanced(c []float64, nr, nc int) (*Solution, error) {
 	if err := checkMatrix(c, nr, nc); err != nil {
 		return nil, err
@@ -34,171 +40,324 @@ func Imbalanced(c []float64, nr, nc int) (*Solution, error) {
 	if nr == nc {
 		return Rectangular(c, nr, nc)
 	}
-	s := newCapSAP(c, nr, nc)
-	for i := 0; i < nr; i++ {
-		s.augment(i)
+	s := newCopySAP(c, nr, nc)
+	s.auction()
+	s.tighten()
+	for p := nr + s.nd - 1; p >= 0; p-- { // dummies first: they are cheap
+		if s.copyOf[p] < 0 {
+			s.augment(p)
+		}
 	}
-	sol := &Solution{Col4Row: s.col4row, U: s.u, V: s.v}
-	for i, j := range s.col4row {
+	sol := &Solution{Col4Row: make([]int, nr), U: s.u[:nr], V: make([]float64, nc)}
+	for i := range sol.Col4Row {
+		j := s.copyOf[i] / s.h
+		sol.Col4Row[i] = j
 		sol.Cost += c[i*nc+j]
+	}
+	for j := range sol.V {
+		sol.V[j] = -inf
+		for _, x := range s.vc[j*s.h : j*s.h+s.h] {
+			sol.V[j] = math.Max(sol.V[j], x)
+		}
 	}
 	return sol, nil
 }
 
-// fromX marks a column reached through the node X (it gives up its extra row).
-const fromX = -1
-
-// capSAP is the state of the capacitated shortest augmenting path solver.
-// Potentials follow Crouse's convention (reduced cost c[i][j]-u[i]-v[j]); phiX
-// is the potential of X, and columns below their q required rows keep v = 0,
-// as free columns do in the uncapacitated method.
-type capSAP struct {
-	c            []float64
-	nr, nc, q, r int
-	hi           int // most rows per column: q+1, or q when r == 0
-	u, v         []float64
-	phiX         float64
-	col4row      []int
-	slots        []int // rows of column j are slots[j*hi : j*hi+cnt[j]]
-	cnt          []int
-	extras       int // columns holding q+1 rows
+// copySAP is the state of the implicit-copy solver. Persons 0..nr−1 are the
+// rows, nr..nr+nd−1 the dummy rows; copy k = j·h+t is copy t of column j.
+type copySAP struct {
+	c             []float64
+	nr, nc, q, h  int
+	nd            int       // dummy rows: nc − r when r > 0, else 0
+	u             []float64 // person potentials
+	vc            []float64 // copy potentials
+	copyOf, owner []int
 
 	// scratch of augment
-	d        []float64 // tentative distance of each column
-	pred     []int     // row (or fromX) that reached each column
-	rem      []int     // columns not yet settled are rem[:num]
-	tree     []int     // rows reached, with their distance in treeD
-	treeD    []float64
-	settledC []int
+	d       []float64 // per column: min over scanned rows of d_i + c_ij − u_i
+	predRow []int     // the row attaining d
+	bestT   []int     // per column: the unsettled copy with the largest potential
+	act     []int     // columns with an unsettled copy
+	settled []bool    // per copy
+	lab     []float64 // per copy: distance when settled
+	spred   []int     // per copy: person it was reached from
+	sc      []int     // settled copies
+	tree    []int     // persons reached, distances in treeD
+	treeD   []float64
 }
 
-func newCapSAP(c []float64, nr, nc int) *capSAP {
+func newCopySAP(c []float64, nr, nc int) *copySAP {
 	lo, hi := bounds(nr, nc)
-	s := &capSAP{
-		c: c, nr: nr, nc: nc, q: lo, r: nr % nc, hi: hi,
-		u: make([]float64, nr), v: make([]float64, nc),
-		col4row: make([]int, nr), slots: make([]int, nc*hi), cnt: make([]int, nc),
-		d: make([]float64, nc), pred: make([]int, nc), rem: make([]int, nc),
+	nd := 0
+	if hi > lo {
+		nd = nc - nr%nc
 	}
-	for i := range s.col4row {
-		s.col4row[i] = -1
+	m := nc * hi
+	s := &copySAP{
+		c: c, nr: nr, nc: nc, q: lo, h: hi, nd: nd,
+		u: make([]float64, nr+nd), vc: make([]float64, m),
+		copyOf: make([]int, nr+nd), owner: make([]int, m),
+		d: make([]float64, nc), predRow: make([]int, nc), bestT: make([]int, nc), act: make([]int, 0, nc),
+		settled: make([]bool, m), lab: make([]float64, m), spred: make([]int, m),
+	}
+	for p := range s.copyOf {
+		s.copyOf[p] = -1
+	}
+	for k := range s.owner {
+		s.owner[k] = -1
 	}
 	return s
 }
 
-// augment routes the free row i0 along a shortest path in the residual
-// network to the sink and updates the potentials (Dijkstra with Crouse's
-// truncated potential update). Only columns are kept in the search; a row is
-// reached at the distance of its column because assigned entries are tight.
-func (s *capSAP) augment(i0 int) {
-	nc, q, d, pred, rem, v := s.nc, s.q, s.d, s.pred, s.rem, s.v
-	for j := range d {
-		d[j] = inf
-		rem[j] = nc - 1 - j
+// auction runs the ε-scaling forward auction on the copy model with prices
+// −vc, as auctionInit does for square problems. A row's value for column j
+// is c_ij plus the lowest price among j's copies; a dummy's value is the
+// price of j's extra copy. Prices only rise, so both kinds of bidders use a
+// bidCache.
+func (s *copySAP) auction() {
+	nr, nc, h, c := s.nr, s.nc, s.h, s.c
+	lo, hi := inf, -inf
+	for _, x := range c {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
 	}
-	num := nc
-	s.tree, s.treeD, s.settledC = s.tree[:0], s.treeD[:0], s.settledC[:0]
-	dX, predX, xSettled := inf, -1, false
-	scan := func(i int, di float64) {
-		s.tree = append(s.tree, i)
-		s.treeD = append(s.treeD, di)
-		row, base := s.c[i*nc:i*nc+nc], di-s.u[i]
-		for _, k := range rem[:num] {
-			if val := base + row[k] - v[k]; val < d[k] {
-				d[k], pred[k] = val, i
-			}
-		}
+	if !(hi > lo) {
+		return
 	}
-	scan(i0, 0)
-	sink, delta := 0, 0.0 // sink is a column, or fromX for X
-	for {
-		index, lowest := -1, inf
-		for it, j := range rem[:num] {
-			if dj := d[j]; dj < lowest || (dj == lowest && s.cnt[j] < q) {
-				index, lowest = it, dj
-			}
-		}
-		if !xSettled && (dX < lowest || (dX == lowest && s.extras < s.r)) {
-			xSettled = true
-			if s.extras < s.r {
-				sink, delta = fromX, dX
-				break
-			}
-			// X → column with an extra row: that column may give it up.
-			for _, j := range rem[:num] {
-				if s.cnt[j] == q+1 {
-					if val := dX + s.phiX - v[j]; val < d[j] {
-						d[j], pred[j] = val, fromX
-					}
+	span := hi - lo
+	price := make([]float64, nc*h)
+	minP, min2P, extraP := make([]float64, nc), make([]float64, nc), make([]float64, nc)
+	minT := make([]int, nc)
+	update := func(j int) {
+		m1, m2, t1 := inf, inf, 0
+		for t, x := range price[j*h : j*h+h] {
+			if x < m2 {
+				if x < m1 {
+					m2, m1, t1 = m1, x, t
+				} else {
+					m2 = x
 				}
 			}
-			continue
 		}
-		// lowest < inf: the network always has a path to the sink.
-		j := rem[index]
-		num--
-		rem[index] = rem[num]
-		s.settledC = append(s.settledC, j)
-		if s.cnt[j] < q {
-			sink, delta = j, lowest
+		minP[j], min2P[j], minT[j] = m1, m2, t1
+		if s.nd > 0 {
+			extraP[j] = price[j*h+s.q]
+		}
+	}
+	for j := 0; j < nc; j++ {
+		update(j)
+	}
+	rows, dums := newBidCache(nr, nc), newBidCache(s.nd, nc)
+	zeros := make([]float64, nc)
+	// best returns the value of person p's best copy k, a lower bound w2 on
+	// its second best, and k.
+	best := func(p int) (w1, w2 float64, k int) {
+		if p < nr {
+			row := c[p*nc : p*nc+nc]
+			w1, w2, j := rows.best2(p, row, minP)
+			return w1, math.Min(w2, row[j]+min2P[j]), j*h + minT[j]
+		}
+		w1, w2, j := dums.best2(p-nr, zeros, extraP)
+		return w1, w2, j*h + s.q
+	}
+	value := func(p, k int) float64 {
+		if p < nr {
+			return c[p*nc+k/h] + price[k]
+		}
+		return price[k]
+	}
+	free := make([]int, 0, nr+s.nd)
+	const theta = 7
+	epsMin := span * 1e-9
+	for eps := span / theta; ; eps /= theta {
+		eps = math.Max(eps, epsMin)
+		free = free[:0]
+		for p := len(s.copyOf) - 1; p >= 0; p-- {
+			k := s.copyOf[p]
+			if k >= 0 {
+				if w1, _, _ := best(p); value(p, k) <= w1+eps {
+					continue
+				}
+				s.owner[k], s.copyOf[p] = -1, -1
+			}
+			free = append(free, p)
+		}
+		for len(free) > 0 {
+			p := free[len(free)-1]
+			free = free[:len(free)-1]
+			w1, w2, k := best(p)
+			if w2 < inf {
+				price[k] += w2 - w1 + eps
+			} else {
+				price[k] += eps
+			}
+			update(k / h)
+			if o := s.owner[k]; o >= 0 {
+				s.copyOf[o] = -1
+				free = append(free, o)
+			}
+			s.owner[k], s.copyOf[p] = p, k
+		}
+		if eps == epsMin {
 			break
 		}
-		if s.cnt[j] == q && s.r > 0 && !xSettled {
-			if val := lowest + v[j] - s.phiX; val < dX {
-				dX, predX = val, j
-			}
+	}
+	// Dummies are interchangeable, so at the optimum every extra copy they
+	// hold has the same price λ, the lowest of all extra copies (the
+	// separation condition of Certify). The auction leaves those prices only
+	// within ε of each other: raise every extra copy priced below the highest
+	// dummy-held one to it. Raising prices keeps the potentials feasible; the
+	// few real rows it unsettles sit within ε of their copy.
+	lambda := -inf
+	for p := nr; p < nr+s.nd; p++ {
+		if k := s.copyOf[p]; k >= 0 {
+			lambda = math.Max(lambda, price[k])
 		}
-		for _, i := range s.slots[j*s.hi : j*s.hi+s.cnt[j]] {
-			scan(i, lowest)
+	}
+	if s.nd > 0 {
+		for j := 0; j < nc; j++ {
+			k := j*h + s.q
+			price[k] = math.Max(price[k], lambda)
 		}
 	}
-	for k, i := range s.tree {
-		s.u[i] += delta - s.treeD[k]
-	}
-	for _, j := range s.settledC {
-		v[j] -= delta - d[j]
-	}
-	if xSettled && sink != fromX {
-		s.phiX -= delta - dX
-	}
-	node := sink
-	if sink == fromX {
-		node = predX
-	}
-	for {
-		if pred[node] == fromX {
-			node = predX
-			continue
-		}
-		i := pred[node]
-		old := s.col4row[i]
-		s.move(i, old, node)
-		if i == i0 {
-			return
-		}
-		node = old
+	for k, x := range price {
+		s.vc[k] = -x
 	}
 }
 
-// move reassigns row i from column old (or from nowhere, old < 0) to column to.
-func (s *capSAP) move(i, old, to int) {
-	if old >= 0 {
-		sl := s.slots[old*s.hi : old*s.hi+s.cnt[old]]
-		for k, x := range sl {
-			if x == i {
-				sl[k] = sl[len(sl)-1]
-				break
+// tighten sets each person's potential to its smallest reduced cost, which
+// makes the potentials feasible, and frees every person whose copy is not
+// exactly tight.
+func (s *copySAP) tighten() {
+	nc, h := s.nc, s.h
+	colMax := make([]float64, nc) // largest copy potential of each column
+	for j := range colMax {
+		colMax[j] = -inf
+		for _, x := range s.vc[j*h : j*h+h] {
+			colMax[j] = math.Max(colMax[j], x)
+		}
+	}
+	for p := range s.copyOf {
+		m := inf
+		if p < s.nr {
+			for j, x := range s.c[p*nc : p*nc+nc] {
+				m = math.Min(m, x-colMax[j])
+			}
+		} else {
+			for j := 0; j < nc; j++ {
+				m = math.Min(m, -s.vc[j*h+s.q])
 			}
 		}
-		if s.cnt[old] == s.q+1 {
-			s.extras--
+		s.u[p] = m
+		if k := s.copyOf[p]; k >= 0 && s.cost(p, k)-s.vc[k] != m {
+			s.copyOf[p], s.owner[k] = -1, -1
 		}
-		s.cnt[old]--
 	}
-	s.slots[to*s.hi+s.cnt[to]] = i
-	s.cnt[to]++
-	if s.cnt[to] == s.q+1 {
-		s.extras++
+}
+
+// cost returns the cost of person p on copy k (dummies only use extra copies).
+func (s *copySAP) cost(p, k int) float64 {
+	if p < s.nr {
+		return s.c[p*s.nc+k/s.h]
 	}
-	s.col4row[i] = to
+	return 0
+}
+
+// augment finds a shortest augmenting path from the free person p0 to a free
+// copy in the reduced costs, updates the potentials as Crouse's method does
+// and flips the path.
+func (s *copySAP) augment(p0 int) {
+	nc, h, q := s.nc, s.h, s.q
+	d, vc := s.d, s.vc
+	s.act = s.act[:0]
+	for j := 0; j < nc; j++ {
+		d[j] = inf
+		s.act = append(s.act, j)
+		s.bestT[j] = s.topCopy(j)
+	}
+	dd, predD := inf, -1 // the dummies' common distance to every extra copy
+	s.tree, s.treeD, s.sc = s.tree[:0], s.treeD[:0], s.sc[:0]
+	reach := func(p int, dp float64) {
+		s.tree = append(s.tree, p)
+		s.treeD = append(s.treeD, dp)
+		if p >= s.nr {
+			if x := dp - s.u[p]; x < dd {
+				dd, predD = x, p
+			}
+			return
+		}
+		row, base := s.c[p*nc:p*nc+nc], dp-s.u[p]
+		for _, j := range s.act {
+			if x := base + row[j]; x < d[j] {
+				d[j], s.predRow[j] = x, p
+			}
+		}
+	}
+	reach(p0, 0)
+	var sink int
+	var delta float64
+	for {
+		bestL, bi, bk, via := inf, -1, -1, -1
+		for it, j := range s.act {
+			k := j*h + s.bestT[j]
+			if x := d[j] - vc[k]; x < bestL || (x == bestL && s.owner[k] < 0) {
+				bestL, bi, bk, via = x, it, k, s.predRow[j]
+			}
+			if dd < inf && h > q {
+				if k := j*h + q; !s.settled[k] {
+					if x := dd - vc[k]; x < bestL || (x == bestL && s.owner[k] < 0) {
+						bestL, bi, bk, via = x, it, k, predD
+					}
+				}
+			}
+		}
+		// bestL < inf: every person can reach a free copy.
+		k, j := bk, bk/h
+		s.settled[k], s.lab[k], s.spred[k] = true, bestL, via
+		s.sc = append(s.sc, k)
+		if t := s.topCopy(j); t >= 0 {
+			s.bestT[j] = t
+		} else {
+			last := len(s.act) - 1
+			s.act[bi] = s.act[last]
+			s.act = s.act[:last]
+		}
+		if o := s.owner[k]; o < 0 {
+			sink, delta = k, bestL
+			break
+		} else {
+			reach(o, bestL)
+		}
+	}
+	for it, p := range s.tree {
+		s.u[p] += delta - s.treeD[it]
+	}
+	for _, k := range s.sc {
+		vc[k] -= delta - s.lab[k]
+		s.settled[k] = false
+	}
+	for k := sink; ; {
+		p := s.spred[k]
+		old := s.copyOf[p]
+		s.owner[k], s.copyOf[p] = p, k
+		if p == p0 {
+			return
+		}
+		k = old
+	}
+}
+
+// topCopy returns the unsettled copy of column j with the largest potential
+// (the nearest one from any row), preferring a free copy, or −1.
+func (s *copySAP) topCopy(j int) int {
+	bt, bv := -1, -inf
+	for t := 0; t < s.h; t++ {
+		k := j*s.h + t
+		if s.settled[k] {
+			continue
+		}
+		if v := s.vc[k]; bt < 0 || v > bv || (v == bv && s.owner[k] < 0) {
+			bt, bv = t, v
+		}
+	}
+	return bt
 }
