@@ -145,8 +145,18 @@ func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
 	// Full scan keeping the k+1 smallest values in sorted order.
 	topV, topJ, m := b.topV, b.topJ, 0
 	thr := inf // the largest kept value once k+1 are kept
-	for j, x := range row {
-		h := x + p[j]
+	p = p[:len(row)]
+	j := 0
+	for ; j < len(row); j++ {
+		// Most entries fail the threshold: test four at a time.
+		if j+4 <= len(row) {
+			h0, h1, h2, h3 := row[j]+p[j], row[j+1]+p[j+1], row[j+2]+p[j+2], row[j+3]+p[j+3]
+			if h0 >= thr && h1 >= thr && h2 >= thr && h3 >= thr {
+				j += 3
+				continue
+			}
+		}
+		h := row[j] + p[j]
 		if h >= thr {
 			continue
 		}

@@ -1,0 +1,124 @@
+package assign
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// scipyPython is the interpreter of the project's venv with SciPy.
+const scipyPython = "/root/.cache/psda-venv/bin/python"
+
+// scipyCost returns the optimum of scipy.optimize.linear_sum_assignment on
+// the nr×nc matrix c (SciPy transposes wide/tall itself), or skips the test
+// when SciPy is not available.
+func scipyCost(t *testing.T, c []float64, nr, nc int) float64 {
+	return runSciPy(t, c, nr, nc, "c")
+}
+
+// scipyImbalancedCost returns the optimum of the imbalanced problem (nr > nc)
+// computed by SciPy on METHOD.md's explicit square model: q+1 copies of each
+// column and nc−r dummy rows allowed (cost 0) only on the extra copy, the
+// required copies forbidden (inf) for them.
+func scipyImbalancedCost(t *testing.T, c []float64, nr, nc int) float64 {
+	return runSciPy(t, c, nr, nc, fmt.Sprintf(`np.vstack([np.repeat(c, %[1]d + 1, axis=1),
+    np.tile(np.r_[np.full(%[1]d, np.inf), 0.0], (%[2]d, %[3]d))])`, nr/nc, nc-nr%nc, nc))
+}
+
+// runSciPy solves the matrix given by the NumPy expression expr (in terms of
+// the nr×nc matrix c) with linear_sum_assignment and returns the sum of the
+// entries of c's rows, or skips the test when SciPy is not available.
+func runSciPy(t *testing.T, c []float64, nr, nc int, expr string) float64 {
+	t.Helper()
+	if _, err := os.Stat(scipyPython); err != nil {
+		t.Skipf("no SciPy interpreter at %s", scipyPython)
+	}
+	f := filepath.Join(t.TempDir(), "c.f64")
+	buf := make([]byte, 8*len(c))
+	for k, x := range c {
+		binary.LittleEndian.PutUint64(buf[8*k:], math.Float64bits(x))
+	}
+	if err := os.WriteFile(f, buf, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prog := fmt.Sprintf(`import numpy as np
+from scipy.optimize import linear_sum_assignment
+c = np.fromfile(%q, dtype='<f8').reshape(%d, %d)
+m = %s
+r, k = linear_sum_assignment(m)
+keep = r < %d
+print(repr(float(m[r[keep], k[keep]].sum())))`, f, nr, nc, expr, nr)
+	out, err := exec.Command(scipyPython, "-c", prog).CombinedOutput()
+	if err != nil {
+		t.Skipf("SciPy failed: %v: %s", err, out)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		t.Fatalf("SciPy printed %q", out)
+	}
+	return v
+}
+
+// TestRectangularAgainstSciPy compares optimal costs with SciPy's
+// independent implementation on mid-sized problems.
+func TestRectangularAgainstSciPy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	cases := []struct {
+		name   string
+		nr, nc int
+		c      []float64
+	}{
+		{"uniform300", 300, 300, fill(300*300, rng.Float64)},
+		{"int300x450", 300, 450, fill(300*450, func() float64 { return float64(rng.IntN(20)) })},
+		{"stage2Rank2_400", 400, 400, stage2Cost(400, 5)},
+		{"sqdist512_300", 300, 300, stage1Cost(300, 300, 512, 6)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Rectangular(tc.c, tc.nr, tc.nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := scipyCost(t, tc.c, tc.nr, tc.nc)
+			if math.Abs(s.Cost-want) > 1e-9*(1+math.Abs(want)) {
+				t.Fatalf("cost %v, SciPy %v", s.Cost, want)
+			}
+		})
+	}
+}
+
+// TestImbalancedAgainstSciPy compares Imbalanced with SciPy on the explicit
+// copy model; the column-major copy layout (copies of a column adjacent)
+// matches np.repeat.
+func TestImbalancedAgainstSciPy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	cases := []struct {
+		name   string
+		nr, nc int
+		c      []float64
+	}{
+		{"uniform500x130", 500, 130, fill(500*130, rng.Float64)},
+		{"int400x100", 400, 100, fill(400*100, func() float64 { return float64(rng.IntN(6)) })},
+		{"sqdist2d700x300", 700, 300, stage1Cost(700, 300, 2, 7)},
+		{"sqdist512_450x400", 450, 400, stage1Cost(450, 400, 512, 8)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Imbalanced(tc.c, tc.nr, tc.nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := scipyImbalancedCost(t, tc.c, tc.nr, tc.nc)
+			if math.Abs(s.Cost-want) > 1e-9*(1+math.Abs(want)) {
+				t.Fatalf("cost %v, SciPy %v", s.Cost, want)
+			}
+		})
+	}
+}
