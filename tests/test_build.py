@@ -169,6 +169,26 @@ def test_match_error_is_value_error_with_go_message():
         _native.match(x, x + 1, batch_size=2, stages=1, discrepancy="mmd", kernel="linear", gammas=None)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_forked_child_gets_an_error_not_a_hang():
+    # A large match in a forked child hangs the Go runtime; _native refuses.
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - child
+        try:
+            _native.match(np.zeros((4, 2)), np.ones((4, 2)), batch_size=2, stages=1, discrepancy="mmd", kernel="linear", gammas=None)
+            os.write(w, b"no error")
+        except RuntimeError as e:
+            os.write(w, str(e).encode()[:500])
+        finally:
+            os._exit(0)
+    os.close(w)
+    os.waitpid(pid, 0)
+    msg = os.read(r, 1000).decode()
+    os.close(r)
+    assert "fork" in msg and "spawn" in msg, msg
+
+
 # --- _native.linear_sum_assignment ------------------------------------------
 
 

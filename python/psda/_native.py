@@ -15,6 +15,7 @@ inputs are read in place, outputs are allocated here and filled by Go.
 from __future__ import annotations
 
 import ctypes
+import os
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
@@ -84,8 +85,24 @@ if _abi.value != _ABI_VERSION:
     )
 
 
+# The Go runtime does not survive fork(): in a forked child its other threads
+# are gone and calls that need them hang. Refuse instead of hanging.
+_PID = os.getpid()
+
+
+def _same_process() -> None:
+    if os.getpid() != _PID:
+        raise RuntimeError(
+            "psda's Go core cannot run in a process forked from the one that loaded it "
+            "(the Go runtime does not survive fork and would hang): call psda in the parent, "
+            "e.g. iterate the sampler there as DataLoader does, or start workers with the "
+            "'spawn' or 'forkserver' multiprocessing method"
+        )
+
+
 def version() -> str:
     """Return the version the library was built as (pyproject's version)."""
+    _same_process()
     buf = ctypes.create_string_buffer(64)
     _check(_lib.psda_version(buf, len(buf)))
     return buf.value.decode()
@@ -115,6 +132,7 @@ def match(
     floats stage1_cost, stage2_cost, stage2_bound. Raises ValueError with Go's
     message for invalid input.
     """
+    _same_process()
     for name, a in (("source", source), ("target", target)):
         if not (isinstance(a, np.ndarray) and a.ndim == 2 and a.flags.c_contiguous):
             raise TypeError("_native.match: %s must be a C-contiguous 2-D ndarray" % name)
@@ -162,6 +180,7 @@ def linear_sum_assignment(cost) -> Tuple[np.ndarray, np.ndarray, float]:
     (rows > columns) is solved transposed. Raises ValueError for NaN or
     non-2-D input.
     """
+    _same_process()
     c = np.ascontiguousarray(cost, dtype=np.float64)
     if c.ndim != 2:
         raise ValueError("cost has shape %s: expected a 2-D matrix" % (c.shape,))
@@ -196,6 +215,7 @@ class Schedule:
 
     def __init__(self, pairs, quads, singles, *, batch_size: int, seed: int, drop_last: bool, num_replicas: int):
         self._h = 0
+        _same_process()
         p = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
         q = np.ascontiguousarray(quads, dtype=np.int64).reshape(-1, 2)
         s = np.ascontiguousarray(singles, dtype=np.int64).ravel()
@@ -237,12 +257,14 @@ class Schedule:
         return out
 
     def _check_rank(self, rank: int) -> None:
+        _same_process()
         if not 0 <= rank < self.num_replicas:
             raise ValueError("rank = %d: want 0 <= rank < num_replicas = %d" % (rank, self.num_replicas))
 
     def __del__(self) -> None:
         h, self._h = getattr(self, "_h", 0), 0
-        if h and _gopy is not None:
+        # In a forked child the handle is the parent's business (and Go may hang).
+        if h and _gopy is not None and os is not None and os.getpid() == _PID:
             try:
                 _gopy.DecRef(h)
             except Exception:  # interpreter shutdown
