@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // stage1Cost returns PSDA's Stage 1 MMD-like cost for the linear kernel: the
@@ -37,6 +38,7 @@ func BenchmarkStage1(b *testing.B) {
 			b.Run(fmt.Sprintf("n=%d/d=%d", n, d), func(b *testing.B) {
 				c := stage1Cost(n, n, d, 1)
 				b.ResetTimer()
+				defer reportCPU(b, cpuNow())
 				for range b.N {
 					if _, err := Rectangular(c, n, n); err != nil {
 						b.Fatal(err)
@@ -53,6 +55,7 @@ func BenchmarkImbalanced(b *testing.B) {
 			b.Run(fmt.Sprintf("%dx%d/d=%d", sh[0], sh[1], d), func(b *testing.B) {
 				c := stage1Cost(sh[0], sh[1], d, 3)
 				b.ResetTimer()
+				defer reportCPU(b, cpuNow())
 				for range b.N {
 					if _, err := Imbalanced(c, sh[0], sh[1]); err != nil {
 						b.Fatal(err)
@@ -68,6 +71,7 @@ func BenchmarkStage2(b *testing.B) {
 		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
 			c := stage2Cost(n, 4)
 			b.ResetTimer()
+			defer reportCPU(b, cpuNow())
 			for range b.N {
 				if _, err := MinWeightPerfectMatching(c, n); err != nil {
 					b.Fatal(err)
@@ -75,4 +79,9 @@ func BenchmarkStage2(b *testing.B) {
 			}
 		})
 	}
+}
+
+// reportCPU adds the CPU seconds per operation since start as a metric.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric((cpuNow()-start).Seconds()/float64(b.N), "cpu-s/op")
 }
