@@ -7,6 +7,9 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
 )
 
 // This file holds the Gram-matrix engine behind every PSDA cost: a blocked,
@@ -125,7 +128,8 @@ func nblocks(n int) int { return (n + tileSize - 1) / tileSize }
 // |y|)·d) next to the O(|x|·|y|·d) multiply-adds (half that with sym).
 // Memory: the chunk plus O(tileSize·(d + tileSize)) per worker.
 func gram(x, y vectors, sym bool, kind gramKind, epi func(t *tile)) {
-	g := &gramRun{x: x, y: y, d: x.d, kind: kind, direct: kind == sqdists && x.d <= directDim}
+	direct := kind == sqdists && x.d <= directDim
+	g := &gramRun{x: x, y: y, d: x.d, kind: kind, direct: direct, rowMajor: direct || !useFMA}
 	nbx, nby := nblocks(x.n), nblocks(y.n)
 	chunk := max(1, min(nby, packBudget/(tileSize*x.d)))
 	g.py = make([]float64, chunk*tileSize*x.d)
@@ -179,6 +183,9 @@ type gramRun struct {
 	d      int
 	kind   gramKind
 	direct bool
+	// rowMajor packs plain rows: for the direct path, and for gonum's Dgemm
+	// when the assembly micro-kernel is unavailable (no AVX2/FMA, noasm tag).
+	rowMajor bool
 	c0     int       // first tile column of the packed chunk
 	py, ny []float64 // packed chunk of y and its squared norms
 }
@@ -192,13 +199,13 @@ type gramWorker struct {
 }
 
 // pack writes vectors [r0, r0+n) of v into dst and, for squared distances,
-// their squared norms into nrm. Row-major for the direct path; otherwise in
+// their squared norms into nrm. Row-major when g.rowMajor; otherwise in
 // micro-panels of m vectors, dst[(p*d+k)*m + i] = v[r0+p*m+i][k], zero padded
 // to a multiple of m; buf holds m·d values.
 func (g *gramRun) pack(v vectors, r0, n, m int, buf, dst, nrm []float64) {
 	d := g.d
 	norms := g.kind == sqdists
-	if g.direct {
+	if g.rowMajor {
 		for i := 0; i < n; i++ {
 			row := dst[i*d : (i+1)*d]
 			v.fill(r0+i, row)
@@ -254,6 +261,14 @@ func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
 		}
 		return t
 	}
+	if g.rowMajor {
+		// Portable path: gonum's pure-Go Dgemm on the row-major tiles.
+		t.ld = nj
+		t.g = w.g[:ni*nj]
+		blas64.Implementation().Dgemm(blas.NoTrans, blas.Trans, ni, nj, d, 1, w.px, d, py, d, 0, t.g, nj)
+		g.toSqdists(t, w.nx, ny)
+		return t
+	}
 	npx, npy := (ni+mr-1)/mr, (nj+nr-1)/nr
 	t.ld = npy * nr
 	t.g = w.g[:npx*mr*t.ld]
@@ -267,15 +282,22 @@ func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
 			}
 		}
 	}
-	if g.kind == sqdists {
-		for i := 0; i < ni; i++ {
-			gi := t.g[i*t.ld : i*t.ld+nj]
-			for j, v := range gi {
-				gi[j] = max(0, w.nx[i]+ny[j]-2*v)
-			}
+	g.toSqdists(t, w.nx, ny)
+	return t
+}
+
+// toSqdists turns the dot products of t into squared distances
+// ‖x‖² + ‖y‖² − 2x·y (clamped at 0) when the run asks for them.
+func (g *gramRun) toSqdists(t *tile, nx, ny []float64) {
+	if g.kind != sqdists {
+		return
+	}
+	for i := 0; i < t.ni; i++ {
+		gi := t.g[i*t.ld : i*t.ld+t.nj]
+		for j, v := range gi {
+			gi[j] = max(0, nx[i]+ny[j]-2*v)
 		}
 	}
-	return t
 }
 
 // microKernelGeneric is the portable micro-kernel: c[i*ldc+j] += Σ_p

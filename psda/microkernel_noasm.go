@@ -2,8 +2,11 @@
 
 package psda
 
-// microKernel is the portable micro-kernel on platforms without the AVX2
-// version (or with the noasm build tag).
+// useFMA is false without the assembly: gram then uses gonum's Dgemm.
+const useFMA = false
+
+// microKernel is the portable micro-kernel (unused by gram without the
+// assembly; kept as the reference the tests compare the assembly with).
 func microKernel(k int, a, b, c []float64, ldc int) { microKernelGeneric(k, a, b, c, ldc) }
 
 // expNeg is expNegGeneric on platforms without the AVX2 version.
