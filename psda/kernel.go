@@ -186,8 +186,8 @@ type gramRun struct {
 	// rowMajor packs plain rows: for the direct path, and for gonum's Dgemm
 	// when the assembly micro-kernel is unavailable (no AVX2/FMA, noasm tag).
 	rowMajor bool
-	c0     int       // first tile column of the packed chunk
-	py, ny []float64 // packed chunk of y and its squared norms
+	c0       int       // first tile column of the packed chunk
+	py, ny   []float64 // packed chunk of y and its squared norms
 }
 
 // gramWorker holds one goroutine's buffers.
