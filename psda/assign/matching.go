@@ -157,7 +157,11 @@ func matchRelaxed(c []float64, n int) (mate []int, half float64, odd int, err er
 }
 
 // repairOdd matches the vertices of the odd cycles (odd of them in total,
-// an even number) and writes their partners into mate.
+// an even number) and writes their partners into mate: exactly by dynamic
+// programming when there are at most maxDP, else by the relaxation restricted
+// to them, and when that makes no progress (all n vertices on odd cycles) by
+// keeping the cheapest alternating path of each cycle and matching the
+// left-over vertices, one per cycle, recursively.
 func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int) error {
 	if odd <= maxDP {
 		vs := make([]int, 0, odd)
@@ -166,6 +170,15 @@ func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int) error {
 		}
 		matchDP(c, n, vs, mate)
 		return nil
+	}
+	if odd < n {
+		// The relaxation restricted to the odd-cycle vertices usually pairs
+		// most of them; recurse on it (it shrinks, so this terminates).
+		vs := make([]int, 0, odd)
+		for _, cyc := range cycles {
+			vs = append(vs, cyc...)
+		}
+		return matchSubset(c, n, vs, mate)
 	}
 	// Each cycle v0..v_{L-1} drops one vertex v_k and matches the path left
 	// over along its own edges. With e_t = c(v_t, v_{t+1}) and S_k the path
@@ -196,10 +209,16 @@ func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int) error {
 		}
 		left = append(left, cyc[kbest])
 	}
-	m := len(left)
+	return matchSubset(c, n, left, mate)
+}
+
+// matchSubset matches the vertices vs (an even number) among themselves by
+// matchRelaxed on their cost sub-matrix and writes their partners into mate.
+func matchSubset(c []float64, n int, vs []int, mate []int) error {
+	m := len(vs)
 	sub := make([]float64, m*m)
-	for a, x := range left {
-		for b, y := range left {
+	for a, x := range vs {
+		for b, y := range vs {
 			sub[a*m+b] = c[x*n+y]
 		}
 	}
@@ -208,7 +227,7 @@ func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int) error {
 		return err
 	}
 	for a, b := range subMate {
-		mate[left[a]] = left[b]
+		mate[vs[a]] = vs[b]
 	}
 	return nil
 }
