@@ -3,4 +3,18 @@
 // and an optimality certificate, its imbalanced (evenly spread) variant, and
 // minimum-weight perfect matching on a complete graph via the symmetric
 // assignment relaxation.
+//
+// How the pieces fit:
+//
+//	Rectangular  (lsap.go)       shortest augmenting paths (Crouse 2016);
+//	                             square problems start from auction.go
+//	Imbalanced   (imbalanced.go) implicit column copies: auction warm start
+//	                             on columns, then exact augmenting paths
+//	Certify      (certify.go)    LP duality check, O(nr·nc), for both
+//	MinWeightPerfectMatching     symmetric assignment with a forbidden
+//	             (matching.go)   diagonal, rounded to a matching; Bound = L*/2
+//
+// The auctions only warm-start: the potentials they leave are made feasible,
+// only exactly tight assigned entries are kept, and augmenting paths finish,
+// so every Solution is exact and carries potentials that Certify accepts.
 package assign
