@@ -36,6 +36,8 @@ from typing import Any, Callable, Optional, Sequence, TextIO
 
 import numpy as np
 
+from ._progress import Progress
+
 __all__ = [
     "extract_features",
     "refresh",
@@ -63,46 +65,6 @@ def _model_device(model: Any) -> "Any":
         for b in model.buffers():
             return b.device
     return torch.device("cpu")
-
-
-class _Progress:
-    """A dependency-free progress bar on a text stream (stderr by default).
-
-    It redraws in place with a carriage return at most every 0.1 s when the stream is
-    a terminal, and otherwise prints only the final line, so logs stay short.
-    """
-
-    def __init__(self, total: int, desc: str, stream: Optional[TextIO] = None, enabled: bool = True):
-        self.total = total
-        self.desc = desc
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled and total > 0
-        self.done = 0
-        self.start = time.perf_counter()
-        self._last = 0.0
-        self._tty = bool(getattr(self.stream, "isatty", lambda: False)())
-
-    def _line(self) -> str:
-        width = 24
-        filled = width * self.done // max(self.total, 1)
-        elapsed = time.perf_counter() - self.start
-        return "\r%s [%s%s] %d/%d batches %.1fs" % (
-            self.desc, "#" * filled, "." * (width - filled), self.done, self.total, elapsed)
-
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        if not self.enabled or not self._tty:
-            return
-        now = time.perf_counter()
-        if now - self._last >= 0.1 or self.done >= self.total:
-            self._last = now
-            self.stream.write(self._line())
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write(self._line() + "\n")
-            self.stream.flush()
 
 
 def extract_features(
@@ -163,7 +125,9 @@ def extract_features(
                         collate_fn=collate_fn, drop_last=False)
     is_module = isinstance(model, torch.nn.Module)
     was_training = model.training if is_module else False
-    bar = _Progress(len(loader), desc, stream, progress)
+    # Drawn on terminals every 0.1 s; into logs and pipes at most once a second.
+    tty = bool(getattr(stream if stream is not None else sys.stderr, "isatty", lambda: False)())
+    bar = Progress(len(loader), desc, enabled=progress, stream=stream, force=True, interval=0.1 if tty else 1.0)
     out: Optional[np.ndarray] = None
     row = 0
     try:
@@ -184,7 +148,7 @@ def extract_features(
                     out = np.empty((n, z.shape[1]), dtype=np.float32)
                 out[row:row + z.shape[0]] = z
                 row += z.shape[0]
-                bar.update()
+                bar.advance()
     finally:
         if is_module:
             model.train(was_training)
