@@ -1,0 +1,50 @@
+package psda
+
+import "testing"
+
+// BenchmarkStage1, BenchmarkStage2 and BenchmarkMatch time each stage whole
+// (costs + exact solve) and the full Double-paired matching, on the inputs of
+// the cost benchmarks. Compare with the NumPy + SciPy path through
+// `python benchmarks/bench.py`, which runs both in one process.
+func BenchmarkStage1(b *testing.B) {
+	benchStages(b, func(src, tgt Matrix, cfg Config, _ *Matching) {
+		if err := stage1(src, tgt, cfg, &Matching{}); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkStage2(b *testing.B) {
+	benchStages(b, func(src, tgt Matrix, cfg Config, m1 *Matching) {
+		m := &Matching{Pairs: m1.Pairs}
+		if err := stage2(src, tgt, cfg, m); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkMatch(b *testing.B) {
+	benchStages(b, func(src, tgt Matrix, cfg Config, _ *Matching) {
+		if _, err := Match(src, tgt, cfg); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+// benchStages runs f for every size and configuration, handing it the Stage 1
+// result computed once outside the timed loop.
+func benchStages(b *testing.B, f func(src, tgt Matrix, cfg Config, m1 *Matching)) {
+	benchSizes(func(size string, src, tgt Matrix) {
+		for _, bc := range benchConfigs {
+			cfg := bc.cfg
+			cfg.Stages = 2
+			b.Run(size+"/"+bc.name, func(b *testing.B) {
+				m1 := &Matching{}
+				if err := stage1(src, tgt, cfg, m1); err != nil {
+					b.Fatal(err)
+				}
+				loopCPU(b, func() { f(src, tgt, cfg, m1) })
+			})
+		}
+	})
+}
