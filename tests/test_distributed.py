@@ -55,7 +55,9 @@ def _worker(rank, world_size, port, out_dir, background):
         loader = DataLoader(ConcatDataset([src, tgt]), batch_sampler=sampler)
         refresher = FeatureRefresher(sampler, feat, src, tgt, every_steps=3, background=background,
                                      progress=False)
-        log = {"len": len(sampler), "world": world(), "batches": [], "digests": [],
+        plain = psda.PairedBatchSampler(zs, zt, K)  # no num_replicas/rank: taken from the process group
+        log = {"len": len(sampler), "world": world(), "plain": (plain.num_replicas, plain.rank),
+               "batches": [], "digests": [],
                "initial": matching_digest(sampler.matching)}
         for epoch in range(3):
             batches = []
@@ -85,6 +87,7 @@ def test_two_process_gloo_training(tmp_path, background):
     mp.spawn(_worker, args=(2, _free_port(), str(tmp_path), background), nprocs=2, join=True)
     logs = [torch.load(tmp_path / ("rank%d.pt" % r), weights_only=False) for r in range(2)]
     assert [lg["world"] for lg in logs] == [(2, 0), (2, 1)]
+    assert [lg["plain"] for lg in logs] == [(2, 0), (2, 1)]
     assert logs[0]["len"] == logs[1]["len"] >= 2
     assert logs[0]["initial"] == logs[1]["initial"]  # rank 1 got rank 0's features
     for epoch in range(3):

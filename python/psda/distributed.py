@@ -181,9 +181,6 @@ def paired_batch_sampler(source_features: Any, target_features: Any, batch_size:
     """
     from . import PairedBatchSampler
 
-    size, me = world()
-    num_replicas = size if num_replicas is None else num_replicas
-    rank = me if rank is None else rank
     if broadcast:
         source_features, target_features = broadcast_features(source_features, target_features)
     sampler = PairedBatchSampler(source_features, target_features, batch_size,

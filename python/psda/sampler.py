@@ -112,8 +112,10 @@ class PairedBatchSampler(_Base):
             short and ranks short of a batch repeat one from the start of the
             epoch (like ``DistributedSampler``).
         num_replicas: number of ranks sharing each epoch (distributed
-            training); every rank gets ``len(sampler)`` batches.
-        rank: this process's rank, ``0 <= rank < num_replicas``.
+            training); every rank gets ``len(sampler)`` batches. None means
+            ``torch.distributed``'s world size when it is initialised, else 1.
+        rank: this process's rank, ``0 <= rank < num_replicas``. None means
+            ``torch.distributed``'s rank when it is initialised, else 0.
 
     Raises:
         TypeError, ValueError: for invalid features or settings, naming the
@@ -147,8 +149,8 @@ class PairedBatchSampler(_Base):
         gammas: Sequence[float] = DEFAULT_GAMMAS,
         seed: int = 0,
         drop_last: bool = True,
-        num_replicas: int = 1,
-        rank: int = 0,
+        num_replicas: Optional[int] = None,
+        rank: Optional[int] = None,
     ) -> None:
         # torch's Sampler.__init__ does nothing we need (and its signature
         # changed across versions), so it is not called.
@@ -156,6 +158,12 @@ class PairedBatchSampler(_Base):
         self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas = cfg
         self.seed = _check_int(seed, "seed", "0") % (1 << 64)
         self.drop_last = _check_bool(drop_last, "drop_last")
+        if num_replicas is None or rank is None:
+            from .distributed import world
+
+            world_size, world_rank = world()
+            num_replicas = world_size if num_replicas is None else num_replicas
+            rank = world_rank if rank is None else rank
         self.num_replicas = _check_int(num_replicas, "num_replicas", "2")
         if self.num_replicas < 1:
             raise ValueError(f"num_replicas = {self.num_replicas}: must be >= 1 (the number of ranks)")
