@@ -7,6 +7,7 @@ package capi
 import "C"
 
 import (
+	"errors"
 	"math"
 	"runtime/cgo"
 	"slices"
@@ -24,6 +25,9 @@ type context struct {
 	cfg psda.Config
 	res *psda.Matching
 	err errSlot
+	// mon is read by psda_progress and psda_cancel without taking mu, so
+	// that another thread can follow and stop a computation holding it.
+	mon psda.Monitor
 }
 
 // lookup returns the context behind h.
@@ -255,7 +259,15 @@ func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
 // compute sets c's result to the matching of src and tgt; on failure c holds
 // no result, so that a stale one is never mistaken for the new one.
 func (c *context) compute(src, tgt psda.Matrix) *failure {
-	m, err := psda.Match(src, tgt, c.cfg)
+	cfg := c.cfg
+	cfg.Monitor = &c.mon
+	m, err := psda.Match(src, tgt, cfg)
+	// A cancel that arrived after the last poll concerned this computation,
+	// which is over: it must not stop the next one.
+	c.mon.Reset()
+	if errors.Is(err, psda.ErrCancelled) {
+		return fail(errCancelled, "psda: cancelled by psda_cancel: the context holds no result and can compute again")
+	}
 	if err != nil {
 		return fail(errInvalid, "%s", err.Error())
 	}
@@ -365,6 +377,50 @@ func psda_objectives(h C.uintptr_t, stage1Cost, stage2Cost, stage2Bound *C.doubl
 			return f
 		}
 		*stage1Cost, *stage2Cost, *stage2Bound = C.double(m.Stage1Cost), C.double(m.Stage2Cost), C.double(m.Stage2Bound)
+		return nil
+	})
+}
+
+//export psda_abi_minor
+func psda_abi_minor(out *C.int32_t) C.int {
+	return withoutContext("psda_abi_minor", func() *failure {
+		if out == nil {
+			return fail(errNull, "psda: out is NULL: pass the address of an int32_t")
+		}
+		*out = abiMinor
+		return nil
+	})
+}
+
+// onMonitor runs body on the Monitor of the context behind h without taking
+// the context's lock (a computation may hold it), recording failures in the
+// global error slot.
+func onMonitor(h C.uintptr_t, fn string, body func(m *psda.Monitor) *failure) C.int {
+	return withoutContext(fn, func() *failure {
+		c, f := lookup(h)
+		if f != nil {
+			return f
+		}
+		return body(&c.mon)
+	})
+}
+
+//export psda_cancel
+func psda_cancel(h C.uintptr_t) C.int {
+	return onMonitor(h, "psda_cancel", func(m *psda.Monitor) *failure {
+		m.Cancel()
+		return nil
+	})
+}
+
+//export psda_progress
+func psda_progress(h C.uintptr_t, done, total *C.int64_t, phase *C.int32_t) C.int {
+	return onMonitor(h, "psda_progress", func(m *psda.Monitor) *failure {
+		if done == nil || total == nil || phase == nil {
+			return fail(errNull, "psda: done, total or phase is NULL: pass two int64_t and one int32_t address")
+		}
+		d, ph := m.Progress()
+		*done, *total, *phase = C.int64_t(d), C.int64_t(psda.ProgressTotal), C.int32_t(ph)
 		return nil
 	})
 }

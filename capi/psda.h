@@ -42,6 +42,11 @@ extern "C" {
  * incompatibly. Compare it with psda_abi_version at run time. */
 #define PSDA_ABI_VERSION 1
 
+/* PSDA_ABI_MINOR counts compatible additions within one PSDA_ABI_VERSION; a
+ * program using a function added in minor m needs psda_abi_minor >= m.
+ *   1: psda_abi_minor, psda_progress, psda_cancel, PSDA_ERR_CANCELLED. */
+#define PSDA_ABI_MINOR 1
+
 /* Status codes. */
 #define PSDA_OK 0            /* success */
 #define PSDA_ERR_NULL 1      /* a required pointer argument is NULL */
@@ -50,6 +55,15 @@ extern "C" {
 #define PSDA_ERR_INVALID 4   /* an argument's value is invalid: NaN/Inf, unknown name, bad batch size... */
 #define PSDA_ERR_NO_RESULT 5 /* a result was requested before a successful psda_compute_* */
 #define PSDA_ERR_INTERNAL 6  /* a bug in psda; the message says where */
+#define PSDA_ERR_CANCELLED 7 /* psda_cancel stopped the computation (minor 1) */
+
+/* Phases of a computation reported by psda_progress (minor 1). */
+#define PSDA_PHASE_IDLE 0          /* no computation started on the context */
+#define PSDA_PHASE_STAGE1_COSTS 1  /* Stage 1 cost matrix */
+#define PSDA_PHASE_STAGE1_ASSIGN 2 /* Stage 1 assignment */
+#define PSDA_PHASE_STAGE2_COSTS 3  /* Stage 2 cost matrix */
+#define PSDA_PHASE_STAGE2_MATCH 4  /* Stage 2 perfect matching */
+#define PSDA_PHASE_DONE 5          /* the last computation has returned */
 
 /* psda_ctx is an opaque handle to a matching context (options plus the last
  * result); 0 is never a valid context. */
@@ -57,6 +71,10 @@ typedef uintptr_t psda_ctx;
 
 /* psda_abi_version stores the library's PSDA_ABI_VERSION in *out. */
 int psda_abi_version(int32_t *out);
+
+/* psda_abi_minor stores the library's PSDA_ABI_MINOR in *out (minor 1; a
+ * library without this function has minor 0). */
+int psda_abi_minor(int32_t *out);
 
 /* psda_version copies the library version (e.g. "0.1.0"), NUL-terminated,
  * into buf of cap bytes. Returns PSDA_ERR_SIZE, with a truncated copy, when
@@ -107,7 +125,8 @@ int psda_set_gammas(psda_ctx ctx, const double *gammas, size_t n);
  * (n_target x dim), both row-major float32, read in place. On success the
  * context holds the result; on failure it holds none (PSDA_ERR_INVALID for
  * NaN/Inf features, bad options, or a batch size larger than
- * max(n_source, n_target)). Time O(n_source * n_target * dim) for the costs
+ * max(n_source, n_target); PSDA_ERR_CANCELLED after psda_cancel). Follow it
+ * from another thread with psda_progress. Time O(n_source * n_target * dim) for the costs
  * plus the exact assignment (O(n^3) worst case); memory O(n_source * n_target)
  * doubles. */
 int psda_compute_f32(psda_ctx ctx, const float *source, int64_t n_source,
@@ -116,6 +135,25 @@ int psda_compute_f32(psda_ctx ctx, const float *source, int64_t n_source,
 /* psda_compute_f64 is psda_compute_f32 for float64 features. */
 int psda_compute_f64(psda_ctx ctx, const double *source, int64_t n_source,
                      const double *target, int64_t n_target, int64_t dim);
+
+/* psda_progress stores how far the computation running on ctx (or the last
+ * one) has come: *done out of *total work units (an estimate from the sizes,
+ * non-decreasing during a computation, equal to *total after a successful
+ * one) and the current PSDA_PHASE_* in *phase. It does not wait for the
+ * context's lock, so another thread may call it while psda_compute_* runs;
+ * it costs a few atomic loads. Errors go to psda_last_error(0, ...). (minor 1) */
+int psda_progress(psda_ctx ctx, int64_t *done, int64_t *total, int32_t *phase);
+
+/* psda_cancel asks the psda_compute_* running on ctx to stop; it returns at
+ * once, without waiting for the computation. The computation notices within
+ * a few milliseconds (it polls between cost tiles and between augmenting
+ * paths) and returns PSDA_ERR_CANCELLED, leaving no result; the context
+ * stays usable. A cancel that arrives while no computation runs applies to
+ * the next psda_compute_* on ctx; one that arrives after the computation's
+ * last poll is dropped when it returns. Like psda_progress it does not take
+ * the context's lock, so it may be called from any thread (e.g. a signal
+ * handler's thread). Errors go to psda_last_error(0, ...). (minor 1) */
+int psda_cancel(psda_ctx ctx);
 
 /* psda_result_sizes stores the number of pairs P = max(n_source, n_target),
  * quadruplets Q and single pairs S of the last result. */

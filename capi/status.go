@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"github.com/psda-dev/psda/psda"
 )
 
 // Status codes, from psda.h.
@@ -25,8 +27,20 @@ const (
 	errInvalid     = C.PSDA_ERR_INVALID
 	errNoResult    = C.PSDA_ERR_NO_RESULT
 	errInternal    = C.PSDA_ERR_INTERNAL
+	errCancelled   = C.PSDA_ERR_CANCELLED
 	abiVersion     = C.PSDA_ABI_VERSION
+	abiMinor       = C.PSDA_ABI_MINOR
 	defaultVersion = "devel"
+)
+
+// The phase numbers of psda.h are psda's: these fail to compile otherwise.
+var (
+	_ = [1]struct{}{}[C.PSDA_PHASE_IDLE-psda.PhaseIdle]
+	_ = [1]struct{}{}[C.PSDA_PHASE_STAGE1_COSTS-psda.PhaseStage1Costs]
+	_ = [1]struct{}{}[C.PSDA_PHASE_STAGE1_ASSIGN-psda.PhaseStage1Assign]
+	_ = [1]struct{}{}[C.PSDA_PHASE_STAGE2_COSTS-psda.PhaseStage2Costs]
+	_ = [1]struct{}{}[C.PSDA_PHASE_STAGE2_MATCH-psda.PhaseStage2Match]
+	_ = [1]struct{}{}[C.PSDA_PHASE_DONE-psda.PhaseDone]
 )
 
 // version is the library version; setup.py sets it from pyproject.toml with

@@ -77,6 +77,9 @@ type Config struct {
 	Discrepancy string    // MMD or CORAL
 	Kernel      string    // Linear or RBF; MMD only
 	Gammas      []float64 // RBF mixture; nil means DefaultGammas
+	// Monitor, when non-nil, receives Match's progress and lets another
+	// goroutine cancel it.
+	Monitor *Monitor
 }
 
 // gammas returns the RBF mixture in force.

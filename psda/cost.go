@@ -22,11 +22,11 @@ package psda
 func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 	switch {
 	case cfg.Discrepancy == CORAL:
-		return coralStage1(src, tgt, cfg.BatchSize)
+		return coralStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
 	case cfg.Kernel == Linear:
-		return linearStage1(src, tgt, cfg.BatchSize)
+		return linearStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
 	default:
-		return rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()))
+		return rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), cfg.Monitor)
 	}
 }
 
@@ -46,11 +46,11 @@ func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
 	switch {
 	case cfg.Discrepancy == CORAL:
-		return coralStage2(src, tgt, cfg.BatchSize, pairs)
+		return coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
 	case cfg.Kernel == Linear:
-		return linearStage2(src, tgt, cfg.BatchSize, pairs)
+		return linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
 	default:
-		return rbfStage2(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), pairs)
+		return rbfStage2(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), pairs, cfg.Monitor)
 	}
 }
 
@@ -67,11 +67,11 @@ func pairIndex(pairs []Pair) (is, js []int) {
 }
 
 // linearStage1: with φ(x) = x, C_ij = ‖(s_i − δ) − t_j‖²/k², δ = s̄ − t̄.
-func linearStage1(src, tgt Matrix, k int) []float64 {
+func linearStage1(src, tgt Matrix, k int, mon *Monitor) []float64 {
 	delta := sub(colMeans(src), colMeans(tgt))
 	c := make([]float64, src.N*tgt.N)
 	scale := 1 / float64(k*k)
-	gram(rowsOf(src, nil, delta), rowsOf(tgt, nil, nil), false, sqdists, func(t *tile) {
+	gram(rowsOf(src, nil, delta), rowsOf(tgt, nil, nil), false, sqdists, mon, func(t *tile) {
 		for i := 0; i < t.ni; i++ {
 			row := c[(t.i0+i)*tgt.N+t.j0:][:t.nj]
 			for j, v := range t.g[i*t.ld:][:t.nj] {
@@ -84,7 +84,7 @@ func linearStage1(src, tgt Matrix, k int) []float64 {
 
 // linearStage2: C_rq = ‖w_r + w_q‖²/k² with explicit w_r = s_r − t_r − δ,
 // computed as the squared distance between w_r and −w_q.
-func linearStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
+func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64, int) {
 	delta := sub(colMeans(src), colMeans(tgt))
 	p, m := len(pairs), stage2Size(len(pairs))
 	w := func(sign float64) vectors {
@@ -98,7 +98,7 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
 	wp := w(1)
 	c := make([]float64, m*m)
 	scale := 1 / float64(k*k)
-	gram(wp, w(-1), true, sqdists, func(t *tile) {
+	gram(wp, w(-1), true, sqdists, mon, func(t *tile) {
 		for i := 0; i < t.ni; i++ {
 			r := t.i0 + i
 			for j := upperFrom(t, i); j < t.nj; j++ {
@@ -127,13 +127,13 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
 // self-kernel row sums need the two self Gram matrices (symmetric halves,
 // never stored); the cross kernel is stored in the result and finished in
 // place once its row and column sums are known.
-func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture) []float64 {
+func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) []float64 {
 	S, T := rowsOf(src, nil, nil), rowsOf(tgt, nil, nil)
 	ns, nt := src.N, tgt.N
-	ss, tt := kernelRowSums(S, kern), kernelRowSums(T, kern)
+	ss, tt := kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
 	c := make([]float64, ns*nt)
 	rs, cs := newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
-	gram(S, T, false, sqdists, func(t *tile) {
+	gram(S, T, false, sqdists, mon, func(t *tile) {
 		rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
 		e := make([]float64, t.nj)
 		for i := 0; i < t.ni; i++ {
@@ -172,9 +172,9 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture) []float64 {
 
 // kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
 // of the symmetric self Gram matrix.
-func kernelRowSums(x vectors, kern *rbfMixture) []float64 {
+func kernelRowSums(x vectors, kern *rbfMixture, mon *Monitor) []float64 {
 	ps := newPartials(nblocks(x.n), x.n)
-	gram(x, x, true, sqdists, func(t *tile) {
+	gram(x, x, true, sqdists, mon, func(t *tile) {
 		rsum, csum := ps.slot(t.bj), ps.slot(t.bi)
 		k, e := make([]float64, t.nj), make([]float64, t.nj)
 		for i := 0; i < t.ni; i++ {
@@ -201,7 +201,10 @@ func kernelRowSums(x vectors, kern *rbfMixture) []float64 {
 // V, and, weighting each pair by 1/(uses of its source or target), the kernel
 // sums behind g and ‖δ‖²: the pairs cover every source and every target, so
 // no separate self-kernel pass is needed.
-func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair) ([]float64, int) {
+func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Monitor) ([]float64, int) {
+	if a, b, bIdx, ok := factorable(src, tgt, pairs); ok {
+		return rbfStage2Factored(a, b, bIdx, k, kern, mon)
+	}
 	p, m := len(pairs), stage2Size(len(pairs))
 	ws, wt := useWeights(pairs, src.N, tgt.N)
 	z := vectors{n: 2 * p, d: src.D, fill: func(r int, dst []float64) {
@@ -215,7 +218,7 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair) ([]float6
 	nb := nblocks(2 * p)
 	// Per pair r: SS = Σ_i' κ(s_r, s_i'), ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j').
 	pSS, pST, pTS, pTT := newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
-	gram(z, z, true, sqdists, func(t *tile) {
+	gram(z, z, true, sqdists, mon, func(t *tile) {
 		rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
 		cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
 		r0, q0 := t.i0/2, t.j0/2
@@ -264,6 +267,132 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair) ([]float6
 	for r := range rho {
 		rho[r] = (ss[r]/fs - st[r]/ft) - (ts[r]/fs - tt[r]/ft)
 		w2[r] = c[r*m+r] - 2*rho[r] + delta2
+	}
+	finishStage2(c, m, p, 1/float64(k*k), func(r, q int, v float64) float64 {
+		return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
+	}, w2)
+	return c, m
+}
+
+// factorMin is the least ratio P/n_b at which rbfStage2 stores the cross
+// kernel instead of computing the Gram matrix of all 2P paired vectors; a
+// variable so that tests can force either path.
+var factorMin = 4
+
+// factorable reports whether the pairs are those of an imbalanced Stage 1
+// with the larger side A in order (pair r holds row r of A, every row of A
+// once) and the smaller side B at least factorMin times smaller. It returns
+// A, B and the B row of each pair.
+func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool) {
+	p := len(pairs)
+	inOrder := func(side func(Pair) int) bool {
+		for r, pr := range pairs {
+			if side(pr) != r {
+				return false
+			}
+		}
+		return true
+	}
+	bIdx = make([]int, p)
+	switch {
+	case src.N == p && tgt.N*factorMin <= p && inOrder(func(pr Pair) int { return pr.S }):
+		for r, pr := range pairs {
+			bIdx[r] = pr.T
+		}
+		return src, tgt, bIdx, true
+	case tgt.N == p && src.N*factorMin <= p && inOrder(func(pr Pair) int { return pr.T }):
+		for r, pr := range pairs {
+			bIdx[r] = pr.S
+		}
+		return tgt, src, bIdx, true
+	}
+	return Matrix{}, Matrix{}, nil, false
+}
+
+// rbfStage2Factored is rbfStage2 for pairs (a_r, b_{bIdx[r]}) where a covers
+// one side in order and b, the other side, is small. Then
+// V_rq = K_aa[r,q] − K_ab[r,b_q] − K_ab[q,b_r] + K_bb[b_r,b_q]
+// (V is symmetric in the roles of source and target), so instead of the
+// Gram matrix of the 2P paired vectors ((2P)²/2 kernel entries) it computes
+// K_bb and K_ab once and stores them (P·n_b + n_b² values), then K_aa tile
+// by tile (P²/2 entries): about 4× fewer kernel entries when n_b << P.
+// With g(z) = mean_i κ(z,s_i) − mean_j κ(z,t_j), hA[r] = rowAA[r]/n_a −
+// rowAB[r]/n_b and hB[j] = colAB[j]/n_a − rowBB[j]/n_b, g(a_r) = σ·hA[r]
+// and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
+// the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
+// Memory: the result plus P·n_b + n_b² float64.
+func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Monitor) ([]float64, int) {
+	p, m, nb := a.N, stage2Size(a.N), b.N
+	A, B := rowsOf(a, nil, nil), rowsOf(b, nil, nil)
+	kbb := make([]float64, nb*nb)
+	gram(B, B, true, sqdists, mon, func(t *tile) {
+		e := make([]float64, t.nj)
+		for i := 0; i < t.ni; i++ {
+			j0 := upperFrom(t, i)
+			row := kbb[(t.i0+i)*nb+t.j0:][:t.nj]
+			kern.row(row[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
+			for j := j0; j < t.nj; j++ {
+				kbb[(t.j0+j)*nb+t.i0+i] = row[j]
+			}
+		}
+	})
+	kab := make([]float64, p*nb)
+	rs, cs := newPartials(nblocks(nb), p), newPartials(nblocks(p), nb)
+	gram(A, B, false, sqdists, mon, func(t *tile) {
+		rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+		e := make([]float64, t.nj)
+		for i := 0; i < t.ni; i++ {
+			row := kab[(t.i0+i)*nb+t.j0:][:t.nj]
+			kern.row(row, t.g[i*t.ld:][:t.nj], e)
+			s := 0.0
+			for j, v := range row {
+				s += v
+				csum[t.j0+j] += v
+			}
+			rsum[t.i0+i] = s
+		}
+	})
+	rowAB, colAB := rs.total(), cs.total()
+	c := make([]float64, m*m)
+	pa := newPartials(nblocks(p), p)
+	gram(A, A, true, sqdists, mon, func(t *tile) {
+		rsum, csum := pa.slot(t.bj), pa.slot(t.bi)
+		kr, e := make([]float64, t.nj), make([]float64, t.nj)
+		for i := 0; i < t.ni; i++ {
+			r := t.i0 + i
+			j0 := upperFrom(t, i)
+			kern.row(kr[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
+			br := bIdx[r]
+			abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
+			out := c[r*m+t.j0:][:t.nj]
+			s := 0.0
+			for j := j0; j < t.nj; j++ {
+				q, v := t.j0+j, kr[j]
+				s += v
+				if q != r {
+					csum[q] += v // on a diagonal tile csum is rsum: row q's share
+				}
+				bq := bIdx[q]
+				out[j] = v - abr[bq] - kab[q*nb+br] + bbr[bq]
+			}
+			rsum[r] += s
+		}
+	})
+	rowAA := pa.total()
+	rowBB := make([]float64, nb)
+	for j := range rowBB {
+		rowBB[j] = sum(kbb[j*nb : (j+1)*nb])
+	}
+	fa, fb := float64(p), float64(nb)
+	delta2 := sum(rowAA)/(fa*fa) - 2*sum(rowAB)/(fa*fb) + sum(rowBB)/(fb*fb)
+	hB := make([]float64, nb)
+	for j := range hB {
+		hB[j] = colAB[j]/fa - rowBB[j]/fb
+	}
+	rho, w2 := make([]float64, p), make([]float64, p)
+	for r := range rho {
+		rho[r] = rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
+		w2[r] = 2*kern.nterms - 2*kab[r*nb+bIdx[r]] - 2*rho[r] + delta2
 	}
 	finishStage2(c, m, p, 1/float64(k*k), func(r, q int, v float64) float64 {
 		return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
@@ -337,7 +466,7 @@ func useWeights(pairs []Pair, ns, nt int) (ws, wt []float64) {
 // covariance returns the unbiased d×d covariance of m (divided by n−1) around
 // mean; for a single row, where it is undefined, it returns 0 (the
 // population covariance of one point).
-func covariance(m Matrix, mean []float64) []float64 {
+func covariance(m Matrix, mean []float64, mon *Monitor) []float64 {
 	d := m.D
 	cov := make([]float64, d*d)
 	if m.N < 2 {
@@ -347,7 +476,7 @@ func covariance(m Matrix, mean []float64) []float64 {
 	// stay small whatever n is.
 	for r0 := 0; r0 < m.N; r0 += covSlab {
 		cols := colsOf(rowSlab(m, r0, min(m.N, r0+covSlab)), mean)
-		gram(cols, cols, true, dots, func(t *tile) {
+		gram(cols, cols, true, dots, mon, func(t *tile) {
 			for i := 0; i < t.ni; i++ {
 				for j := upperFrom(t, i); j < t.nj; j++ {
 					cov[(t.i0+i)*d+t.j0+j] += t.g[i*t.ld+j]
@@ -381,10 +510,10 @@ func rowSlab(m Matrix, r0, r1 int) Matrix {
 }
 
 // quadForms returns xᵀ F x for every vector of x, F symmetric d×d.
-func quadForms(x vectors, f []float64) []float64 {
+func quadForms(x vectors, f []float64, mon *Monitor) []float64 {
 	d := x.d
 	ps := newPartials(nblocks(d), x.n)
-	gram(x, denseRows(f, d, d), false, dots, func(t *tile) {
+	gram(x, denseRows(f, d, d), false, dots, mon, func(t *tile) {
 		row := make([]float64, d) // small next to the tile's GEMM
 		slot := ps.slot(t.bj)
 		for i := 0; i < t.ni; i++ {
@@ -400,11 +529,11 @@ func quadForms(x vectors, f []float64) []float64 {
 // E = Σ_t/n_t − Σ_s/n_s:
 // C_ij = ‖E + (a_i a_iᵀ − b_j b_jᵀ)/k‖_F²
 // = ‖E‖² + (2/k)(a_iᵀE a_i − b_jᵀE b_j) + (‖a_i‖⁴ + ‖b_j‖⁴ − 2(a_i·b_j)²)/k².
-func coralStage1(src, tgt Matrix, k int) []float64 {
+func coralStage1(src, tgt Matrix, k int, mon *Monitor) []float64 {
 	ms, mt := colMeans(src), colMeans(tgt)
-	e := sub(scaled(covariance(tgt, mt), 1/float64(tgt.N)), scaled(covariance(src, ms), 1/float64(src.N)))
+	e := sub(scaled(covariance(tgt, mt, mon), 1/float64(tgt.N)), scaled(covariance(src, ms, mon), 1/float64(src.N)))
 	a, b := rowsOf(src, nil, ms), rowsOf(tgt, nil, mt)
-	qa, qb := quadForms(a, e), quadForms(b, e)
+	qa, qb := quadForms(a, e, mon), quadForms(b, e, mon)
 	na, nb := sqNorms(a), sqNorms(b)
 	e2 := dot(e, e)
 	fk := float64(k)
@@ -416,7 +545,7 @@ func coralStage1(src, tgt Matrix, k int) []float64 {
 	}
 	nt := tgt.N
 	c := make([]float64, src.N*nt)
-	gram(a, b, false, dots, func(t *tile) {
+	gram(a, b, false, dots, mon, func(t *tile) {
 		for i := 0; i < t.ni; i++ {
 			row := c[(t.i0+i)*nt+t.j0:][:t.nj]
 			ri := qa[t.i0+i]
@@ -442,15 +571,15 @@ func coralStage1(src, tgt Matrix, k int) []float64 {
 // terms come from two symmetric Gram passes: the 2P vectors (a_r, b_r)
 // interleaved, and ψ_rq = a_rᵀF a_q − b_rᵀF b_q as the product of [a_r, b_r]
 // with [F a_q, −F b_q] (F a is stored: (n_s+n_t)·d float64).
-func coralStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
+func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64, int) {
 	p, m := len(pairs), stage2Size(len(pairs))
 	d := src.D
 	ms, mt := colMeans(src), colMeans(tgt)
 	fk := float64(k)
 	fcoef := func(n int) float64 { return (fk-2)/(fk-1)*float64(n-1)/float64(n) - 1 }
-	f := sub(scaled(covariance(src, ms), fcoef(src.N)), scaled(covariance(tgt, mt), fcoef(tgt.N)))
+	f := sub(scaled(covariance(src, ms, mon), fcoef(src.N)), scaled(covariance(tgt, mt, mon), fcoef(tgt.N)))
 	a, b := rowsOf(src, nil, ms), rowsOf(tgt, nil, mt)
-	fa, fb := timesSym(a, f), timesSym(b, f)
+	fa, fb := timesSym(a, f, mon), timesSym(b, f, mon)
 	is, js := pairIndex(pairs)
 	ap, bp := rowsOf(src, is, ms), rowsOf(tgt, js, mt)
 	naa, nbb := sqNorms(ap), sqNorms(bp)
@@ -479,7 +608,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
 			bp.fill(r/2, dst)
 		}
 	}}
-	gram(z, z, true, dots, func(t *tile) {
+	gram(z, z, true, dots, mon, func(t *tile) {
 		r0, q0 := t.i0/2, t.j0/2
 		for ri := 0; ri < t.ni/2; ri++ {
 			r := r0 + ri
@@ -505,7 +634,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair) ([]float64, int) {
 		}
 	}}
 	f2, beta := dot(f, f), 1/(fk*(fk-1))
-	gram(x, y, true, dots, func(t *tile) {
+	gram(x, y, true, dots, mon, func(t *tile) {
 		for i := 0; i < t.ni; i++ {
 			r := t.i0 + i
 			for j := upperFrom(t, i); j < t.nj; j++ {
@@ -533,10 +662,10 @@ func trCGCH(c0, c1 float64, g, h [4]float64) float64 {
 
 // timesSym returns the |x|×d row-major matrix whose row i is F x_i, F
 // symmetric d×d.
-func timesSym(x vectors, f []float64) []float64 {
+func timesSym(x vectors, f []float64, mon *Monitor) []float64 {
 	d := x.d
 	out := make([]float64, x.n*d)
-	gram(x, denseRows(f, d, d), false, dots, func(t *tile) {
+	gram(x, denseRows(f, d, d), false, dots, mon, func(t *tile) {
 		for i := 0; i < t.ni; i++ {
 			copy(out[(t.i0+i)*d+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
 		}

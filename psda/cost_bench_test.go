@@ -91,7 +91,7 @@ func BenchmarkGram(b *testing.B) {
 	b.Run("engine", func(b *testing.B) {
 		c := make([]float64, n*n)
 		for b.Loop() {
-			gram(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, dots, func(t *tile) {
+			gram(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, dots, nil, func(t *tile) {
 				for i := 0; i < t.ni; i++ {
 					copy(c[(t.i0+i)*n+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
 				}

@@ -127,7 +127,11 @@ func nblocks(n int) int { return (n + tileSize - 1) / tileSize }
 // across the chunk (GotoBLAS-style), so packing costs O((|x|·|y|/chunk +
 // |y|)·d) next to the O(|x|·|y|·d) multiply-adds (half that with sym).
 // Memory: the chunk plus O(tileSize·(d + tileSize)) per worker.
-func gram(x, y vectors, sym bool, kind gramKind, epi func(t *tile)) {
+//
+// With a non-nil mon, every tile is added to mon's progress, and once mon is
+// cancelled the remaining tiles are skipped (epi is not called for them):
+// the caller must check mon.err() before using the result.
+func gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)) {
 	direct := kind == sqdists && x.d <= directDim
 	g := &gramRun{x: x, y: y, d: x.d, kind: kind, direct: direct, rowMajor: direct || !useFMA}
 	nbx, nby := nblocks(x.n), nblocks(y.n)
@@ -157,6 +161,9 @@ func gram(x, y vectors, sym bool, kind gramKind, epi func(t *tile)) {
 				g:   make([]float64, tileSize*tileSize),
 			}
 			return func(bi int) {
+				if mon.err() != nil {
+					return
+				}
 				i0 := bi * tileSize
 				ni := min(tileSize, x.n-i0)
 				g.pack(x, i0, ni, mr, w.buf, w.px, w.nx)
@@ -165,9 +172,13 @@ func gram(x, y vectors, sym bool, kind gramKind, epi func(t *tile)) {
 					bj0 = max(c0, bi)
 				}
 				for bj := bj0; bj < c1; bj++ {
+					if mon.err() != nil {
+						return
+					}
 					t := g.tile(w, bi, bj, ni)
 					t.diag = sym && bi == bj
 					epi(t)
+					mon.addTile(t.ni, t.nj, x.d)
 				}
 			}
 		})

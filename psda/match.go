@@ -2,6 +2,7 @@ package psda
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/psda-dev/psda/psda/assign"
 )
@@ -65,11 +66,24 @@ func checkSizes(src, tgt Matrix, cfg Config) error {
 // It returns an error, never panics, on invalid input.
 //
 // Time O(n_s·n_t·d) for the costs plus the assignment (O(n³) worst case);
-// memory one dense n_s×n_t and one P×P float64 matrix.
+// memory one dense n_s×n_t and then one P×P float64 matrix (the first is
+// released before the second is allocated), plus P·min(n_s, n_t) float64 for
+// the RBF kernel when max(n_s, n_t) >= 4·min(n_s, n_t).
+//
+// With cfg.Monitor set, Match reports its progress there and returns an error
+// wrapping ErrCancelled soon after the Monitor is cancelled; a cancelled
+// Match leaves no state behind, so the next one starts afresh.
 func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	if err := checkSizes(src, tgt, cfg); err != nil {
 		return nil, err
 	}
+	mon := cfg.Monitor
+	mon.start(src.N, tgt.N, src.D, cfg)
+	defer func() {
+		if mon != nil {
+			mon.phase.Store(PhaseDone)
+		}
+	}()
 	m := &Matching{}
 	if err := stage1(src, tgt, cfg, m); err != nil {
 		return nil, err
@@ -79,24 +93,41 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		for r := range m.Singles {
 			m.Singles[r] = r
 		}
+		mon.finish()
 		return m, nil
+	}
+	// Stage 1's cost matrix is garbage now; hand its pages back before
+	// Stage 2 allocates its own, so that peak memory is the larger of the
+	// two matrices, not their sum.
+	if int64(src.N)*int64(tgt.N) >= freeAbove {
+		debug.FreeOSMemory()
 	}
 	if err := stage2(src, tgt, cfg, m); err != nil {
 		return nil, err
 	}
+	mon.finish()
 	return m, nil
 }
+
+// freeAbove is the number of Stage 1 cost entries from which Match returns
+// memory to the OS between the stages (a forced GC costs milliseconds).
+const freeAbove = 1 << 22
 
 // stage1 solves the paper's eqs. 3–5 with the larger side as rows, so that the
 // assignment uses every row once and spreads the rows evenly over the columns.
 func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
+	cfg.Monitor.enter(PhaseStage1Costs)
 	c := stage1Costs(src, tgt, cfg)
+	if err := cfg.Monitor.err(); err != nil {
+		return fmt.Errorf("psda: stage 1 costs: %w", err)
+	}
+	cfg.Monitor.enter(PhaseStage1Assign)
 	nr, nc := src.N, tgt.N
 	if tgt.N > src.N {
 		c = transpose(c, src.N, tgt.N)
 		nr, nc = tgt.N, src.N
 	}
-	sol, err := assign.Imbalanced(c, nr, nc)
+	sol, err := assign.ImbalancedWith(c, nr, nc, cfg.Monitor.hooks(PhaseStage1Assign))
 	if err != nil {
 		return fmt.Errorf("psda: stage 1: %w", err)
 	}
@@ -116,8 +147,13 @@ func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 // cost matrix carries a dummy node (a pair whose w is zero) so that the left
 // over pair is chosen optimally, not arbitrarily.
 func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
+	cfg.Monitor.enter(PhaseStage2Costs)
 	c, n := stage2Costs(src, tgt, cfg, m.Pairs)
-	pm, err := assign.MinWeightPerfectMatching(c, n)
+	if err := cfg.Monitor.err(); err != nil {
+		return fmt.Errorf("psda: stage 2 costs: %w", err)
+	}
+	cfg.Monitor.enter(PhaseStage2Match)
+	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
 	if err != nil {
 		return fmt.Errorf("psda: stage 2: %w", err)
 	}

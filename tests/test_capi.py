@@ -43,7 +43,7 @@ def abi_test(tmp_path_factory):
     lib = Path(_native._gopy.__file__).resolve()
     exe = tmp_path_factory.mktemp("capi") / "psda_abi_test"
     cmd = [cc, "-std=c99", "-Wall", "-Wextra", "-Werror", "-I", str(ROOT / "capi"), str(SOURCE), str(lib),
-           "-Wl,-rpath," + str(lib.parent), *flags, "-lm", "-o", str(exe)]  # fmt: skip
+           "-Wl,-rpath," + str(lib.parent), *flags, "-lm", "-pthread", "-o", str(exe)]  # fmt: skip
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, "compiling the C test failed:\n%s\n%s" % (" ".join(cmd), res.stderr)
     return exe

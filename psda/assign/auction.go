@@ -16,16 +16,14 @@ import "math"
 // the rows whose entry is exactly tight; augment then finishes exactly. Each
 // remaining free row sits within ε of a free column in the reduced costs, so
 // its search stops after the few columns closer than that.
-func (s *lsap) auctionInit() {
+//
+// auctionInit returns h's Stop error when h stops it (polled every pollEvery
+// bids) and reports the ε phases done as progress.
+func (s *lsap) auctionInit(h *Hooks) error {
 	n, c := s.nr, s.c
-	lo, hi := inf, -inf
-	for _, x := range c {
-		if x < inf {
-			lo, hi = math.Min(lo, x), math.Max(hi, x)
-		}
-	}
+	lo, hi := costRange(c)
 	if !(hi > lo) {
-		return // constant or empty: the exact phase is immediate
+		return nil // constant or empty: the exact phase is immediate
 	}
 	span := hi - lo
 	p := make([]float64, n)
@@ -41,7 +39,9 @@ func (s *lsap) auctionInit() {
 	// and Stage 2 benchmarks, the time hardly depends on either.
 	const theta = 7
 	epsMin := span * 1e-9
-	for eps := span / theta; ; eps /= theta {
+	phases, bids := epsPhases(theta, 1e-9), 0
+	for phase, eps := 0, span/theta; ; phase, eps = phase+1, eps/theta {
+		h.progress(float64(phase) / float64(phases))
 		eps = math.Max(eps, epsMin)
 		// Keep the rows that already satisfy ε-complementary slackness for
 		// the new ε; the rest bid again.
@@ -59,6 +59,11 @@ func (s *lsap) auctionInit() {
 			free = append(free, i)
 		}
 		for len(free) > 0 {
+			if bids++; bids%pollEvery == 0 {
+				if err := h.stop(); err != nil {
+					return err
+				}
+			}
 			i := free[len(free)-1]
 			free = free[:len(free)-1]
 			w1, w2, j1 := cache.best2(i, c[i*n:i*n+n], p)
@@ -71,7 +76,7 @@ func (s *lsap) auctionInit() {
 				for k := range owner {
 					owner[k] = -1
 				}
-				return
+				return nil
 			}
 			if w2 < inf {
 				p[j1] += w2 - w1 + eps
@@ -92,6 +97,31 @@ func (s *lsap) auctionInit() {
 		s.v[j] = -p[j]
 	}
 	s.tighten()
+	h.progress(1)
+	return nil
+}
+
+// epsPhases returns the number of ε phases of an auction that divides ε by
+// theta from span/theta down to rel·span: ⌈log_θ(1/rel)⌉.
+func epsPhases(theta, rel float64) int {
+	return max(1, int(math.Ceil(-math.Log(rel)/math.Log(theta))))
+}
+
+// costRange returns the smallest and the largest finite entry of c, whose
+// entries are finite or +Inf ((+Inf, −Inf) when none is finite). Plain
+// comparisons, not math.Min/Max: there is no NaN to order, and this pass
+// reads every entry of the matrix.
+func costRange(c []float64) (lo, hi float64) {
+	lo, hi = inf, -inf
+	for _, x := range c {
+		if x < lo {
+			lo = x
+		}
+		if x > hi && x < inf {
+			hi = x
+		}
+	}
+	return lo, hi
 }
 
 // cacheK is the number of candidate columns bidCache keeps per row.

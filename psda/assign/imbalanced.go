@@ -31,6 +31,12 @@ import (
 // of Imbalanced is O((nr+nc)²·nc) in the worst case; memory is O(nr+nc)
 // besides c.
 func Imbalanced(c []float64, nr, nc int) (*Solution, error) {
+	return ImbalancedWith(c, nr, nc, nil)
+}
+
+// ImbalancedWith is Imbalanced with hooks that report progress and can stop
+// the solve; it returns Stop's error when Stop asks it to.
+func ImbalancedWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 	if err := checkMatrix(c, nr, nc); err != nil {
 		return nil, err
 	}
@@ -38,15 +44,19 @@ func Imbalanced(c []float64, nr, nc int) (*Solution, error) {
 		return nil, fmt.Errorf("assign: Imbalanced needs nr >= nc, got %d rows and %d columns: transpose the matrix or use Rectangular", nr, nc)
 	}
 	if nr == nc {
-		return Rectangular(c, nr, nc)
+		return RectangularWith(c, nr, nc, h)
 	}
 	s := newCopySAP(c, nr, nc)
-	s.auction()
+	if err := s.auction(h.sub(0, 0.5)); err != nil {
+		return nil, err
+	}
 	s.tighten()
-	for p := nr + s.nd - 1; p >= 0; p-- { // dummies first: they are cheap
-		if s.copyOf[p] < 0 {
-			s.augment(p)
-		}
+	// Persons in reverse, dummies first: they are cheap.
+	last := nr + s.nd - 1
+	err := augmentFree(last+1, func(p int) bool { return s.copyOf[last-p] < 0 },
+		func(p int) bool { s.augment(last - p); return true }, h.sub(0.5, 1))
+	if err != nil {
+		return nil, err
 	}
 	sol := &Solution{Col4Row: make([]int, nr), U: s.u[:nr], V: make([]float64, nc)}
 	for i := range sol.Col4Row {
@@ -113,15 +123,12 @@ func newCopySAP(c []float64, nr, nc int) *copySAP {
 // −vc, as auctionInit does for square problems. A row's value for column j
 // is c_ij plus the lowest price among j's copies; a dummy's value is the
 // price of j's extra copy. Prices only rise, so both kinds of bidders use a
-// bidCache.
-func (s *copySAP) auction() {
+// bidCache. It returns h's Stop error when h stops it.
+func (s *copySAP) auction(hooks *Hooks) error {
 	nr, nc, h, c := s.nr, s.nc, s.h, s.c
-	lo, hi := inf, -inf
-	for _, x := range c {
-		lo, hi = math.Min(lo, x), math.Max(hi, x)
-	}
+	lo, hi := costRange(c)
 	if !(hi > lo) {
-		return
+		return nil
 	}
 	span := hi - lo
 	price := make([]float64, nc*h)
@@ -168,7 +175,9 @@ func (s *copySAP) auction() {
 	free := make([]int, 0, nr+s.nd)
 	const theta = 7
 	epsMin := span * 1e-9
-	for eps := span / theta; ; eps /= theta {
+	phases, bids := epsPhases(theta, 1e-9), 0
+	for phase, eps := 0, span/theta; ; phase, eps = phase+1, eps/theta {
+		hooks.progress(float64(phase) / float64(phases))
 		eps = math.Max(eps, epsMin)
 		free = free[:0]
 		for p := len(s.copyOf) - 1; p >= 0; p-- {
@@ -182,6 +191,11 @@ func (s *copySAP) auction() {
 			free = append(free, p)
 		}
 		for len(free) > 0 {
+			if bids++; bids%pollEvery == 0 {
+				if err := hooks.stop(); err != nil {
+					return err
+				}
+			}
 			p := free[len(free)-1]
 			free = free[:len(free)-1]
 			w1, w2, k := best(p)
@@ -222,6 +236,8 @@ func (s *copySAP) auction() {
 	for k, x := range price {
 		s.vc[k] = -x
 	}
+	hooks.progress(1)
+	return nil
 }
 
 // tighten sets each person's potential to its smallest reduced cost, which

@@ -55,13 +55,19 @@ func checkMatrix(c []float64, nr, nc int) error {
 // The time complexity of Rectangular is O(nr²·nc) in the worst case; its
 // memory is O(nr+nc) besides c.
 func Rectangular(c []float64, nr, nc int) (*Solution, error) {
+	return RectangularWith(c, nr, nc, nil)
+}
+
+// RectangularWith is Rectangular with hooks that report progress and can
+// stop the solve; it returns Stop's error when Stop asks it to.
+func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 	if err := checkMatrix(c, nr, nc); err != nil {
 		return nil, err
 	}
 	if nr > nc {
 		return nil, fmt.Errorf("assign: Rectangular needs nr <= nc, got %d rows and %d columns: transpose the matrix or use Imbalanced to spread rows over columns", nr, nc)
 	}
-	s, err := solveLSAP(c, nr, nc)
+	s, err := solveLSAP(c, nr, nc, h)
 	if err != nil {
 		return nil, err
 	}
@@ -70,18 +76,45 @@ func Rectangular(c []float64, nr, nc int) (*Solution, error) {
 
 // solveLSAP runs the exact solver on a matrix whose entries are finite or
 // +Inf (forbidden): auction warm start when square, then augmentation of every
-// free row.
-func solveLSAP(c []float64, nr, nc int) (*lsap, error) {
+// free row. The auction reports the first half of the progress, the
+// augmentations the second.
+func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 	s := newLSAP(c, nr, nc)
 	if nr == nc {
-		s.auctionInit()
-	}
-	for i := 0; i < nr; i++ {
-		if s.col4row[i] < 0 && !s.augment(i) {
-			return nil, errInfeasible
+		if err := s.auctionInit(h.sub(0, 0.5)); err != nil {
+			return nil, err
 		}
 	}
-	return s, nil
+	return s, augmentFree(nr, func(i int) bool { return s.col4row[i] < 0 }, s.augment, h.sub(0.5, 1))
+}
+
+// augmentFree augments every person p in [0, n) for which free(p) holds, in
+// order, polling h between paths; augment reports infeasibility with false.
+func augmentFree(n int, free func(p int) bool, augment func(p int) bool, h *Hooks) error {
+	todo := 0
+	for p := 0; p < n; p++ {
+		if free(p) {
+			todo++
+		}
+	}
+	done := 0
+	for p := 0; p < n; p++ {
+		if !free(p) {
+			continue
+		}
+		if err := h.stop(); err != nil {
+			return err
+		}
+		if !augment(p) {
+			return errInfeasible
+		}
+		done++
+		if done&63 == 0 {
+			h.progress(float64(done) / float64(todo))
+		}
+	}
+	h.progress(1)
+	return nil
 }
 
 // lsap is the state of the shortest augmenting path solver. Names follow

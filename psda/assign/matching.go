@@ -51,6 +51,15 @@ var maxDP = 20
 // within 1e-9 of its largest magnitude. The time complexity is that of the
 // n×n assignment, O(n³) in the worst case, plus O(2^20·20) for the repair.
 func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
+	return MinWeightPerfectMatchingWith(c, n, nil)
+}
+
+// MinWeightPerfectMatchingWith is MinWeightPerfectMatching with hooks that
+// report progress and can stop the solve; it returns Stop's error when Stop
+// asks it to. The relaxation works on c itself with its diagonal set to +Inf
+// for the duration of the call (restored before returning), so that no
+// second n×n matrix is needed: c must not be read or written concurrently.
+func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatching, error) {
 	if n < 2 || n%2 != 0 {
 		return nil, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
 	}
@@ -59,31 +68,30 @@ func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 	}
 	scale := 0.0
 	for i := 0; i < n; i++ {
-		for j := 0; j < n; j++ {
-			if x := c[i*n+j]; i != j {
-				if math.IsNaN(x) || math.IsInf(x, 0) {
-					return nil, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
-				}
-				scale = math.Max(scale, math.Abs(x))
+		for j, x := range c[i*n : i*n+n] {
+			// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
+			if x-x != 0 && i != j {
+				return nil, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
+			}
+			if a := math.Abs(x); a > scale && i != j {
+				scale = a
 			}
 		}
 	}
-	tol := 1e-9 * scale
-	for i := 0; i < n; i++ {
-		for j := i + 1; j < n; j++ {
-			if math.Abs(c[i*n+j]-c[j*n+i]) > tol {
-				return nil, fmt.Errorf("assign: c[%d][%d] = %v but c[%d][%d] = %v: the matching cost must be symmetric", i, j, c[i*n+j], j, i, c[j*n+i])
-			}
-		}
+	if err := checkSymmetric(c, n, 1e-9*scale); err != nil {
+		return nil, err
 	}
-	mate, half, odd, err := matchRelaxed(c, n)
+	mate, half, odd, err := matchRelaxed(c, n, h.sub(0, 0.95))
 	if err != nil {
 		return nil, err
 	}
 	pm := &PerfectMatching{Mate: mate, OddVertices: odd}
 	if odd > 0 {
-		twoOpt(c, n, mate)
+		if err := twoOpt(c, n, mate, h); err != nil {
+			return nil, err
+		}
 	}
+	h.progress(1)
 	for r, q := range mate {
 		if r < q {
 			pm.Cost += c[r*n+q]
@@ -96,16 +104,39 @@ func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 	return pm, nil
 }
 
+// checkSymmetric returns an error naming the first pair (i, j) with
+// |c[i][j] − c[j][i]| > tol. It visits c in 64×64 blocks so that the
+// transposed reads stay in cache (a row-by-column sweep of a large matrix
+// misses the cache on every read).
+func checkSymmetric(c []float64, n int, tol float64) error {
+	const b = 64
+	for i0 := 0; i0 < n; i0 += b {
+		for j0 := i0; j0 < n; j0 += b {
+			for i := i0; i < min(n, i0+b); i++ {
+				for j := max(j0, i+1); j < min(n, j0+b); j++ {
+					if math.Abs(c[i*n+j]-c[j*n+i]) > tol {
+						return fmt.Errorf("assign: c[%d][%d] = %v but c[%d][%d] = %v: the matching cost must be symmetric", i, j, c[i*n+j], j, i, c[j*n+i])
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // matchRelaxed solves the symmetric assignment relaxation of the matching on
 // the n×n cost c and rounds its permutation to a perfect matching. It returns
-// the mates, L*/2, and the number of odd-cycle vertices.
-func matchRelaxed(c []float64, n int) (mate []int, half float64, odd int, err error) {
-	cs := make([]float64, n*n)
-	copy(cs, c)
-	for i := 0; i < n; i++ {
-		cs[i*n+i] = inf
+// the mates, L*/2, and the number of odd-cycle vertices. The diagonal of c is
+// +Inf during the solve and restored after it.
+func matchRelaxed(c []float64, n int, h *Hooks) (mate []int, half float64, odd int, err error) {
+	diag := make([]float64, n)
+	for i := range diag {
+		diag[i], c[i*n+i] = c[i*n+i], inf
 	}
-	s, err := solveLSAP(cs, n, n)
+	s, err := solveLSAP(c, n, n, h)
+	for i, x := range diag {
+		c[i*n+i] = x
+	}
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -149,7 +180,7 @@ func matchRelaxed(c []float64, n int) (mate []int, half float64, odd int, err er
 		}
 	}
 	if odd > 0 {
-		if err := repairOdd(c, n, oddCycles, odd, mate); err != nil {
+		if err := repairOdd(c, n, oddCycles, odd, mate, h.stopOnly()); err != nil {
 			return nil, 0, 0, err
 		}
 	}
@@ -162,7 +193,7 @@ func matchRelaxed(c []float64, n int) (mate []int, half float64, odd int, err er
 // to them, and when that makes no progress (all n vertices on odd cycles) by
 // keeping the cheapest alternating path of each cycle and matching the
 // left-over vertices, one per cycle, recursively.
-func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int) error {
+func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int, h *Hooks) error {
 	if odd <= maxDP {
 		vs := make([]int, 0, odd)
 		for _, cyc := range cycles {
@@ -178,7 +209,7 @@ func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int) error {
 		for _, cyc := range cycles {
 			vs = append(vs, cyc...)
 		}
-		return matchSubset(c, n, vs, mate)
+		return matchSubset(c, n, vs, mate, h)
 	}
 	// Each cycle v0..v_{L-1} drops one vertex v_k and matches the path left
 	// over along its own edges. With e_t = c(v_t, v_{t+1}) and S_k the path
@@ -209,12 +240,12 @@ func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int) error {
 		}
 		left = append(left, cyc[kbest])
 	}
-	return matchSubset(c, n, left, mate)
+	return matchSubset(c, n, left, mate, h)
 }
 
 // matchSubset matches the vertices vs (an even number) among themselves by
 // matchRelaxed on their cost sub-matrix and writes their partners into mate.
-func matchSubset(c []float64, n int, vs []int, mate []int) error {
+func matchSubset(c []float64, n int, vs []int, mate []int, h *Hooks) error {
 	m := len(vs)
 	sub := make([]float64, m*m)
 	for a, x := range vs {
@@ -222,7 +253,7 @@ func matchSubset(c []float64, n int, vs []int, mate []int) error {
 			sub[a*m+b] = c[x*n+y]
 		}
 	}
-	subMate, _, _, err := matchRelaxed(sub, m)
+	subMate, _, _, err := matchRelaxed(sub, m, h)
 	if err != nil {
 		return err
 	}
@@ -267,10 +298,13 @@ func matchDP(c []float64, n int, vs []int, mate []int) {
 }
 
 // twoOpt exchanges partners between two pairs whenever that lowers the cost,
-// until no exchange helps (at most 50 sweeps). The time complexity of a sweep
-// is O(n²).
-func twoOpt(c []float64, n int, mate []int) {
+// until no exchange helps (at most 50 sweeps), polling h between sweeps. The
+// time complexity of a sweep is O(n²).
+func twoOpt(c []float64, n int, mate []int, h *Hooks) error {
 	for sweep := 0; sweep < 50; sweep++ {
+		if err := h.stop(); err != nil {
+			return err
+		}
 		improved := false
 		for x := 0; x < n; x++ {
 			y := mate[x]
@@ -293,7 +327,8 @@ func twoOpt(c []float64, n int, mate []int) {
 			}
 		}
 		if !improved {
-			return
+			return nil
 		}
 	}
+	return nil
 }

@@ -15,7 +15,7 @@ import numbers
 import operator
 import time
 from dataclasses import dataclass, field
-from typing import Any, Dict, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -382,8 +382,62 @@ def _check_batch_fits(batch_size: int, n_source: int, n_target: int) -> None:
 # ---------------------------------------------------------------------------
 
 
+#: Seconds a matching runs before progress=None shows a bar (on a terminal).
+_AUTO_BAR_AFTER = 2.0
+
+ProgressArg = Union[None, bool, Callable[[int, int, str], Any]]
+
+
+def _check_progress(progress: Any) -> ProgressArg:
+    if progress is None or isinstance(progress, (bool, np.bool_)) or callable(progress):
+        return bool(progress) if isinstance(progress, np.bool_) else progress
+    raise TypeError(
+        f"progress = {progress!r} ({type(progress).__name__}): want None (a bar on a terminal for long "
+        "matchings), False, True (always a bar on stderr) or a callable progress(done, total, phase)"
+    )
+
+
+class _Bar:
+    """_Bar turns the core's progress reports into psda._progress.Progress on stderr.
+
+    With always=False the bar appears only once the matching has run for
+    _AUTO_BAR_AFTER seconds, and only on a terminal.
+    """
+
+    def __init__(self, always: bool) -> None:
+        self.always = always
+        self.start = time.monotonic()
+        self.bar = None
+
+    def __call__(self, done: int, total: int, phase: str) -> None:
+        from ._progress import Progress
+
+        if self.bar is None:
+            if not self.always and time.monotonic() - self.start < _AUTO_BAR_AFTER:
+                return
+            self.bar = Progress(100, "psda.match", force=self.always)
+            self.bar._start = self.start
+        self.bar.label = "psda.match: " + phase
+        pct = done * 100 // max(total, 1)
+        if pct > self.bar.done:
+            self.bar.advance(pct - self.bar.done)
+        else:
+            self.bar.advance(0)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
 def _match_arrays(
-    s: np.ndarray, t: np.ndarray, batch_size: int, stages: int, discrepancy: str, kernel: str, gammas: Tuple[float, ...]
+    s: np.ndarray,
+    t: np.ndarray,
+    batch_size: int,
+    stages: int,
+    discrepancy: str,
+    kernel: str,
+    gammas: Tuple[float, ...],
+    progress: ProgressArg = None,
 ) -> Matching:
     """Runs the Go core on checked, converted inputs; logs time and sizes."""
     from . import _native
@@ -396,9 +450,16 @@ def _match_arrays(
     # The mixture only matters for the MMD with the RBF kernel; otherwise the
     # core gets its default (and never an empty mixture, which it rejects).
     rbf = discrepancy == "mmd" and kernel == "rbf"
-    pairs, quads, singles, c1, c2, b2 = _native.match(
-        s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel, gammas=gammas if rbf else None
-    )
+    bar = _Bar(always=True) if progress is True else _Bar(always=False) if progress is None else None
+    callback: Optional[Callable[[int, int, str], Any]] = bar if bar is not None else (progress or None)
+    try:
+        pairs, quads, singles, c1, c2, b2 = _native.match(
+            s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel,
+            gammas=gammas if rbf else None, progress=callback,
+        )  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
     m = Matching(
         pairs=pairs,
         quads=np.asarray(quads).reshape(-1, 2),
@@ -432,6 +493,7 @@ def match(
     discrepancy: str = "mmd",
     kernel: str = "rbf",
     gammas: Sequence[float] = DEFAULT_GAMMAS,
+    progress: ProgressArg = None,
 ) -> Matching:
     """Computes the PSDA matching of source and target features.
 
@@ -444,8 +506,10 @@ def match(
     or the paper's RBF mixture, or CORAL; they depend on ``batch_size``.
 
     The call releases the GIL while the Go core works, so other Python threads
-    keep running. Time O(n_s·n_t·d) for the costs plus O(P³) worst case for
-    the assignments; memory one n_s×n_t and one P×P float64 matrix.
+    keep running. Ctrl-C (KeyboardInterrupt) stops the Go work within a few
+    milliseconds and propagates; nothing is left running. Time O(n_s·n_t·d)
+    for the costs plus O(P³) worst case for the assignments; memory one
+    n_s×n_t and one P×P float64 matrix.
 
     Args:
         source: source features, shape (n_source, d): a NumPy array of any real
@@ -462,13 +526,24 @@ def match(
         kernel: ``"rbf"`` (sum of exp(-gamma·||x-y||²) over ``gammas``) or
             ``"linear"``; MMD only.
         gammas: the RBF mixture's bandwidths, each finite and > 0.
+        progress: ``None`` (default) draws a progress bar on stderr when
+            stderr is a terminal and the matching has run for more than 2 s;
+            ``False`` never draws one; ``True`` always does (also into logs
+            and pipes); a callable is called as ``progress(done, total,
+            phase)`` from the calling thread about every 0.05 s while the
+            progress changes and once with ``done == total`` at the end
+            (``phase`` is ``"stage 1 costs"``, ``"stage 1 assignment"``,
+            ``"stage 2 costs"``, ``"stage 2 matching"`` or ``"done"``;
+            ``done/total`` is an estimate that never decreases). An exception
+            raised by the callable cancels the matching and propagates.
 
     Returns:
         A :class:`Matching`.
 
     Raises:
         TypeError: non-numeric, bool or complex features; non-int batch_size
-            or stages; gammas not a sequence of numbers.
+            or stages; gammas not a sequence of numbers; progress not None,
+            a bool or a callable.
         ValueError: features not 2-D, empty, non-finite or with different
             numbers of columns; any setting out of range.
 
@@ -483,6 +558,7 @@ def match(
         True
     """
     batch_size, stages, discrepancy, kernel, gammas = _check_config(batch_size, stages, discrepancy, kernel, gammas)
+    progress = _check_progress(progress)
     s, t = _as_pair(source, target, ("source", "target"))
     _check_batch_fits(batch_size, s.shape[0], t.shape[0])
-    return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas)
+    return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas, progress)

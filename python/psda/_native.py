@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Optional, Sequence, Tuple
+import threading
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -24,11 +25,20 @@ from . import _psdago as _gopy
 
 __all__ = ["version", "match", "linear_sum_assignment", "Schedule"]
 
-# Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below.
+# Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below,
+# as is PSDA_ABI_MINOR >= _ABI_MINOR (progress and cancellation).
 _ABI_VERSION = 1
+_ABI_MINOR = 1
 
 # Status codes of capi/psda.h.
-_OK, _ERR_NULL, _ERR_HANDLE, _ERR_SIZE, _ERR_INVALID, _ERR_NO_RESULT, _ERR_INTERNAL = range(7)
+_OK, _ERR_NULL, _ERR_HANDLE, _ERR_SIZE, _ERR_INVALID, _ERR_NO_RESULT, _ERR_INTERNAL, _ERR_CANCELLED = range(8)
+
+#: Names of capi/psda.h's PSDA_PHASE_* values, as passed to progress callbacks.
+PHASES = ("idle", "stage 1 costs", "stage 1 assignment", "stage 2 costs", "stage 2 matching", "done")
+
+# Seconds between two looks at a running matching: the latency of Ctrl-C and
+# of progress updates.
+_POLL = 0.05
 
 # dlopen of an already loaded file returns the same handle: this is the Go
 # runtime the extension module started, not a second one.
@@ -54,6 +64,9 @@ for _name, _args in {
     "psda_copy_singles": [_ctx_t, _ptr, _i64],
     "psda_objectives": [_ctx_t, _ptr, _ptr, _ptr],
     "psda_lsap_f64": [_ptr, _i64, _i64, _ptr, _i64, _ptr],
+    "psda_abi_minor": [_ptr],
+    "psda_progress": [_ctx_t, _ptr, _ptr, _ptr],
+    "psda_cancel": [_ctx_t],
 }.items():
     _fn = getattr(_lib, _name, None)
     if _fn is not None:  # psda_lsap_f64 may be absent from an older build
@@ -78,10 +91,13 @@ def _check(status: int, ctx: int = 0) -> None:
 
 _abi = ctypes.c_int32()
 _check(_lib.psda_abi_version(ctypes.byref(_abi)))
-if _abi.value != _ABI_VERSION:
+_minor = ctypes.c_int32()
+if getattr(_lib, "psda_abi_minor", None) is not None:
+    _check(_lib.psda_abi_minor(ctypes.byref(_minor)))
+if _abi.value != _ABI_VERSION or _minor.value < _ABI_MINOR:
     raise ImportError(
-        "psda's library %s has ABI version %d, this module expects %d: reinstall psda (pip install .)"
-        % (_gopy.__file__, _abi.value, _ABI_VERSION)
+        "psda's library %s has ABI version %d.%d, this module expects %d.%d or a later minor: reinstall psda (pip install .)"
+        % (_gopy.__file__, _abi.value, _minor.value, _ABI_VERSION, _ABI_MINOR)
     )
 
 
@@ -121,12 +137,21 @@ def match(
     discrepancy: str,
     kernel: str,
     gammas: Optional[Sequence[float]],
+    progress: Optional[Callable[[int, int, str], None]] = None,
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, float, float, float]:
     """Compute the PSDA matching of two feature matrices through the C ABI.
 
     source and target must be C-contiguous 2-D ndarrays of one dtype, float32
     or float64 (the public API converts); Go reads them in place, with the GIL
     released. gammas None means the paper's mixture.
+
+    The Go call runs in a worker thread while the calling thread waits in
+    steps of _POLL seconds, so that Ctrl-C is delivered: a KeyboardInterrupt
+    (or any exception raised by progress) cancels the Go work through
+    psda_cancel, waits the few milliseconds it takes to stop, and propagates.
+    progress, when given, is called from the calling thread as
+    progress(done, total, phase) with phase one of PHASES, whenever the
+    progress changed, and once with done == total at the end.
 
     Returns (pairs (P, 2), quads (Q, 2), singles (S,)) as int64 arrays and the
     floats stage1_cost, stage2_cost, stage2_bound. Raises ValueError with Go's
@@ -154,7 +179,7 @@ def match(
         _check(_lib.psda_set_discrepancy(ctx, str(discrepancy).encode()), ctx)
         _check(_lib.psda_set_kernel(ctx, str(kernel).encode()), ctx)
         _check(_lib.psda_set_gammas(ctx, g_addr, g.size), ctx)
-        _check(compute(ctx, _addr(source), source.shape[0], _addr(target), target.shape[0], source.shape[1]), ctx)
+        _check(_run(ctx, progress, compute, ctx, _addr(source), source.shape[0], _addr(target), target.shape[0], source.shape[1]), ctx)
         sizes = np.zeros(3, dtype=np.int64)
         _check(_lib.psda_result_sizes(ctx, _addr(sizes), _addr(sizes[1:]), _addr(sizes[2:])), ctx)
         pairs = np.empty((sizes[0], 2), dtype=np.int64)
@@ -168,6 +193,55 @@ def match(
     finally:
         _lib.psda_ctx_free(ctx)
     return pairs, quads, singles, float(obj[0]), float(obj[1]), float(obj[2])
+
+
+def _progress(ctx: int) -> Tuple[int, int, str]:
+    v = np.zeros(2, dtype=np.int64)
+    phase = ctypes.c_int32()
+    _check(_lib.psda_progress(ctx, _addr(v), _addr(v[1:]), ctypes.byref(phase)))
+    return int(v[0]), int(v[1]), PHASES[phase.value] if 0 <= phase.value < len(PHASES) else str(phase.value)
+
+
+def _run(ctx: int, progress: Optional[Callable[[int, int, str], None]], fn, *args) -> int:
+    """Run the C call fn(*args) on ctx in a worker thread; see match.
+
+    Returns its status; raises KeyboardInterrupt when it was cancelled because
+    of one, or whatever progress raised.
+    """
+    out = {}
+
+    def work() -> None:
+        out["status"] = fn(*args)
+
+    worker = threading.Thread(target=work, name="psda-match", daemon=True)
+    worker.start()
+    last = None
+    try:
+        while worker.is_alive():
+            worker.join(_POLL)
+            if progress is not None:
+                now = _progress(ctx)
+                if now != last and (worker.is_alive() or now[0] == now[1]):
+                    progress(*now)
+                    last = now
+    except BaseException:
+        _lib.psda_cancel(ctx)
+        _join(worker)
+        raise
+    status = out.get("status", _ERR_INTERNAL)
+    if status == _ERR_CANCELLED:
+        # Nobody in this process cancels ctx but the handler above.
+        raise KeyboardInterrupt
+    return status
+
+
+def _join(worker: threading.Thread) -> None:
+    """Wait for the cancelled worker, ignoring further Ctrl-C (it stops in milliseconds)."""
+    while worker.is_alive():
+        try:
+            worker.join(_POLL)
+        except KeyboardInterrupt:
+            pass
 
 
 def linear_sum_assignment(cost) -> Tuple[np.ndarray, np.ndarray, float]:

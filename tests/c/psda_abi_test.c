@@ -11,9 +11,13 @@
  * linear-kernel MMD Stage 1 maximises sum_i <s_i, t_sigma(i)>, which by the
  * rearrangement inequality is the identity with cost 0 (distinct rows).
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "psda.h"
 
@@ -310,12 +314,98 @@ static void test_lsap(void) {
     expect(psda_lsap_f64(cost, R, C, col4row, R, &obj), PSDA_ERR_INVALID, 0, "finite", "lsap NaN");
 }
 
+/* canceller sleeps the given milliseconds, then cancels the context. */
+struct cancel_arg {
+    psda_ctx ctx;
+    long ms;
+    int status;
+    int64_t done_seen;
+};
+
+static void *canceller(void *p) {
+    struct cancel_arg *a = p;
+    struct timespec ts = {a->ms / 1000, (a->ms % 1000) * 1000000L};
+    int64_t done = 0, total = 0;
+    int32_t phase = 0;
+    nanosleep(&ts, NULL);
+    psda_progress(a->ctx, &done, &total, &phase);
+    a->done_seen = done;
+    a->status = psda_cancel(a->ctx);
+    return NULL;
+}
+
+static double seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* test_progress_cancel: progress reaches its total, a pending cancel stops
+ * the next computation, a cancel from another thread stops a long one
+ * promptly, and the context computes normally afterwards. */
+static void test_progress_cancel(void) {
+    enum { M = 2000, DIM = 16 };
+    psda_ctx ctx = 0;
+    int64_t done = -1, total = -1, np, nq, ns;
+    int32_t phase = -1, minor = -1;
+    unsigned st = 11;
+    double *x = malloc(sizeof(double) * M * DIM), *y = malloc(sizeof(double) * M * DIM);
+    for (int i = 0; i < M * DIM; i++) {
+        x[i] = next(&st);
+        y[i] = next(&st);
+    }
+    expect(psda_abi_minor(&minor), PSDA_OK, 0, NULL, "abi_minor");
+    CHECK(minor == PSDA_ABI_MINOR, "library ABI minor %d, header %d", minor, PSDA_ABI_MINOR);
+    expect(psda_abi_minor(NULL), PSDA_ERR_NULL, 0, "out", "abi_minor(NULL)");
+    expect(psda_cancel(0), PSDA_ERR_HANDLE, 0, "ctx", "cancel(0)");
+    expect(psda_progress(0, &done, &total, &phase), PSDA_ERR_HANDLE, 0, "ctx", "progress(0)");
+
+    psda_ctx_new(&ctx);
+    psda_set_batch_size(ctx, 4);
+    expect(psda_progress(ctx, NULL, &total, &phase), PSDA_ERR_NULL, 0, "done", "progress(NULL)");
+    expect(psda_progress(ctx, &done, &total, &phase), PSDA_OK, 0, NULL, "progress before compute");
+    CHECK(done == 0 && phase == PSDA_PHASE_IDLE, "before compute: done %lld phase %d", (long long)done, phase);
+
+    expect(psda_compute_f64(ctx, x, 50, y, 40, DIM), PSDA_OK, ctx, NULL, "small compute");
+    psda_progress(ctx, &done, &total, &phase);
+    CHECK(total > 0 && done == total && phase == PSDA_PHASE_DONE, "after compute: %lld/%lld phase %d", (long long)done, (long long)total, phase);
+
+    expect(psda_cancel(ctx), PSDA_OK, 0, NULL, "cancel while idle");
+    expect(psda_compute_f64(ctx, x, 50, y, 40, DIM), PSDA_ERR_CANCELLED, ctx, "cancel", "pending cancel");
+    expect(psda_result_sizes(ctx, &np, &nq, &ns), PSDA_ERR_NO_RESULT, ctx, NULL, "no result after cancel");
+    expect(psda_compute_f64(ctx, x, 50, y, 40, DIM), PSDA_OK, ctx, NULL, "compute after cancel");
+
+    /* A long computation cancelled from another thread after 300 ms. */
+    struct cancel_arg a = {ctx, 300, -1, -1};
+    pthread_t th;
+    pthread_create(&th, NULL, canceller, &a);
+    double t0 = seconds();
+    int got = psda_compute_f64(ctx, x, M, y, M, DIM);
+    double took = seconds() - t0;
+    pthread_join(th, NULL);
+    CHECK(a.status == PSDA_OK, "cancel from a thread: status %d", a.status);
+    if (got == PSDA_OK) {
+        printf("note: the %dx%d computation finished in %.2f s, before the cancel\n", M, M, took);
+    } else {
+        expect(got, PSDA_ERR_CANCELLED, ctx, "cancel", "cancel from a thread");
+        CHECK(took < 0.3 + 2.0, "cancel took effect after %.2f s", took - 0.3);
+        CHECK(a.done_seen > 0, "no progress seen after 300 ms (%lld)", (long long)a.done_seen);
+    }
+    expect(psda_compute_f64(ctx, x, 60, y, 60, DIM), PSDA_OK, ctx, NULL, "compute after a threaded cancel");
+    expect(psda_result_sizes(ctx, &np, &nq, &ns), PSDA_OK, ctx, NULL, "sizes after a threaded cancel");
+    CHECK(np == 60, "pairs after a threaded cancel: %lld", (long long)np);
+    psda_ctx_free(ctx);
+    free(x);
+    free(y);
+}
+
 int main(int argc, char **argv) {
     test_versions(argc > 1 ? argv[1] : NULL);
     test_handles();
     test_errors();
     test_shifted();
     test_lsap();
+    test_progress_cancel();
     printf("%s: %d checks, %d failures\n", failures ? "FAILED" : "ok", checks, failures);
     return failures > 100 ? 100 : failures;
 }

@@ -1,0 +1,59 @@
+package psda
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// TestStage2Factored checks the factored RBF Stage 2 (cross kernel stored,
+// used for Stage 1's pairs when one side is much larger) against the
+// paper's formula and against the Gram matrix of the paired vectors, with
+// the larger side as source and as target, odd and even numbers of pairs.
+func TestStage2Factored(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	defer func(old int) { tileSize = old }(tileSize)
+	tileSize = 12 // several tiles, diagonal and off-diagonal
+	for _, tc := range []struct {
+		name   string
+		ns, nt int
+		f32    bool
+	}{
+		{"source larger/even", 40, 9, false},
+		{"source larger/odd", 41, 10, true},
+		{"target larger/odd", 7, 33, false},
+		{"target larger/even", 8, 36, true},
+	} {
+		for _, cfg := range []Config{
+			{BatchSize: 2, Discrepancy: MMD, Kernel: RBF},
+			{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Gammas: []float64{0.7, 0.03, 3}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				src, tgt := randMatrix(rng, tc.ns, 5, tc.f32), randMatrix(rng, tc.nt, 5, tc.f32)
+				p := max(tc.ns, tc.nt)
+				small := min(tc.ns, tc.nt)
+				perm := rng.Perm(small)
+				pairs := make([]Pair, p)
+				for r := range pairs {
+					j := perm[r%small]
+					if tc.ns >= tc.nt {
+						pairs[r] = Pair{S: r, T: j}
+					} else {
+						pairs[r] = Pair{S: j, T: r}
+					}
+				}
+				if _, _, _, ok := factorable(src, tgt, pairs); !ok {
+					t.Fatal("pairs not recognised as factorable")
+				}
+				checkCosts(t, cfg, src, tgt, pairs, 1e-12)
+				got, m := stage2Costs(src, tgt, cfg, pairs)
+				factorMin = 1 << 30
+				want, wm := stage2Costs(src, tgt, cfg, pairs)
+				factorMin = 4
+				if m != wm {
+					t.Fatalf("m = %d, unfactored %d", m, wm)
+				}
+				closeTo(t, "factored vs paired Gram", got, want, 1e-12, termScale(cfg, src, tgt))
+			})
+		}
+	}
+}

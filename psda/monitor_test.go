@@ -1,0 +1,108 @@
+package psda
+
+import (
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestMonitorProgress(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, tc := range []struct {
+		name   string
+		ns, nt int
+		cfg    Config
+	}{
+		{"rbf/imbalanced/2 stages", 300, 120, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}},
+		{"linear/balanced/1 stage", 200, 200, Config{BatchSize: 4, Stages: 1, Discrepancy: MMD, Kernel: Linear}},
+		{"coral/tall target/2 stages", 90, 250, Config{BatchSize: 4, Stages: 2, Discrepancy: CORAL}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, tgt := randMatrix(rng, tc.ns, 6, false), randMatrix(rng, tc.nt, 6, false)
+			mon := &Monitor{}
+			cfg := tc.cfg
+			cfg.Monitor = mon
+			// Poll from another goroutine while Match runs, as a progress bar does.
+			stop := make(chan struct{})
+			var seen []int64
+			var phases []int
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					d, ph := mon.Progress()
+					seen, phases = append(seen, d), append(phases, ph)
+					select {
+					case <-stop:
+						return
+					default:
+						time.Sleep(50 * time.Microsecond)
+					}
+				}
+			}()
+			want, err := Match(src, tgt, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Match(src, tgt, cfg)
+			close(stop)
+			wg.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Stage1Cost != want.Stage1Cost || got.Stage2Cost != want.Stage2Cost {
+				t.Errorf("with a Monitor: costs %v, %v; without: %v, %v", got.Stage1Cost, got.Stage2Cost, want.Stage1Cost, want.Stage2Cost)
+			}
+			for i := 1; i < len(seen); i++ {
+				if seen[i] < seen[i-1] || phases[i] < phases[i-1] && phases[i] != PhaseIdle {
+					t.Fatalf("progress went back: (%d, phase %d) after (%d, phase %d)", seen[i], phases[i], seen[i-1], phases[i-1])
+				}
+			}
+			if d, ph := mon.Progress(); d != ProgressTotal || ph != PhaseDone {
+				t.Errorf("after Match: progress (%d, phase %d), want (%d, %d)", d, ph, ProgressTotal, PhaseDone)
+			}
+		})
+	}
+}
+
+func TestMonitorCancel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	src, tgt := randMatrix(rng, 1500, 16, true), randMatrix(rng, 1400, 16, true)
+	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
+
+	// Cancel from another goroutine at several points of the run: every
+	// phase must notice within a short time.
+	for _, after := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond} {
+		cfg.Monitor.Reset()
+		var at time.Time
+		timer := time.AfterFunc(after, func() { at = time.Now(); cfg.Monitor.Cancel() })
+		m, err := Match(src, tgt, cfg)
+		end := time.Now()
+		timer.Stop()
+		if err == nil {
+			// The run finished before the cancel: nothing to check.
+			t.Logf("cancel after %v: Match finished first", after)
+			continue
+		}
+		if !errors.Is(err, ErrCancelled) || m != nil {
+			t.Fatalf("cancel after %v: got (%v, %v), want (nil, ErrCancelled)", after, m, err)
+		}
+		if lag := end.Sub(at); lag > time.Second {
+			t.Errorf("cancel after %v: Match returned %v after the cancel", after, lag)
+		}
+	}
+	// A cancel with no Match running stops the next one; Reset clears it.
+	cfg.Monitor.Reset()
+	cfg.Monitor.Cancel()
+	if _, err := Match(src, tgt, cfg); !errors.Is(err, ErrCancelled) {
+		t.Errorf("pending cancel: err = %v, want ErrCancelled", err)
+	}
+	cfg.Monitor.Reset()
+	small := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: cfg.Monitor}
+	if _, err := Match(randMatrix(rng, 40, 3, false), randMatrix(rng, 30, 3, false), small); err != nil {
+		t.Errorf("after Reset: %v", err)
+	}
+}
