@@ -150,11 +150,16 @@ def spinner_share(call):
 
 
 def test_match_releases_the_gil():
+    # Grow the problem until the call is long enough to tell, whatever the
+    # machine's speed.
     rng = np.random.default_rng(1)
-    src, tgt = rng.normal(size=(1000, 64)), rng.normal(size=(1000, 64))
-    elapsed, share = spinner_share(
-        lambda: _native.match(src, tgt, batch_size=8, stages=1, discrepancy="mmd", kernel="rbf", gammas=None)
-    )
+    for n in (1000, 2000, 4000, 8000):
+        src, tgt = rng.normal(size=(n, 64)), rng.normal(size=(n, 64))
+        elapsed, share = spinner_share(
+            lambda: _native.match(src, tgt, batch_size=8, stages=1, discrepancy="mmd", kernel="rbf", gammas=None)
+        )
+        if elapsed > 0.15:
+            break
     assert elapsed > 0.15, "the problem is too small to tell (%.3f s)" % elapsed
     # Go may keep both cores busy, so the spinner need not get a full one.
     assert share > 0.2, "the spinner ran %.0f%% of the time during a %.2f s match" % (100 * share, elapsed)
