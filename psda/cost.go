@@ -314,13 +314,13 @@ func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool
 // V_rq = K_aa[r,q] − K_ab[r,b_q] − K_ab[q,b_r] + K_bb[b_r,b_q]
 // (V is symmetric in the roles of source and target), so instead of the
 // Gram matrix of the 2P paired vectors ((2P)²/2 kernel entries) it computes
-// K_bb and K_ab once and stores them (P·n_b + n_b² values), then K_aa tile
+// K_bb and K_ab once and stores them (2·P·n_b + n_b² values), then K_aa tile
 // by tile (P²/2 entries): about 4× fewer kernel entries when n_b << P.
 // With g(z) = mean_i κ(z,s_i) − mean_j κ(z,t_j), hA[r] = rowAA[r]/n_a −
 // rowAB[r]/n_b and hB[j] = colAB[j]/n_a − rowBB[j]/n_b, g(a_r) = σ·hA[r]
 // and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
 // the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
-// Memory: the result plus P·n_b + n_b² float64.
+// Memory: the result plus 2·P·n_b + n_b² float64.
 func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Monitor) ([]float64, int) {
 	p, m, nb := a.N, stage2Size(a.N), b.N
 	A, B := rowsOf(a, nil, nil), rowsOf(b, nil, nil)
@@ -336,20 +336,24 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 			}
 		}
 	})
-	kab := make([]float64, p*nb)
+	// K_ab twice, row-major and transposed, so that both of its terms in
+	// V_rq are read along rows (a strided read misses the cache per entry).
+	kab, kba := make([]float64, p*nb), make([]float64, nb*p)
 	rs, cs := newPartials(nblocks(nb), p), newPartials(nblocks(p), nb)
 	gram(A, B, false, sqdists, mon, func(t *tile) {
 		rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
 		e := make([]float64, t.nj)
 		for i := 0; i < t.ni; i++ {
-			row := kab[(t.i0+i)*nb+t.j0:][:t.nj]
+			r := t.i0 + i
+			row := kab[r*nb+t.j0:][:t.nj]
 			kern.row(row, t.g[i*t.ld:][:t.nj], e)
 			s := 0.0
 			for j, v := range row {
 				s += v
 				csum[t.j0+j] += v
+				kba[(t.j0+j)*p+r] = v
 			}
-			rsum[t.i0+i] = s
+			rsum[r] = s
 		}
 	})
 	rowAB, colAB := rs.total(), cs.total()
@@ -364,6 +368,8 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 			kern.row(kr[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
 			br := bIdx[r]
 			abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
+			bar := kba[br*p+t.j0:][:t.nj] // K_ab[q, b_r] for the tile's q
+			bq := bIdx[t.j0:][:t.nj]
 			out := c[r*m+t.j0:][:t.nj]
 			s := 0.0
 			for j := j0; j < t.nj; j++ {
@@ -372,8 +378,7 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 				if q != r {
 					csum[q] += v // on a diagonal tile csum is rsum: row q's share
 				}
-				bq := bIdx[q]
-				out[j] = v - abr[bq] - kab[q*nb+br] + bbr[bq]
+				out[j] = v - abr[bq[j]] - bar[j] + bbr[bq[j]]
 			}
 			rsum[r] += s
 		}

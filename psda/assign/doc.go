@@ -13,6 +13,9 @@
 //	Certify      (certify.go)    LP duality check, O(nr·nc), for both
 //	MinWeightPerfectMatching     symmetric assignment with a forbidden
 //	             (matching.go)   diagonal, rounded to a matching; Bound = L*/2
+//	Hooks        (hooks.go)      progress and cancellation for the *With
+//	                             variants (RectangularWith, ImbalancedWith,
+//	                             MinWeightPerfectMatchingWith)
 //
 // The auctions only warm-start: the potentials they leave are made feasible,
 // only exactly tight assigned entries are kept, and augmenting paths finish,

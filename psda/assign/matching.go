@@ -301,6 +301,12 @@ func matchDP(c []float64, n int, vs []int, mate []int) {
 // until no exchange helps (at most 50 sweeps), polling h between sweeps. The
 // time complexity of a sweep is O(n²).
 func twoOpt(c []float64, n int, mate []int, h *Hooks) error {
+	// pc[v] = c[v][mate[v]], kept up to date: the inner loop would otherwise
+	// read c[z][mate[z]] from a different row of c for every z.
+	pc := make([]float64, n)
+	for v, u := range mate {
+		pc[v] = c[v*n+u]
+	}
 	for sweep := 0; sweep < 50; sweep++ {
 		if err := h.stop(); err != nil {
 			return err
@@ -316,13 +322,18 @@ func twoOpt(c []float64, n int, mate []int, h *Hooks) error {
 				if z == y || w < z {
 					continue
 				}
-				cur := c[x*n+y] + c[z*n+w]
+				cur, y0 := pc[x]+pc[z], y
 				if alt := c[x*n+z] + c[y*n+w]; alt < cur-1e-12*math.Abs(cur) {
 					mate[x], mate[z], mate[y], mate[w] = z, x, w, y
 					y, improved = z, true
 				} else if alt := c[x*n+w] + c[y*n+z]; alt < cur-1e-12*math.Abs(cur) {
 					mate[x], mate[w], mate[y], mate[z] = w, x, z, y
 					y, improved = w, true
+				} else {
+					continue
+				}
+				for _, v := range [4]int{x, y0, z, w} {
+					pc[v] = c[v*n+mate[v]]
 				}
 			}
 		}
