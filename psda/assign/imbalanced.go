@@ -244,6 +244,23 @@ func (s *copySAP) auction() {
 			break
 		}
 	}
+	// Copies of a column are similar objects too: rows bidding for the
+	// cheapest copy leave the copies' prices about ε apart, and tighten
+	// would free every row not on the dearest one. Raise the copies held by
+	// rows to the highest of them.
+	for j := 0; j < nc; j++ {
+		m := -inf
+		for k := j * h; k < j*h+h; k++ {
+			if o := s.owner[k]; o >= 0 && o < nr && price[k] > m {
+				m = price[k]
+			}
+		}
+		for k := j * h; k < j*h+h; k++ {
+			if o := s.owner[k]; o >= 0 && o < nr {
+				price[k] = m
+			}
+		}
+	}
 	// Dummies are interchangeable, so at the optimum every extra copy they
 	// hold has the same price λ, the lowest of all extra copies (the
 	// separation condition of Certify). The auction leaves them apart: raise
