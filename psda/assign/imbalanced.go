@@ -22,7 +22,8 @@ import (
 //
 //   - Warm start: a forward auction with ε-scaling in which a row bids for
 //     the cheapest copy of its best column ("similar objects", Bertsekas and
-//     Castañon 1989).
+//     Castañon 1989) and a dummy for the cheapest extra copy not held by a
+//     dummy (so that interchangeable dummies never outbid each other).
 //   - Exact finish: shortest augmenting paths (Crouse 2016) from the rows
 //     left free, where the distance of copy (j,t) is D_j − v_(j,t) and D_j is
 //     kept per column, so each scanned row costs O(nc), not O(nr+nc).
@@ -121,9 +122,23 @@ func newCopySAP(c []float64, nr, nc int) *copySAP {
 
 // auction runs the ε-scaling forward auction on the copy model with prices
 // −vc, as auctionInit does for square problems. A row's value for column j
-// is c_ij plus the lowest price among j's copies; a dummy's value is the
-// price of j's extra copy. Prices only rise, so both kinds of bidders use a
-// bidCache. It returns h's Stop error when h stops it.
+// is c_ij plus the lowest price among j's copies, and a row bids for that
+// copy ("similar objects", Bertsekas and Castañon 1989); prices only rise,
+// so rows use a bidCache.
+//
+// Dummies are identical bidders whose value for an extra copy is its price.
+// Left to the plain auction they bid against each other: a displaced dummy
+// takes the cheapest extra copy, usually another dummy's, raising it by about
+// ε, and the chain of displaced dummies lifts all dummy-held prices ε by ε
+// until they reach the cheapest copy held by a real row. With q = 1 (nc − r
+// dummies, nearly as many as columns) that price war made most of the bids,
+// each a full rescan. Here a dummy bids only for the cheapest extra copy not
+// held by a dummy (a heap, O(log nc) a bid), as if that war had run to its
+// end without raising the other dummies' prices; swapping identical dummies
+// changes nothing. The dummies then satisfy ε-complementary slackness only
+// among the copies they may take, not among themselves; the equalisation
+// below and the exact finish restore it. It returns hooks' Stop error when
+// hooks stops it.
 func (s *copySAP) auction(hooks *Hooks) error {
 	nr, nc, h, c := s.nr, s.nc, s.h, s.c
 	lo, hi := costRange(c)
@@ -153,25 +168,16 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	for j := 0; j < nc; j++ {
 		update(j)
 	}
-	rows, dums := newBidCache(nr, nc), newBidCache(s.nd, nc)
-	zeros := make([]float64, nc)
-	// best returns the value of person p's best copy k, a lower bound w2 on
-	// its second best, and k.
-	best := func(p int) (w1, w2 float64, k int) {
-		if p < nr {
-			row := c[p*nc : p*nc+nc]
-			w1, w2, j := rows.best2(p, row, minP)
-			return w1, math.Min(w2, row[j]+min2P[j]), j*h + minT[j]
+	rows := newBidCache(nr, nc)
+	// Extra copies not held by a dummy, cheapest first: where a displaced
+	// dummy bids.
+	eh := newPriceHeap(nc, func(j int) float64 { return price[j*h+s.q] })
+	if s.nd > 0 {
+		for j := 0; j < nc; j++ {
+			eh.push(j)
 		}
-		w1, w2, j := dums.best2(p-nr, zeros, extraP)
-		return w1, w2, j*h + s.q
 	}
-	value := func(p, k int) float64 {
-		if p < nr {
-			return c[p*nc+k/h] + price[k]
-		}
-		return price[k]
-	}
+	isDummy := func(p int) bool { return p >= nr }
 	free := make([]int, 0, nr+s.nd)
 	const theta = 7
 	epsMin := span * 1e-9
@@ -179,11 +185,22 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	for phase, eps := 0, span/theta; ; phase, eps = phase+1, eps/theta {
 		hooks.progress(float64(phase) / float64(phases))
 		eps = math.Max(eps, epsMin)
+		minExtra := inf // the dummies' best value
+		for j := 0; j < nc && s.nd > 0; j++ {
+			if extraP[j] < minExtra {
+				minExtra = extraP[j]
+			}
+		}
 		free = free[:0]
 		for p := len(s.copyOf) - 1; p >= 0; p-- {
 			k := s.copyOf[p]
 			if k >= 0 {
-				if w1, _, _ := best(p); value(p, k) <= w1+eps {
+				if isDummy(p) {
+					if price[k] <= minExtra+eps {
+						continue
+					}
+					eh.push(k / h)
+				} else if w1, _, _ := rows.best2(p, c[p*nc:p*nc+nc], minP); c[p*nc+k/h]+price[k] <= w1+eps {
 					continue
 				}
 				s.owner[k], s.copyOf[p] = -1, -1
@@ -198,16 +215,38 @@ func (s *copySAP) auction(hooks *Hooks) error {
 			}
 			p := free[len(free)-1]
 			free = free[:len(free)-1]
-			w1, w2, k := best(p)
-			if w2 < inf {
+			var k int
+			if !isDummy(p) {
+				row := c[p*nc : p*nc+nc]
+				w1, w2, j := rows.best2(p, row, minP)
+				w2 = math.Min(w2, row[j]+min2P[j])
+				k = j*h + minT[j]
 				price[k] += w2 - w1 + eps
 			} else {
-				price[k] += eps
+				// A dummy never bids against another dummy: they are
+				// interchangeable, and such bids only raise the prices
+				// of dummy-held copies ε by ε (a price war).
+				j := eh.pop()
+				k = j*h + s.q
+				if w2 := eh.min(); w2 < inf {
+					price[k] = w2 + eps
+				} else {
+					price[k] += eps
+				}
 			}
 			update(k / h)
-			if o := s.owner[k]; o >= 0 {
+			o := s.owner[k]
+			if o >= 0 {
 				s.copyOf[o] = -1
 				free = append(free, o)
+			}
+			// Keep eh the extra copies not held by a dummy.
+			if s.nd > 0 && k%h == s.q && !isDummy(p) {
+				if o >= 0 && isDummy(o) {
+					eh.push(k / h)
+				} else {
+					eh.fix(k / h)
+				}
 			}
 			s.owner[k], s.copyOf[p] = p, k
 		}
@@ -215,12 +254,29 @@ func (s *copySAP) auction(hooks *Hooks) error {
 			break
 		}
 	}
+	// Copies of a column are similar objects too: rows bidding for the
+	// cheapest copy leave the copies' prices about ε apart, and tighten
+	// would free every row not on the dearest one. Raise the copies held by
+	// rows to the highest of them.
+	for j := 0; j < nc; j++ {
+		m := -inf
+		for k := j * h; k < j*h+h; k++ {
+			if o := s.owner[k]; o >= 0 && o < nr && price[k] > m {
+				m = price[k]
+			}
+		}
+		for k := j * h; k < j*h+h; k++ {
+			if o := s.owner[k]; o >= 0 && o < nr {
+				price[k] = m
+			}
+		}
+	}
 	// Dummies are interchangeable, so at the optimum every extra copy they
 	// hold has the same price λ, the lowest of all extra copies (the
-	// separation condition of Certify). The auction leaves those prices only
-	// within ε of each other: raise every extra copy priced below the highest
-	// dummy-held one to it. Raising prices keeps the potentials feasible; the
-	// few real rows it unsettles sit within ε of their copy.
+	// separation condition of Certify). The auction leaves them apart: raise
+	// every extra copy priced below the highest dummy-held one to it. Raising
+	// prices keeps the potentials feasible; tighten frees the real rows whose
+	// extra copy it raised, and the exact finish reassigns them.
 	lambda := -inf
 	for p := nr; p < nr+s.nd; p++ {
 		if k := s.copyOf[p]; k >= 0 {
@@ -255,8 +311,11 @@ func (s *copySAP) tighten() {
 	for p := range s.copyOf {
 		m := inf
 		if p < s.nr {
+			colMax := colMax[:nc]
 			for j, x := range s.c[p*nc : p*nc+nc] {
-				m = math.Min(m, x-colMax[j])
+				if r := x - colMax[j]; r < m {
+					m = r
+				}
 			}
 		} else {
 			for j := 0; j < nc; j++ {
@@ -376,4 +435,86 @@ func (s *copySAP) topCopy(j int) int {
 		}
 	}
 	return bt
+}
+
+// priceHeap is a binary min-heap of columns keyed by key(j), with positions
+// so that a column whose key rose can be moved down.
+type priceHeap struct {
+	a   []int
+	pos []int // position of column j in a, or −1
+	key func(j int) float64
+}
+
+func newPriceHeap(n int, key func(int) float64) *priceHeap {
+	h := &priceHeap{a: make([]int, 0, n), pos: make([]int, n), key: key}
+	for j := range h.pos {
+		h.pos[j] = -1
+	}
+	return h
+}
+
+func (h *priceHeap) len() int { return len(h.a) }
+
+// min returns the smallest key, or +Inf when the heap is empty.
+func (h *priceHeap) min() float64 {
+	if len(h.a) == 0 {
+		return inf
+	}
+	return h.key(h.a[0])
+}
+
+func (h *priceHeap) push(j int) {
+	h.a = append(h.a, j)
+	h.pos[j] = len(h.a) - 1
+	h.up(len(h.a) - 1)
+}
+
+// pop removes and returns the column with the smallest key.
+func (h *priceHeap) pop() int {
+	j := h.a[0]
+	last := len(h.a) - 1
+	h.swap(0, last)
+	h.a = h.a[:last]
+	h.pos[j] = -1
+	h.down(0)
+	return j
+}
+
+// fix restores the order after the key of column j rose.
+func (h *priceHeap) fix(j int) {
+	if i := h.pos[j]; i >= 0 {
+		h.down(i)
+	}
+}
+
+func (h *priceHeap) swap(i, k int) {
+	h.a[i], h.a[k] = h.a[k], h.a[i]
+	h.pos[h.a[i]], h.pos[h.a[k]] = i, k
+}
+
+func (h *priceHeap) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !(h.key(h.a[i]) < h.key(h.a[p])) {
+			return
+		}
+		h.swap(i, p)
+		i = p
+	}
+}
+
+func (h *priceHeap) down(i int) {
+	for {
+		m := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < len(h.a) && h.key(h.a[c]) < h.key(h.a[m]) {
+				m = c
+			}
+		}
+		if m == i {
+			return
+		}
+		h.swap(i, m)
+		i = m
+	}
 }

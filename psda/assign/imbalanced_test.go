@@ -47,6 +47,11 @@ func TestImbalancedCertifyLarge(t *testing.T) {
 		{"int900x300", 900, 301, func() []float64 { return fill(900*301, func() float64 { return float64(rng.IntN(5)) }) }},
 		{"sqdist2d1300x500", 1300, 500, func() []float64 { return sqDist(gaussian(rng, 1300, 2), gaussian(rng, 500, 2)) }},
 		{"q1_700x500", 700, 500, func() []float64 { return fill(700*500, rng.Float64) }},
+		// q = 1 with many dummies and ties: the dummies bid only for extra
+		// copies not held by a dummy, and copies of a column are raised to
+		// one price; both must leave an exact answer.
+		{"q1int650x600", 650, 600, func() []float64 { return fill(650*600, func() float64 { return float64(rng.IntN(3)) }) }},
+		{"q1sqdist2d640x600", 640, 600, func() []float64 { return sqDist(gaussian(rng, 640, 2), gaussian(rng, 600, 2)) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

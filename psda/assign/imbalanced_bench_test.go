@@ -1,0 +1,26 @@
+package assign
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkImbalancedUniform times Imbalanced on uniform random costs, from
+// nr/nc close to 1 (q = 1: every column used once or twice, nc−r dummy rows
+// in the copy model) to large multiples.
+func BenchmarkImbalancedUniform(b *testing.B) {
+	for _, sh := range [][2]int{{4000, 3000}, {3000, 2500}, {4000, 2100}, {4000, 1300}, {15000, 2000}} {
+		b.Run(fmt.Sprintf("%dx%d", sh[0], sh[1]), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(11, uint64(sh[0])))
+			c := fill(sh[0]*sh[1], rng.Float64)
+			b.ResetTimer()
+			defer reportCPU(b, cpuNow())
+			for range b.N {
+				if _, err := Imbalanced(c, sh[0], sh[1]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
