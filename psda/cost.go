@@ -270,7 +270,7 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 	}
 	finishStage2(c, m, p, 1/float64(k*k), func(r, q int, v float64) float64 {
 		return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
-	}, w2)
+	}, w2, mon)
 	return c, m
 }
 
@@ -401,7 +401,7 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 	}
 	finishStage2(c, m, p, 1/float64(k*k), func(r, q int, v float64) float64 {
 		return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
-	}, w2)
+	}, w2, mon)
 	return c, m
 }
 
@@ -410,7 +410,13 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 // single[r]·scale and the diagonal to 0.
 // Only the upper triangle is evaluated and then mirrored, so the result is
 // exactly symmetric.
-func finishStage2(c []float64, m, p int, scale float64, cost func(r, q int, v float64) float64, single []float64) {
+//
+// After mon is cancelled it does nothing: the caller discards the matrix, and
+// this pass over it would only delay the return.
+func finishStage2(c []float64, m, p int, scale float64, cost func(r, q int, v float64) float64, single []float64, mon *Monitor) {
+	if mon.err() != nil {
+		return
+	}
 	parallelRows(p, func(r0, r1 int) {
 		for r := r0; r < r1; r++ {
 			row := c[r*m : r*m+p]
@@ -653,7 +659,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64,
 	for r := range single {
 		single[r] = f2 + 2*psi[r]/fk + rank(r, 0, 0, 0, 0, 0, 0, 0)
 	}
-	finishStage2(c, m, p, 1, func(r, q int, v float64) float64 { return v }, single)
+	finishStage2(c, m, p, 1, func(r, q int, v float64) float64 { return v }, single, mon)
 	return c, m
 }
 

@@ -81,6 +81,9 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	if err := checkSymmetric(c, n, 1e-9*scale); err != nil {
 		return nil, err
 	}
+	if err := h.stop(); err != nil { // the checks read all of c: look again
+		return nil, err
+	}
 	mate, half, odd, err := matchRelaxed(c, n, h.sub(0, 0.95))
 	if err != nil {
 		return nil, err
