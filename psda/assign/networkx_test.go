@@ -1,15 +1,8 @@
 package assign
 
 import (
-	"encoding/binary"
-	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -18,35 +11,13 @@ import (
 // (min_weight_matching on the complete graph), or skips the test when
 // networkx is not available.
 func networkxMatchingCost(t *testing.T, c []float64, n int) float64 {
-	t.Helper()
-	if _, err := os.Stat(scipyPython); err != nil {
-		t.Skipf("no Python interpreter at %s", scipyPython)
-	}
-	f := filepath.Join(t.TempDir(), "c.f64")
-	buf := make([]byte, 8*len(c))
-	for k, x := range c {
-		binary.LittleEndian.PutUint64(buf[8*k:], math.Float64bits(x))
-	}
-	if err := os.WriteFile(f, buf, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	prog := fmt.Sprintf(`import numpy as np, networkx as nx
-c = np.fromfile(%q, dtype='<f8').reshape(%d, %d)
+	return runPython(t, c, n, n, `import networkx as nx
 n = c.shape[0]
 g = nx.Graph()
 g.add_weighted_edges_from((i, j, float(c[i, j])) for i in range(n) for j in range(i + 1, n))
 m = nx.min_weight_matching(g)
 assert len(m) == n // 2
-print(repr(float(sum(c[i, j] for i, j in m))))`, f, n, n)
-	out, err := exec.Command(scipyPython, "-c", prog).CombinedOutput()
-	if err != nil {
-		t.Skipf("networkx failed: %v: %s", err, out)
-	}
-	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
-	if err != nil {
-		t.Fatalf("networkx printed %q", out)
-	}
-	return v
+print(repr(float(sum(c[i, j] for i, j in m))))`)
 }
 
 // TestMatchingAgainstNetworkx checks, against an exact blossom solver, that

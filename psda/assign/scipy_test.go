@@ -36,9 +36,20 @@ func scipyImbalancedCost(t *testing.T, c []float64, nr, nc int) float64 {
 // the nr×nc matrix c) with linear_sum_assignment and returns the sum of the
 // entries of c's rows, or skips the test when SciPy is not available.
 func runSciPy(t *testing.T, c []float64, nr, nc int, expr string) float64 {
+	return runPython(t, c, nr, nc, fmt.Sprintf(`from scipy.optimize import linear_sum_assignment
+m = %s
+r, k = linear_sum_assignment(m)
+keep = r < %d
+print(repr(float(m[r[keep], k[keep]].sum())))`, expr, nr))
+}
+
+// runPython runs the Python program body in the project's venv with the
+// nr×nc matrix c loaded as the NumPy array c, and returns the float it
+// prints; it skips the test when the interpreter or a module is missing.
+func runPython(t *testing.T, c []float64, nr, nc int, body string) float64 {
 	t.Helper()
 	if _, err := os.Stat(scipyPython); err != nil {
-		t.Skipf("no SciPy interpreter at %s", scipyPython)
+		t.Skipf("no Python interpreter at %s", scipyPython)
 	}
 	f := filepath.Join(t.TempDir(), "c.f64")
 	buf := make([]byte, 8*len(c))
@@ -48,20 +59,14 @@ func runSciPy(t *testing.T, c []float64, nr, nc int, expr string) float64 {
 	if err := os.WriteFile(f, buf, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	prog := fmt.Sprintf(`import numpy as np
-from scipy.optimize import linear_sum_assignment
-c = np.fromfile(%q, dtype='<f8').reshape(%d, %d)
-m = %s
-r, k = linear_sum_assignment(m)
-keep = r < %d
-print(repr(float(m[r[keep], k[keep]].sum())))`, f, nr, nc, expr, nr)
+	prog := fmt.Sprintf("import numpy as np\nc = np.fromfile(%q, dtype='<f8').reshape(%d, %d)\n%s", f, nr, nc, body)
 	out, err := exec.Command(scipyPython, "-c", prog).CombinedOutput()
 	if err != nil {
-		t.Skipf("SciPy failed: %v: %s", err, out)
+		t.Skipf("Python reference failed: %v: %s", err, out)
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 	if err != nil {
-		t.Fatalf("SciPy printed %q", out)
+		t.Fatalf("Python reference printed %q", out)
 	}
 	return v
 }
