@@ -3,6 +3,7 @@ package assign
 import (
 	"math"
 	"math/rand/v2"
+	"testing"
 )
 
 // matrixKind names a family of test cost matrices.
@@ -103,4 +104,32 @@ func sqDist(a, b [][]float64) []float64 {
 		}
 	}
 	return c
+}
+
+// perturbation names a change that must make a solution fail Certify.
+type perturbation struct {
+	name string
+	f    func(s *Solution)
+}
+
+// certifyAndBreak checks that the solver's answer s passes Certify on the
+// nr×nc matrix c and that every perturbed copy of it fails.
+func certifyAndBreak(t *testing.T, c []float64, nr, nc int, s *Solution, breaks []perturbation) {
+	t.Helper()
+	tol := tolFor(c)
+	if err := Certify(c, nr, nc, s, tol); err != nil {
+		t.Fatalf("certificate of the solver's answer: %v", err)
+	}
+	for _, p := range breaks {
+		bad := &Solution{
+			Col4Row: append([]int(nil), s.Col4Row...),
+			U:       append([]float64(nil), s.U...),
+			V:       append([]float64(nil), s.V...),
+			Cost:    s.Cost,
+		}
+		p.f(bad)
+		if err := Certify(c, nr, nc, bad, tol); err == nil {
+			t.Errorf("%s: perturbed solution passed the certificate", p.name)
+		}
+	}
 }
