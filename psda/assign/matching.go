@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // PerfectMatching is a perfect matching of a complete graph with a lower
@@ -88,9 +89,9 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	if err != nil {
 		return nil, err
 	}
-	pm := &PerfectMatching{Mate: mate, OddVertices: odd}
-	if odd > 0 {
-		if err := twoOpt(c, n, mate, h); err != nil {
+	pm := &PerfectMatching{Mate: mate, OddVertices: len(odd)}
+	if len(odd) > 0 {
+		if err := polish(denseCost(c, n), mate, odd, -1, h); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +102,7 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 		}
 	}
 	pm.Bound = math.Min(half, pm.Cost)
-	if odd == 0 {
+	if len(odd) == 0 {
 		pm.Bound = pm.Cost
 	}
 	return pm, nil
@@ -128,10 +129,10 @@ func checkSymmetric(c []float64, n int, tol float64) error {
 }
 
 // matchRelaxed solves the symmetric assignment relaxation of the matching on
-// the n×n cost c and rounds its permutation to a perfect matching. It returns
-// the mates, L*/2, and the number of odd-cycle vertices. The diagonal of c is
-// +Inf during the solve and restored after it.
-func matchRelaxed(c []float64, n int, h *Hooks) (mate []int, half float64, odd int, err error) {
+// the n×n cost c and rounds its permutation to a perfect matching by
+// roundCycles. It returns the mates, L*/2, and the vertices on odd cycles.
+// The diagonal of c is +Inf during the solve and restored after it.
+func matchRelaxed(c []float64, n int, h *Hooks) (mate []int, half float64, odd []int, err error) {
 	diag := make([]float64, n)
 	for i := range diag {
 		diag[i], c[i*n+i] = c[i*n+i], inf
@@ -141,13 +142,95 @@ func matchRelaxed(c []float64, n int, h *Hooks) (mate []int, half float64, odd i
 		c[i*n+i] = x
 	}
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, nil, err
 	}
-	sigma := s.col4row
-	for i, j := range sigma {
+	for i, j := range s.col4row {
 		half += c[i*n+j]
 	}
-	half /= 2
+	mate, odd, err = roundCycles(s.col4row, denseCost(c, n), h.stopOnly())
+	return mate, half / 2, odd, err
+}
+
+// denseCost returns the cost oracle reading the row-major n×n matrix c.
+func denseCost(c []float64, n int) func(r, q int) float64 {
+	return func(r, q int) float64 { return c[r*n+q] }
+}
+
+// RoundRelaxation turns sigma, an optimal permutation of the symmetric
+// assignment relaxation (sigma[r] != r), into a perfect matching: mate[r] is
+// r's partner; odd is the number of vertices on odd cycles of sigma (0 means
+// the matching costs at most the relaxation's L*/2, hence is optimal). It is
+// the rounding of MinWeightPerfectMatching (METHOD.md, "Stage 2") for callers
+// that solve the relaxation themselves, e.g. sparsely, and have no n×n matrix.
+//
+// cost(r, q) returns the symmetric edge cost, for r != q only; it is called
+// O(n + repaired work) times, never n² unless the odd cycles cover most
+// vertices, so that it can compute costs on the fly from features. In
+// detail: 2-cycles and even cycles (the cheaper alternating half is kept)
+// take one call per vertex; the m vertices on odd cycles take m(m−1)/2 calls
+// when m <= 20 (exact dynamic programme) and m(m−1) calls per level of the
+// restricted relaxation otherwise; the 2-opt polish then takes at most
+// n + polishCalls·m·n calls. The polish exchanges partners of two pairs when
+// that lowers the cost, trying only exchanges in which at least one pair has
+// changed since the rounding (pairs of the even-cycle rounding form an
+// optimal matching of their vertices, so exchanges among them cannot help);
+// a sweep costs at most 2n·k calls for k changed vertices, and the polish
+// stops after 50 sweeps, a sweep without improvement, or its call budget.
+// The result may then exceed the optimum when odd > 0, never otherwise.
+//
+// RoundRelaxation returns an error if len(sigma) is odd or < 2, sigma is not
+// a permutation of 0..n−1 or has a fixed point, cost is nil, a cost used by
+// the odd-cycle repair is not finite, or h.Stop asks it to stop. The time
+// complexity is O(n) plus that of the oracle calls above plus the repair:
+// O(2^20·20) for the dynamic programme, O(m³) for the restricted relaxation,
+// O(n·k) per polish sweep.
+func RoundRelaxation(sigma []int, cost func(r, q int) float64, h *Hooks) (mate []int, odd int, err error) {
+	n := len(sigma)
+	if n < 2 || n%2 != 0 {
+		return nil, 0, fmt.Errorf("assign: len(sigma) = %d: a perfect matching needs an even number >= 2 of vertices (add a dummy vertex to make it even)", n)
+	}
+	if cost == nil {
+		return nil, 0, fmt.Errorf("assign: cost is nil: pass the edge cost function cost(r, q)")
+	}
+	from := make([]int, n) // from[q] = 1 + the r with sigma[r] = q, 0 if none yet
+	for r, q := range sigma {
+		switch {
+		case q < 0 || q >= n:
+			return nil, 0, fmt.Errorf("assign: sigma[%d] = %d is outside [0, %d): sigma must be a permutation of the vertices", r, q, n)
+		case q == r:
+			return nil, 0, fmt.Errorf("assign: sigma[%d] = %d is a fixed point: the relaxation must forbid the diagonal (cost +Inf on r == q)", r, q)
+		case from[q] != 0:
+			return nil, 0, fmt.Errorf("assign: sigma[%d] = sigma[%d] = %d: sigma must be a permutation (each vertex the image of exactly one)", from[q]-1, r, q)
+		}
+		from[q] = r + 1
+	}
+	if err := h.stop(); err != nil {
+		return nil, 0, err
+	}
+	mate, oddVs, err := roundCycles(sigma, cost, h.stopOnly())
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(oddVs) > 0 {
+		if err := polish(cost, mate, oddVs, polishCalls*len(oddVs)*n, h); err != nil {
+			return nil, 0, err
+		}
+	}
+	h.progress(1)
+	return mate, len(oddVs), nil
+}
+
+// polishCalls bounds the 2-opt polish of RoundRelaxation to polishCalls·m·n
+// oracle calls for m odd-cycle vertices: about four sweeps when few pairs
+// change, which is when the polish converges in practice.
+const polishCalls = 8
+
+// roundCycles rounds the permutation sigma (no fixed point) to a perfect
+// matching: 2-cycles are pairs, each even cycle keeps its cheaper
+// alternating half, and the vertices of the odd cycles are matched by
+// repairOdd. It returns the mates and the odd-cycle vertices.
+func roundCycles(sigma []int, cost func(r, q int) float64, h *Hooks) (mate, odd []int, err error) {
+	n := len(sigma)
 	mate = make([]int, n)
 	seen := make([]bool, n)
 	var oddCycles [][]int
@@ -163,15 +246,19 @@ func matchRelaxed(c []float64, n int, h *Hooks) (mate []int, half float64, odd i
 		}
 		if len(cycle)%2 == 1 {
 			oddCycles = append(oddCycles, append([]int(nil), cycle...))
-			odd += len(cycle)
+			odd = append(odd, cycle...)
+			continue
+		}
+		if len(cycle) == 2 {
+			mate[cycle[0]], mate[cycle[1]] = cycle[1], cycle[0]
 			continue
 		}
 		// Even cycle: its two alternating halves cost the cycle's total, so
 		// the cheaper one costs at most half of it.
 		a, b := 0.0, 0.0
 		for k := 0; k < len(cycle); k += 2 {
-			a += c[cycle[k]*n+cycle[k+1]]
-			b += c[cycle[k+1]*n+cycle[(k+2)%len(cycle)]]
+			a += cost(cycle[k], cycle[k+1])
+			b += cost(cycle[k+1], cycle[(k+2)%len(cycle)])
 		}
 		off := 0
 		if b < a {
@@ -182,37 +269,29 @@ func matchRelaxed(c []float64, n int, h *Hooks) (mate []int, half float64, odd i
 			mate[x], mate[y] = y, x
 		}
 	}
-	if odd > 0 {
-		if err := repairOdd(c, n, oddCycles, odd, mate, h.stopOnly()); err != nil {
-			return nil, 0, 0, err
+	if len(odd) > 0 {
+		if err := repairOdd(cost, n, oddCycles, odd, mate, h); err != nil {
+			return nil, nil, err
 		}
 	}
-	return mate, half, odd, nil
+	return mate, odd, nil
 }
 
-// repairOdd matches the vertices of the odd cycles (odd of them in total,
-// an even number) and writes their partners into mate: exactly by dynamic
-// programming when there are at most maxDP, else by the relaxation restricted
-// to them, and when that makes no progress (all n vertices on odd cycles) by
-// keeping the cheapest alternating path of each cycle and matching the
-// left-over vertices, one per cycle, recursively.
-func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int, h *Hooks) error {
-	if odd <= maxDP {
-		vs := make([]int, 0, odd)
-		for _, cyc := range cycles {
-			vs = append(vs, cyc...)
-		}
-		matchDP(c, n, vs, mate)
-		return nil
+// repairOdd matches the vertices odd of the odd cycles among themselves (an
+// even number of them, n being the number of all vertices) and writes their
+// partners into mate: exactly by dynamic programming when there are at most
+// maxDP, else by the relaxation restricted to them, and when that makes no
+// progress (all n vertices on odd cycles) by keeping the cheapest
+// alternating path of each cycle and matching the left-over vertices, one
+// per cycle, recursively.
+func repairOdd(cost func(r, q int) float64, n int, cycles [][]int, odd []int, mate []int, h *Hooks) error {
+	if len(odd) <= maxDP {
+		return matchDP(cost, odd, mate)
 	}
-	if odd < n {
+	if len(odd) < n {
 		// The relaxation restricted to the odd-cycle vertices usually pairs
 		// most of them; recurse on it (it shrinks, so this terminates).
-		vs := make([]int, 0, odd)
-		for _, cyc := range cycles {
-			vs = append(vs, cyc...)
-		}
-		return matchSubset(c, n, vs, mate, h)
+		return matchSubset(cost, odd, mate, h)
 	}
 	// Each cycle v0..v_{L-1} drops one vertex v_k and matches the path left
 	// over along its own edges. With e_t = c(v_t, v_{t+1}) and S_k the path
@@ -223,7 +302,7 @@ func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int, h *Hooks
 		e := make([]float64, L)
 		total := 0.0
 		for t := range cyc {
-			e[t] = c[cyc[t]*n+cyc[(t+1)%L]]
+			e[t] = cost(cyc[t], cyc[(t+1)%L])
 			total += e[t]
 		}
 		sk := 0.0
@@ -243,20 +322,42 @@ func repairOdd(c []float64, n int, cycles [][]int, odd int, mate []int, h *Hooks
 		}
 		left = append(left, cyc[kbest])
 	}
-	return matchSubset(c, n, left, mate, h)
+	return matchSubset(cost, left, mate, h)
+}
+
+// subCosts returns the row-major m×m matrix cost(vs[a], vs[b]) for a < b
+// (upper) or a != b (full), with a zero diagonal, or an error naming the
+// first cost that is not finite: the repair would silently go wrong on it.
+func subCosts(cost func(r, q int) float64, vs []int, full bool) ([]float64, error) {
+	m := len(vs)
+	sub := make([]float64, m*m)
+	for a, x := range vs {
+		b0 := a + 1
+		if full {
+			b0 = 0
+		}
+		for b := b0; b < m; b++ {
+			if b == a {
+				continue
+			}
+			v := cost(x, vs[b])
+			if v-v != 0 { // NaN exactly for NaN and ±Inf
+				return nil, fmt.Errorf("assign: cost(%d, %d) = %v: costs must be finite", x, vs[b], v)
+			}
+			sub[a*m+b] = v
+		}
+	}
+	return sub, nil
 }
 
 // matchSubset matches the vertices vs (an even number) among themselves by
 // matchRelaxed on their cost sub-matrix and writes their partners into mate.
-func matchSubset(c []float64, n int, vs []int, mate []int, h *Hooks) error {
-	m := len(vs)
-	sub := make([]float64, m*m)
-	for a, x := range vs {
-		for b, y := range vs {
-			sub[a*m+b] = c[x*n+y]
-		}
+func matchSubset(cost func(r, q int) float64, vs []int, mate []int, h *Hooks) error {
+	sub, err := subCosts(cost, vs, true)
+	if err != nil {
+		return err
 	}
-	subMate, _, _, err := matchRelaxed(sub, m, h)
+	subMate, _, _, err := matchRelaxed(sub, len(vs), h)
 	if err != nil {
 		return err
 	}
@@ -269,8 +370,12 @@ func matchSubset(c []float64, n int, vs []int, mate []int, h *Hooks) error {
 // matchDP writes into mate a minimum-cost perfect matching of the vertices vs
 // (at most maxDP of them, an even number) by dynamic programming over
 // subsets, always matching the lowest unmatched vertex.
-func matchDP(c []float64, n int, vs []int, mate []int) {
+func matchDP(cost func(r, q int) float64, vs []int, mate []int) error {
 	m := len(vs)
+	c, err := subCosts(cost, vs, false)
+	if err != nil {
+		return err
+	}
 	full := 1<<m - 1
 	f := make([]float64, 1<<m)
 	pairI, pairJ := make([]int8, 1<<m), make([]int8, 1<<m)
@@ -288,7 +393,7 @@ func matchDP(c []float64, n int, vs []int, mate []int) {
 				continue
 			}
 			next := mask | 1<<i | 1<<j
-			if v := f[mask] + c[vs[i]*n+vs[j]]; v < f[next] {
+			if v := f[mask] + c[i*m+j]; v < f[next] {
 				f[next], pairI[next], pairJ[next] = v, int8(i), int8(j)
 			}
 		}
@@ -298,46 +403,94 @@ func matchDP(c []float64, n int, vs []int, mate []int) {
 		mate[vs[i]], mate[vs[j]] = vs[j], vs[i]
 		mask &^= 1<<i | 1<<j
 	}
+	return nil
 }
 
-// twoOpt exchanges partners between two pairs whenever that lowers the cost,
-// until no exchange helps (at most 50 sweeps), polling h between sweeps. The
-// time complexity of a sweep is O(n²).
-func twoOpt(c []float64, n int, mate []int, h *Hooks) error {
-	// pc[v] = c[v][mate[v]], kept up to date: the inner loop would otherwise
-	// read c[z][mate[z]] from a different row of c for every z.
+// polish exchanges partners between two pairs whenever that lowers the cost,
+// sweeping the pairs in order of their lower vertex, until a sweep finds no
+// improvement (at most 50 sweeps), polling h between pairs of changed
+// vertices. Only exchanges involving a changed pair are tried: a pair is
+// changed when it holds a vertex of odd (the repaired odd-cycle vertices) or
+// one that took part in an exchange; the unchanged pairs are the even-cycle
+// rounding, an optimal matching of their vertices (a cheaper one would give
+// a cheaper relaxation), so exchanges among them cannot lower the cost. The
+// sweeps thus visit the improving exchanges in the same order as a 2-opt
+// over all pairs and reach the same matching, at a cost of at most 2n·k
+// oracle calls per sweep for k changed vertices instead of n². It stops
+// early once more than budget oracle calls were made (budget < 0: no limit).
+func polish(cost func(r, q int) float64, mate []int, odd []int, budget int, h *Hooks) error {
+	n := len(mate)
+	// pc[v] = cost(v, mate[v]), kept up to date.
 	pc := make([]float64, n)
 	for v, u := range mate {
-		pc[v] = c[v*n+u]
+		pc[v] = cost(v, u)
+	}
+	calls := n
+	changed := make([]bool, n)
+	var list []int // the changed vertices, sorted
+	mark := func(v int) {
+		if !changed[v] {
+			changed[v] = true
+			k, _ := slices.BinarySearch(list, v)
+			list = slices.Insert(list, k, v)
+		}
+	}
+	for _, v := range odd {
+		mark(v)
+	}
+	// try exchanges partners of x's pair and z's pair if that is cheaper,
+	// z being the lower vertex of its pair, and reports whether it did.
+	improved := false
+	try := func(x, z int) bool {
+		y, w := mate[x], mate[z]
+		if z == y || w < z {
+			return false
+		}
+		cur := pc[x] + pc[z]
+		calls += 2
+		if alt := cost(x, z) + cost(y, w); alt < cur-1e-12*math.Abs(cur) {
+			mate[x], mate[z], mate[y], mate[w] = z, x, w, y
+		} else if calls += 2; cost(x, w)+cost(y, z) < cur-1e-12*math.Abs(cur) {
+			mate[x], mate[w], mate[y], mate[z] = w, x, z, y
+		} else {
+			return false
+		}
+		for _, v := range [4]int{x, y, z, w} {
+			pc[v] = cost(v, mate[v])
+			mark(v)
+		}
+		calls += 4
+		improved = true
+		return true
 	}
 	for sweep := 0; sweep < 50; sweep++ {
 		if err := h.stop(); err != nil {
 			return err
 		}
-		improved := false
+		improved = false
 		for x := 0; x < n; x++ {
-			y := mate[x]
-			if y < x {
+			if mate[x] < x {
 				continue
 			}
-			for z := x + 1; z < n; z++ {
-				w := mate[z]
-				if z == y || w < z {
-					continue
+			if budget >= 0 && calls > budget {
+				return nil
+			}
+			z := x + 1
+			if !changed[x] {
+				// An unchanged pair can only gain from a changed partner
+				// pair; once it has exchanged, it is changed itself.
+				k, _ := slices.BinarySearch(list, x+1)
+				for z = n; k < len(list); k++ {
+					if try(x, list[k]) {
+						z = list[k] + 1
+						break
+					}
 				}
-				cur, y0 := pc[x]+pc[z], y
-				if alt := c[x*n+z] + c[y*n+w]; alt < cur-1e-12*math.Abs(cur) {
-					mate[x], mate[z], mate[y], mate[w] = z, x, w, y
-					y, improved = z, true
-				} else if alt := c[x*n+w] + c[y*n+z]; alt < cur-1e-12*math.Abs(cur) {
-					mate[x], mate[w], mate[y], mate[z] = w, x, z, y
-					y, improved = w, true
-				} else {
-					continue
-				}
-				for _, v := range [4]int{x, y0, z, w} {
-					pc[v] = c[v*n+mate[v]]
-				}
+			} else if err := h.stop(); err != nil {
+				return err
+			}
+			for ; z < n; z++ {
+				try(x, z)
 			}
 		}
 		if !improved {
