@@ -20,6 +20,41 @@ package psda
 // full cost) and O(n_s·n_t·d + (n_s+n_t)·d²) for CORAL; memory is the result
 // plus O((n_s+n_t)·n/tileSize + d²).
 func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
+	m := newStage1Model(src, tgt, cfg)
+	nt := tgt.N
+	c := make([]float64, src.N*nt)
+	m.pass(func(i, j0 int, x []float64) { copy(c[i*nt+j0:], x) })
+	if cfg.Monitor.err() != nil {
+		return c
+	}
+	row, col := m.terms()
+	parallelRows(src.N, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			r := c[i*nt : (i+1)*nt]
+			for j, x := range r {
+				r[j] = (row[i] + col[j] + x) * m.scale
+			}
+		}
+	})
+	return c
+}
+
+// stage1Model is C^st split as c_ij = (row[i] + col[j] + X_ij)·scale, where
+// only the cross part X needs a Gram pass over all (i, j): the dense path
+// stores X, the sparse path (sparse.go) keeps a few entries per row and
+// column and runs the pass again to price.
+type stage1Model struct {
+	scale float64
+	// pass runs one Gram pass and calls emit(i, j0, x) with x[j] = X_{i,j0+j}
+	// for every tile row, concurrently from several goroutines (two calls
+	// never share an i at the same time); x is only valid during the call.
+	pass func(emit func(i, j0 int, x []float64))
+	// terms returns row and col; valid once a pass has completed.
+	terms func() (row, col []float64)
+}
+
+// newStage1Model returns the split of C^st for cfg's discrepancy.
+func newStage1Model(src, tgt Matrix, cfg Config) *stage1Model {
 	switch {
 	case cfg.Discrepancy == CORAL:
 		return coralStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
@@ -27,6 +62,16 @@ func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 		return linearStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
 	default:
 		return rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), cfg.Monitor)
+	}
+}
+
+// emitRows hands every row of a tile to emit: the pass of a cross part that
+// is the Gram entry itself.
+func emitRows(emit func(i, j0 int, x []float64)) func(t *tile) {
+	return func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			emit(t.i0+i, t.j0, t.g[i*t.ld:][:t.nj])
+		}
 	}
 }
 
@@ -67,19 +112,16 @@ func pairIndex(pairs []Pair) (is, js []int) {
 }
 
 // linearStage1: with φ(x) = x, C_ij = ‖(s_i − δ) − t_j‖²/k², δ = s̄ − t̄.
-func linearStage1(src, tgt Matrix, k int, mon *Monitor) []float64 {
+func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 	delta := sub(colMeans(src), colMeans(tgt))
-	c := make([]float64, src.N*tgt.N)
-	scale := 1 / float64(k*k)
-	gram(rowsOf(src, nil, delta), rowsOf(tgt, nil, nil), false, sqdists, mon, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			row := c[(t.i0+i)*tgt.N+t.j0:][:t.nj]
-			for j, v := range t.g[i*t.ld:][:t.nj] {
-				row[j] = v * scale
-			}
-		}
-	})
-	return c
+	zr, zc := make([]float64, src.N), make([]float64, tgt.N)
+	return &stage1Model{
+		scale: 1 / float64(k*k),
+		pass: func(emit func(i, j0 int, x []float64)) {
+			gram(rowsOf(src, nil, delta), rowsOf(tgt, nil, nil), false, sqdists, mon, emitRows(emit))
+		},
+		terms: func() ([]float64, []float64) { return zr, zc },
+	}
 }
 
 // linearStage2: C_rq = ‖w_r + w_q‖²/k² with explicit w_r = s_r − t_r − δ,
@@ -127,47 +169,44 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64
 // self-kernel row sums need the two self Gram matrices (symmetric halves,
 // never stored); the cross kernel is stored in the result and finished in
 // place once its row and column sums are known.
-func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) []float64 {
+func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Model {
 	S, T := rowsOf(src, nil, nil), rowsOf(tgt, nil, nil)
 	ns, nt := src.N, tgt.N
-	ss, tt := kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
-	c := make([]float64, ns*nt)
-	rs, cs := newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
-	gram(S, T, false, sqdists, mon, func(t *tile) {
-		rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
-		e := make([]float64, t.nj)
-		for i := 0; i < t.ni; i++ {
-			row := c[(t.i0+i)*nt+t.j0:][:t.nj]
-			kern.row(row, t.g[i*t.ld:][:t.nj], e)
-			s := 0.0
-			for j, v := range row {
-				s += v
-				csum[t.j0+j] += v
+	var rs, cs partials
+	pass := func(emit func(i, j0 int, x []float64)) {
+		rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
+		gram(S, T, false, sqdists, mon, func(t *tile) {
+			rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+			x, e := make([]float64, t.nj), make([]float64, t.nj)
+			for i := 0; i < t.ni; i++ {
+				kern.row(x, t.g[i*t.ld:][:t.nj], e)
+				s := 0.0
+				for j, v := range x {
+					s += v
+					csum[t.j0+j] += v
+					x[j] = -2 * v
+				}
+				rsum[t.i0+i] = s
+				emit(t.i0+i, t.j0, x)
 			}
-			rsum[t.i0+i] = s
-		}
-	})
-	st, ts := rs.total(), cs.total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
-	fs, ft := float64(ns), float64(nt)
-	delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
-	rowTerm := make([]float64, ns)
-	for i := range rowTerm {
-		rowTerm[i] = kern.nterms - 2*(ss[i]/fs-st[i]/ft) + delta2
+		})
 	}
-	colTerm := make([]float64, nt)
-	for j := range colTerm {
-		colTerm[j] = kern.nterms + 2*(ts[j]/fs-tt[j]/ft)
-	}
-	scale := 1 / float64(k*k)
-	parallelRows(ns, func(i0, i1 int) {
-		for i := i0; i < i1; i++ {
-			row := c[i*nt : (i+1)*nt]
-			for j, v := range row {
-				row[j] = (rowTerm[i] + colTerm[j] - 2*v) * scale
-			}
+	terms := func() ([]float64, []float64) {
+		ss, tt := kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
+		st, ts := rs.total(), cs.total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
+		fs, ft := float64(ns), float64(nt)
+		delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
+		rowTerm := make([]float64, ns)
+		for i := range rowTerm {
+			rowTerm[i] = kern.nterms - 2*(ss[i]/fs-st[i]/ft) + delta2
 		}
-	})
-	return c
+		colTerm := make([]float64, nt)
+		for j := range colTerm {
+			colTerm[j] = kern.nterms + 2*(ts[j]/fs-tt[j]/ft)
+		}
+		return rowTerm, colTerm
+	}
+	return &stage1Model{scale: 1 / float64(k*k), pass: pass, terms: terms}
 }
 
 // kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
@@ -540,7 +579,7 @@ func quadForms(x vectors, f []float64, mon *Monitor) []float64 {
 // E = Σ_t/n_t − Σ_s/n_s:
 // C_ij = ‖E + (a_i a_iᵀ − b_j b_jᵀ)/k‖_F²
 // = ‖E‖² + (2/k)(a_iᵀE a_i − b_jᵀE b_j) + (‖a_i‖⁴ + ‖b_j‖⁴ − 2(a_i·b_j)²)/k².
-func coralStage1(src, tgt Matrix, k int, mon *Monitor) []float64 {
+func coralStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 	ms, mt := colMeans(src), colMeans(tgt)
 	e := sub(scaled(covariance(tgt, mt, mon), 1/float64(tgt.N)), scaled(covariance(src, ms, mon), 1/float64(src.N)))
 	a, b := rowsOf(src, nil, ms), rowsOf(tgt, nil, mt)
@@ -554,18 +593,21 @@ func coralStage1(src, tgt Matrix, k int, mon *Monitor) []float64 {
 	for j := range qb {
 		qb[j] = -2*qb[j]/fk + nb[j]*nb[j]/(fk*fk)
 	}
-	nt := tgt.N
-	c := make([]float64, src.N*nt)
-	gram(a, b, false, dots, mon, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			row := c[(t.i0+i)*nt+t.j0:][:t.nj]
-			ri := qa[t.i0+i]
-			for j, g := range t.g[i*t.ld:][:t.nj] {
-				row[j] = ri + qb[t.j0+j] - 2*g*g/(fk*fk)
-			}
-		}
-	})
-	return c
+	return &stage1Model{
+		scale: 1,
+		pass: func(emit func(i, j0 int, x []float64)) {
+			gram(a, b, false, dots, mon, func(t *tile) {
+				x := make([]float64, t.nj)
+				for i := 0; i < t.ni; i++ {
+					for j, g := range t.g[i*t.ld:][:t.nj] {
+						x[j] = -2 * g * g / (fk * fk)
+					}
+					emit(t.i0+i, t.j0, x)
+				}
+			})
+		},
+		terms: func() ([]float64, []float64) { return qa, qb },
+	}
 }
 
 // coralStage2 evaluates the paper's Stage 2 conditional covariance
