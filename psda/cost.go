@@ -89,14 +89,50 @@ func emitRows(emit func(i, j0 int, x []float64)) func(t *tile) {
 // vectors) and O(P²·d + (n_s+n_t)·d²) for CORAL; memory is the result plus
 // O(P·P/tileSize) for the RBF mixture and O((n_s+n_t)·d + d²) for CORAL.
 func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
-	switch {
-	case cfg.Discrepancy == CORAL:
+	if cfg.Discrepancy == CORAL {
 		return coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
-	case cfg.Kernel == Linear:
-		return linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
-	default:
-		return rbfStage2(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), pairs, cfg.Monitor)
 	}
+	md := newStage2Model(src, tgt, cfg, pairs, true)
+	m := md.m
+	c := make([]float64, m*m)
+	md.pass(func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
+	if cfg.Monitor.err() != nil {
+		return c, m
+	}
+	cost, single := md.finish()
+	finishStage2(c, m, md.p, md.scale, cost, single, cfg.Monitor)
+	return c, m
+}
+
+// stage2Model is C^MM over the P pairs as c_rq = cost(r, q, V_rq)·scale,
+// where the cross part V needs a Gram pass over all pairs and cost adds
+// per-pair terms; single[r]·scale is the cost of leaving pair r alone (the
+// dummy node when P is odd). The MMD only: CORAL's cross part takes two Gram
+// passes.
+type stage2Model struct {
+	p, m  int
+	scale float64
+	// pass runs one Gram pass and calls emit(r, q0, v) with v[k] = V_{r,q0+k}
+	// for every q0+k > r (the upper triangle), concurrently from several
+	// goroutines (two calls never share an r at the same time); v is only
+	// valid during the call.
+	pass func(emit func(r, q0 int, v []float64))
+	// finish returns cost and single; valid once a pass has completed.
+	finish func() (cost func(r, q int, v float64) float64, single []float64)
+}
+
+// newStage2Model returns the split of the MMD's C^MM; factored allows the
+// RBF mixture to store the kernel against the smaller side when that saves
+// work (dense path only: it holds P·n_small values).
+func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, factored bool) *stage2Model {
+	if cfg.Kernel == Linear {
+		return linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+	}
+	kern := newRBF(cfg.gammas())
+	if a, b, bIdx, ok := factorable(src, tgt, pairs); ok && factored {
+		return rbfStage2Factored(a, b, bIdx, cfg.BatchSize, kern, cfg.Monitor)
+	}
+	return rbfStage2(src, tgt, cfg.BatchSize, kern, pairs, cfg.Monitor)
 }
 
 // stage2Size returns the number of nodes of the Stage 2 matching.
@@ -126,9 +162,9 @@ func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 
 // linearStage2: C_rq = ‖w_r + w_q‖²/k² with explicit w_r = s_r − t_r − δ,
 // computed as the squared distance between w_r and −w_q.
-func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64, int) {
+func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Model {
 	delta := sub(colMeans(src), colMeans(tgt))
-	p, m := len(pairs), stage2Size(len(pairs))
+	p := len(pairs)
 	w := func(sign float64) vectors {
 		return vectors{n: p, d: src.D, fill: func(r int, dst []float64) {
 			src.Row(pairs[r].S, dst)
@@ -138,30 +174,34 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64
 		}}
 	}
 	wp := w(1)
-	c := make([]float64, m*m)
-	scale := 1 / float64(k*k)
-	gram(wp, w(-1), true, sqdists, mon, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			r := t.i0 + i
-			for j := upperFrom(t, i); j < t.nj; j++ {
-				q := t.j0 + j
-				c[r*m+q] = t.g[i*t.ld+j] * scale
-				c[q*m+r] = c[r*m+q]
+	return &stage2Model{
+		p: p, m: stage2Size(p), scale: 1 / float64(k*k),
+		pass: func(emit func(r, q0 int, v []float64)) {
+			gram(wp, w(-1), true, sqdists, mon, func(t *tile) {
+				for i := 0; i < t.ni; i++ {
+					j := upperFrom(t, i) + b2i(t.diag)
+					emit(t.i0+i, t.j0+j, t.g[i*t.ld+j:][:t.nj-j])
+				}
+			})
+		},
+		finish: func() (func(r, q int, v float64) float64, []float64) {
+			single := make([]float64, p)
+			row := make([]float64, src.D)
+			for r := range single {
+				wp.fill(r, row)
+				single[r] = dot(row, row)
 			}
-		}
-	})
-	if m > p {
-		row := make([]float64, src.D)
-		for r := 0; r < p; r++ {
-			wp.fill(r, row)
-			c[r*m+p] = dot(row, row) * scale
-			c[p*m+r] = c[r*m+p]
-		}
+			return func(r, q int, v float64) float64 { return v }, single
+		},
 	}
-	for r := 0; r < m; r++ {
-		c[r*m+r] = 0
+}
+
+// b2i returns 1 for true and 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
 	}
-	return c, m
+	return 0
 }
 
 // rbfStage1: C_ij·k² = [κ(s,s) − 2g(s_i)] + [κ(t,t) + 2g(t_j)] − 2κ(s_i,t_j) + ‖δ‖²
@@ -240,11 +280,8 @@ func kernelRowSums(x vectors, kern *rbfMixture, mon *Monitor) []float64 {
 // V, and, weighting each pair by 1/(uses of its source or target), the kernel
 // sums behind g and ‖δ‖²: the pairs cover every source and every target, so
 // no separate self-kernel pass is needed.
-func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Monitor) ([]float64, int) {
-	if a, b, bIdx, ok := factorable(src, tgt, pairs); ok {
-		return rbfStage2Factored(a, b, bIdx, k, kern, mon)
-	}
-	p, m := len(pairs), stage2Size(len(pairs))
+func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Monitor) *stage2Model {
+	p := len(pairs)
 	ws, wt := useWeights(pairs, src.N, tgt.N)
 	z := vectors{n: 2 * p, d: src.D, fill: func(r int, dst []float64) {
 		if r%2 == 0 {
@@ -253,64 +290,73 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 			tgt.Row(pairs[r/2].T, dst)
 		}
 	}}
-	c := make([]float64, m*m)
 	nb := nblocks(2 * p)
 	// Per pair r: SS = Σ_i' κ(s_r, s_i'), ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j').
-	pSS, pST, pTS, pTT := newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
-	gram(z, z, true, sqdists, mon, func(t *tile) {
-		rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
-		cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
-		r0, q0 := t.i0/2, t.j0/2
-		ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
-		for ri := 0; ri < t.ni/2; ri++ {
-			r := r0 + ri
-			// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
-			j0 := 2 * upperFrom(t, ri)
-			kern.row(ks[j0:], t.g[2*ri*t.ld+j0:][:t.nj-j0], e[j0:])
-			kern.row(kt[j0:], t.g[(2*ri+1)*t.ld+j0:][:t.nj-j0], e[j0:])
-			var sSS, sST, sTS, sTT float64
-			for qi := j0 / 2; qi < t.nj/2; qi++ {
-				q := q0 + qi
-				kss, kst := ks[2*qi], ks[2*qi+1]
-				kts, ktt := kt[2*qi], kt[2*qi+1]
-				v := kss - kst - kts + ktt
-				c[r*m+q] = v
-				sSS += ws[q] * kss
-				sST += wt[q] * kst
-				sTS += ws[q] * kts
-				sTT += wt[q] * ktt
-				if q != r { // on a diagonal tile the c slots are the r slots
-					c[q*m+r] = v
+	var pSS, pST, pTS, pTT partials
+	vrr := make([]float64, p) // V_rr, for ‖w_r‖²
+	pass := func(emit func(r, q0 int, v []float64)) {
+		pSS, pST, pTS, pTT = newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
+		gram(z, z, true, sqdists, mon, func(t *tile) {
+			rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
+			cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
+			r0, q0 := t.i0/2, t.j0/2
+			ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
+			out := make([]float64, t.nj/2)
+			for ri := 0; ri < t.ni/2; ri++ {
+				r := r0 + ri
+				// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
+				j0 := 2 * upperFrom(t, ri)
+				kern.row(ks[j0:], t.g[2*ri*t.ld+j0:][:t.nj-j0], e[j0:])
+				kern.row(kt[j0:], t.g[(2*ri+1)*t.ld+j0:][:t.nj-j0], e[j0:])
+				var sSS, sST, sTS, sTT float64
+				for qi := j0 / 2; qi < t.nj/2; qi++ {
+					q := q0 + qi
+					kss, kst := ks[2*qi], ks[2*qi+1]
+					kts, ktt := kt[2*qi], kt[2*qi+1]
+					v := kss - kst - kts + ktt
+					out[qi] = v
+					sSS += ws[q] * kss
+					sST += wt[q] * kst
+					sTS += ws[q] * kts
+					sTT += wt[q] * ktt
+					if q == r { // on a diagonal tile the c slots are the r slots
+						vrr[r] = v
+						continue
+					}
 					cSS[q] += ws[r] * kss
 					cST[q] += wt[r] * kts
 					cTS[q] += ws[r] * kst
 					cTT[q] += wt[r] * ktt
 				}
+				rSS[r] += sSS
+				rST[r] += sST
+				rTS[r] += sTS
+				rTT[r] += sTT
+				from := j0/2 + b2i(t.diag)
+				emit(r, q0+from, out[from:])
 			}
-			rSS[r] += sSS
-			rST[r] += sST
-			rTS[r] += sTS
-			rTT[r] += sTT
+		})
+	}
+	finish := func() (func(r, q int, v float64) float64, []float64) {
+		ss, st, ts, tt := pSS.total(), pST.total(), pTS.total(), pTT.total()
+		fs, ft := float64(src.N), float64(tgt.N)
+		var sumSS, sumST, sumTT float64
+		for r := range ss {
+			sumSS += ws[r] * ss[r]
+			sumST += ws[r] * st[r]
+			sumTT += wt[r] * tt[r]
 		}
-	})
-	ss, st, ts, tt := pSS.total(), pST.total(), pTS.total(), pTT.total()
-	fs, ft := float64(src.N), float64(tgt.N)
-	var sumSS, sumST, sumTT float64
-	for r := range ss {
-		sumSS += ws[r] * ss[r]
-		sumST += ws[r] * st[r]
-		sumTT += wt[r] * tt[r]
+		delta2 := sumSS/(fs*fs) - 2*sumST/(fs*ft) + sumTT/(ft*ft)
+		rho, w2 := make([]float64, p), make([]float64, p)
+		for r := range rho {
+			rho[r] = (ss[r]/fs - st[r]/ft) - (ts[r]/fs - tt[r]/ft)
+			w2[r] = vrr[r] - 2*rho[r] + delta2
+		}
+		return func(r, q int, v float64) float64 {
+			return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
+		}, w2
 	}
-	delta2 := sumSS/(fs*fs) - 2*sumST/(fs*ft) + sumTT/(ft*ft)
-	rho, w2 := make([]float64, p), make([]float64, p)
-	for r := range rho {
-		rho[r] = (ss[r]/fs - st[r]/ft) - (ts[r]/fs - tt[r]/ft)
-		w2[r] = c[r*m+r] - 2*rho[r] + delta2
-	}
-	finishStage2(c, m, p, 1/float64(k*k), func(r, q int, v float64) float64 {
-		return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
-	}, w2, mon)
-	return c, m
+	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish}
 }
 
 // factorMin is the least ratio P/n_b at which rbfStage2 stores the cross
@@ -360,88 +406,94 @@ func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool
 // and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
 // the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
 // Memory: the result plus 2·P·n_b + n_b² float64.
-func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Monitor) ([]float64, int) {
-	p, m, nb := a.N, stage2Size(a.N), b.N
+func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Monitor) *stage2Model {
+	p, nb := a.N, b.N
 	A, B := rowsOf(a, nil, nil), rowsOf(b, nil, nil)
-	kbb := make([]float64, nb*nb)
-	gram(B, B, true, sqdists, mon, func(t *tile) {
-		e := make([]float64, t.nj)
-		for i := 0; i < t.ni; i++ {
-			j0 := upperFrom(t, i)
-			row := kbb[(t.i0+i)*nb+t.j0:][:t.nj]
-			kern.row(row[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
-			for j := j0; j < t.nj; j++ {
-				kbb[(t.j0+j)*nb+t.i0+i] = row[j]
-			}
-		}
-	})
-	// K_ab twice, row-major and transposed, so that both of its terms in
-	// V_rq are read along rows (a strided read misses the cache per entry).
-	kab, kba := make([]float64, p*nb), make([]float64, nb*p)
-	rs, cs := newPartials(nblocks(nb), p), newPartials(nblocks(p), nb)
-	gram(A, B, false, sqdists, mon, func(t *tile) {
-		rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
-		e := make([]float64, t.nj)
-		for i := 0; i < t.ni; i++ {
-			r := t.i0 + i
-			row := kab[r*nb+t.j0:][:t.nj]
-			kern.row(row, t.g[i*t.ld:][:t.nj], e)
-			s := 0.0
-			for j, v := range row {
-				s += v
-				csum[t.j0+j] += v
-				kba[(t.j0+j)*p+r] = v
-			}
-			rsum[r] = s
-		}
-	})
-	rowAB, colAB := rs.total(), cs.total()
-	c := make([]float64, m*m)
-	pa := newPartials(nblocks(p), p)
-	gram(A, A, true, sqdists, mon, func(t *tile) {
-		rsum, csum := pa.slot(t.bj), pa.slot(t.bi)
-		kr, e := make([]float64, t.nj), make([]float64, t.nj)
-		for i := 0; i < t.ni; i++ {
-			r := t.i0 + i
-			j0 := upperFrom(t, i)
-			kern.row(kr[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
-			br := bIdx[r]
-			abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
-			bar := kba[br*p+t.j0:][:t.nj] // K_ab[q, b_r] for the tile's q
-			bq := bIdx[t.j0:][:t.nj]
-			out := c[r*m+t.j0:][:t.nj]
-			s := 0.0
-			for j := j0; j < t.nj; j++ {
-				q, v := t.j0+j, kr[j]
-				s += v
-				if q != r {
-					csum[q] += v // on a diagonal tile csum is rsum: row q's share
+	var kbb, kab, kba, rowAB, colAB, rowAA []float64
+	pass := func(emit func(r, q0 int, v []float64)) {
+		kbb = make([]float64, nb*nb)
+		gram(B, B, true, sqdists, mon, func(t *tile) {
+			e := make([]float64, t.nj)
+			for i := 0; i < t.ni; i++ {
+				j0 := upperFrom(t, i)
+				row := kbb[(t.i0+i)*nb+t.j0:][:t.nj]
+				kern.row(row[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
+				for j := j0; j < t.nj; j++ {
+					kbb[(t.j0+j)*nb+t.i0+i] = row[j]
 				}
-				out[j] = v - abr[bq[j]] - bar[j] + bbr[bq[j]]
 			}
-			rsum[r] += s
+		})
+		// K_ab twice, row-major and transposed, so that both of its terms in
+		// V_rq are read along rows (a strided read misses the cache per entry).
+		kab, kba = make([]float64, p*nb), make([]float64, nb*p)
+		rs, cs := newPartials(nblocks(nb), p), newPartials(nblocks(p), nb)
+		gram(A, B, false, sqdists, mon, func(t *tile) {
+			rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+			e := make([]float64, t.nj)
+			for i := 0; i < t.ni; i++ {
+				r := t.i0 + i
+				row := kab[r*nb+t.j0:][:t.nj]
+				kern.row(row, t.g[i*t.ld:][:t.nj], e)
+				s := 0.0
+				for j, v := range row {
+					s += v
+					csum[t.j0+j] += v
+					kba[(t.j0+j)*p+r] = v
+				}
+				rsum[r] = s
+			}
+		})
+		rowAB, colAB = rs.total(), cs.total()
+		pa := newPartials(nblocks(p), p)
+		gram(A, A, true, sqdists, mon, func(t *tile) {
+			rsum, csum := pa.slot(t.bj), pa.slot(t.bi)
+			kr, e := make([]float64, t.nj), make([]float64, t.nj)
+			for i := 0; i < t.ni; i++ {
+				r := t.i0 + i
+				j0 := upperFrom(t, i)
+				kern.row(kr[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
+				br := bIdx[r]
+				abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
+				bar := kba[br*p+t.j0:][:t.nj] // K_ab[q, b_r] for the tile's q
+				bq := bIdx[t.j0:][:t.nj]
+				out := make([]float64, t.nj)
+				s := 0.0
+				for j := j0; j < t.nj; j++ {
+					q, v := t.j0+j, kr[j]
+					s += v
+					if q != r {
+						csum[q] += v // on a diagonal tile csum is rsum: row q's share
+					}
+					out[j] = v - abr[bq[j]] - bar[j] + bbr[bq[j]]
+				}
+				rsum[r] += s
+				from := j0 + b2i(t.diag)
+				emit(r, t.j0+from, out[from:])
+			}
+		})
+		rowAA = pa.total()
+	}
+	finish := func() (func(r, q int, v float64) float64, []float64) {
+		rowBB := make([]float64, nb)
+		for j := range rowBB {
+			rowBB[j] = sum(kbb[j*nb : (j+1)*nb])
 		}
-	})
-	rowAA := pa.total()
-	rowBB := make([]float64, nb)
-	for j := range rowBB {
-		rowBB[j] = sum(kbb[j*nb : (j+1)*nb])
+		fa, fb := float64(p), float64(nb)
+		delta2 := sum(rowAA)/(fa*fa) - 2*sum(rowAB)/(fa*fb) + sum(rowBB)/(fb*fb)
+		hB := make([]float64, nb)
+		for j := range hB {
+			hB[j] = colAB[j]/fa - rowBB[j]/fb
+		}
+		rho, w2 := make([]float64, p), make([]float64, p)
+		for r := range rho {
+			rho[r] = rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
+			w2[r] = 2*kern.nterms - 2*kab[r*nb+bIdx[r]] - 2*rho[r] + delta2
+		}
+		return func(r, q int, v float64) float64 {
+			return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
+		}, w2
 	}
-	fa, fb := float64(p), float64(nb)
-	delta2 := sum(rowAA)/(fa*fa) - 2*sum(rowAB)/(fa*fb) + sum(rowBB)/(fb*fb)
-	hB := make([]float64, nb)
-	for j := range hB {
-		hB[j] = colAB[j]/fa - rowBB[j]/fb
-	}
-	rho, w2 := make([]float64, p), make([]float64, p)
-	for r := range rho {
-		rho[r] = rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
-		w2[r] = 2*kern.nterms - 2*kab[r*nb+bIdx[r]] - 2*rho[r] + delta2
-	}
-	finishStage2(c, m, p, 1/float64(k*k), func(r, q int, v float64) float64 {
-		return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
-	}, w2, mon)
-	return c, m
+	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish}
 }
 
 // finishStage2 replaces every off-diagonal entry (r, q) of the first p nodes
