@@ -447,7 +447,7 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 		pa := newPartials(nblocks(p), p)
 		gram(A, A, true, sqdists, mon, func(t *tile) {
 			rsum, csum := pa.slot(t.bj), pa.slot(t.bi)
-			kr, e := make([]float64, t.nj), make([]float64, t.nj)
+			kr, e, out := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
 			for i := 0; i < t.ni; i++ {
 				r := t.i0 + i
 				j0 := upperFrom(t, i)
@@ -456,7 +456,6 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 				abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
 				bar := kba[br*p+t.j0:][:t.nj] // K_ab[q, b_r] for the tile's q
 				bq := bIdx[t.j0:][:t.nj]
-				out := make([]float64, t.nj)
 				s := 0.0
 				for j := j0; j < t.nj; j++ {
 					q, v := t.j0+j, kr[j]
