@@ -7,6 +7,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
@@ -18,10 +19,12 @@ import (
 // costs while the tile is still in cache, so no n×n intermediate other than
 // the cost matrix itself is ever stored.
 //
-// Precision: everything is computed in float64. float32 input is converted
+// Precision: gram computes everything in float64. float32 input is converted
 // one vector at a time while packing a tile, never as a whole, so results for
 // float64 input are reproducible against a float64 NumPy reference to a few
 // ulps of the largest term (the summation order of the dot products differs).
+// gram32 is the same engine with float32 packed vectors and micro-kernel, for
+// screening passes that tolerate float32 rounding.
 
 const kBlock = 256 // depth of one pass of the micro-kernel (keeps a B panel in L1)
 
@@ -132,21 +135,87 @@ func nblocks(n int) int { return (n + tileSize - 1) / tileSize }
 // cancelled the remaining tiles are skipped (epi is not called for them):
 // the caller must check mon.err() before using the result.
 func gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)) {
+	newGramRun(x, y, kind, !useFMA, microKernel).run(sym, mon, epi)
+}
+
+// gram32 is gram computed in float32 arithmetic: the vectors are packed as
+// float32 and multiplied by a float32 micro-kernel (AVX2/FMA, 6×16, about
+// twice gram's throughput; the portable kernel without it); tiles are handed
+// to epi as float64 (t.g) exactly like gram's, so every epilogue works
+// unchanged. Squared distances use float64 norms of the float32-rounded
+// vectors (and float64 differences of them when d <= directDim).
+//
+// Accuracy: x·y is a float32 sum of at most kBlock products per K block, the
+// blocks added in float64, so with u = 2^-24 the error is at most about
+// (d + 2)·u·Σ|xₖyₖ| <= (d + 2)·u·‖x‖‖y‖ (rounding of the inputs included); a
+// squared distance adds 2u·(‖x‖² + ‖y‖²) for the rounded norms. Meant for
+// screening (candidate generation), not for costs that must be exact.
+func gram32(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)) {
+	newGramRun(x, y, kind, false, microKernel32).run(sym, mon, epi)
+}
+
+// packBudget is the most values of packed y vectors held at once.
+const packBudget = 1 << 21
+
+// packed is the precision of the packed vectors and of the micro-kernel's
+// multiply-adds; tiles, norms and everything after the kernel are float64.
+type packed interface{ float32 | float64 }
+
+// gramRun is the state of one gram call shared by its workers.
+type gramRun[T packed] struct {
+	x, y   vectors
+	d      int
+	kind   gramKind
+	direct bool
+	// rowMajor packs plain rows: for the direct path, and for gonum's Dgemm
+	// when the float64 assembly micro-kernel is unavailable (no AVX2/FMA,
+	// noasm tag).
+	rowMajor bool
+	// kern updates an mr×nr block of a tile from an A and a B micro-panel.
+	kern   func(k int, a, b []T, c []float64, ldc int)
+	nr     int
+	xs, ys int       // padded tile rows and columns: multiples of mr and nr
+	c0     int       // first tile column of the packed chunk
+	py     []T       // packed chunk of y
+	ny     []float64 // squared norms of the chunk
+}
+
+// newGramRun returns the run for x and y; gemm asks for gonum's Dgemm (only
+// for T = float64) instead of kern when d > directDim.
+func newGramRun[T packed](x, y vectors, kind gramKind, gemm bool, kern func(int, []T, []T, []float64, int)) *gramRun[T] {
 	direct := kind == sqdists && x.d <= directDim
-	g := &gramRun{x: x, y: y, d: x.d, kind: kind, direct: direct, rowMajor: direct || !useFMA}
+	nr := nrOf[T]()
+	return &gramRun[T]{x: x, y: y, d: x.d, kind: kind, direct: direct, rowMajor: direct || gemm, kern: kern, nr: nr,
+		xs: roundUp(tileSize, mr), ys: roundUp(tileSize, nr)}
+}
+
+// nrOf returns the micro-kernel width for T: nr for float64, nr32 for float32
+// (one YMM register holds 4 or 8 of them).
+func nrOf[T packed]() int {
+	if unsafe.Sizeof(T(0)) == 4 {
+		return nr32
+	}
+	return nr
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+// run is gram with this run's precision and kernel.
+func (g *gramRun[T]) run(sym bool, mon *Monitor, epi func(t *tile)) {
+	x, y := g.x, g.y
 	nbx, nby := nblocks(x.n), nblocks(y.n)
-	chunk := max(1, min(nby, packBudget/(tileSize*x.d)))
-	g.py = make([]float64, chunk*tileSize*x.d)
-	g.ny = make([]float64, chunk*tileSize)
+	chunk := max(1, min(nby, packBudget/(g.ys*x.d)))
+	g.py = make([]T, chunk*g.ys*x.d)
+	g.ny = make([]float64, chunk*g.ys)
 	for c0 := 0; c0 < nby; c0 += chunk {
 		c1 := min(nby, c0+chunk)
 		g.c0 = c0
 		parallel(c1-c0, func() func(int) {
-			buf := make([]float64, nr*x.d)
+			buf := make([]float64, g.nr*x.d)
 			return func(k int) {
 				bj := c0 + k
-				g.pack(y, bj*tileSize, min(tileSize, y.n-bj*tileSize), nr, buf,
-					g.py[k*tileSize*x.d:(k+1)*tileSize*x.d], g.ny[k*tileSize:(k+1)*tileSize])
+				g.pack(y, bj*tileSize, min(tileSize, y.n-bj*tileSize), g.nr, buf,
+					g.py[k*g.ys*x.d:(k+1)*g.ys*x.d], g.ny[k*g.ys:(k+1)*g.ys])
 			}
 		})
 		rows := nbx
@@ -154,11 +223,11 @@ func gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)
 			rows = min(nbx, c1)
 		}
 		parallel(rows, func() func(int) {
-			w := &gramWorker{
+			w := &gramWorker[T]{
 				buf: make([]float64, mr*x.d),
-				px:  make([]float64, tileSize*x.d),
-				nx:  make([]float64, tileSize),
-				g:   make([]float64, tileSize*tileSize),
+				px:  make([]T, g.xs*x.d),
+				nx:  make([]float64, g.xs),
+				g:   make([]float64, g.xs*g.ys),
 			}
 			return func(bi int) {
 				if mon.err() != nil {
@@ -185,60 +254,47 @@ func gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)
 	}
 }
 
-// packBudget is the most float64 values of packed y vectors held at once.
-const packBudget = 1 << 21
-
-// gramRun is the state of one gram call shared by its workers.
-type gramRun struct {
-	x, y   vectors
-	d      int
-	kind   gramKind
-	direct bool
-	// rowMajor packs plain rows: for the direct path, and for gonum's Dgemm
-	// when the assembly micro-kernel is unavailable (no AVX2/FMA, noasm tag).
-	rowMajor bool
-	c0       int       // first tile column of the packed chunk
-	py, ny   []float64 // packed chunk of y and its squared norms
-}
-
 // gramWorker holds one goroutine's buffers.
-type gramWorker struct {
-	buf    []float64 // mr vectors being transposed into a panel
-	px, nx []float64 // the packed x tile row and its squared norms
-	g      []float64
-	t      tile
+type gramWorker[T packed] struct {
+	buf []float64 // mr vectors being transposed into a panel
+	px  []T       // the packed x tile row
+	nx  []float64 // and its squared norms
+	g   []float64
+	t   tile
 }
 
-// pack writes vectors [r0, r0+n) of v into dst and, for squared distances,
-// their squared norms into nrm. Row-major when g.rowMajor; otherwise in
-// micro-panels of m vectors, dst[(p*d+k)*m + i] = v[r0+p*m+i][k], zero padded
-// to a multiple of m; buf holds m·d values.
-func (g *gramRun) pack(v vectors, r0, n, m int, buf, dst, nrm []float64) {
+// pack writes vectors [r0, r0+n) of v, rounded to T, into dst and, for
+// squared distances, their squared norms (of the rounded vectors, in
+// float64) into nrm. Row-major when g.rowMajor; otherwise in micro-panels of
+// m vectors, dst[(p*d+k)*m + i] = v[r0+p*m+i][k], zero padded to a multiple
+// of m; buf holds m·d values.
+func (g *gramRun[T]) pack(v vectors, r0, n, m int, buf []float64, dst []T, nrm []float64) {
 	d := g.d
 	norms := g.kind == sqdists
-	if g.rowMajor {
-		for i := 0; i < n; i++ {
-			row := dst[i*d : (i+1)*d]
-			v.fill(r0+i, row)
-			nrm[i] = dot(row, row)
-		}
-		return
-	}
 	for p := 0; p*m < n; p++ {
 		rows := min(m, n-p*m)
 		for i := 0; i < rows; i++ {
 			row := buf[i*d : (i+1)*d]
 			v.fill(r0+p*m+i, row)
+			for k, e := range row {
+				row[k] = float64(T(e))
+			}
 			if norms {
 				nrm[p*m+i] = dot(row, row)
 			}
+		}
+		if g.rowMajor {
+			for k, e := range buf[:rows*d] {
+				dst[p*m*d+k] = T(e)
+			}
+			continue
 		}
 		clear(buf[rows*d : m*d])
 		panel := dst[p*m*d : (p+1)*m*d]
 		for k := 0; k < d; k++ {
 			out := panel[k*m : k*m+m]
 			for i := range out {
-				out[i] = buf[i*d+k]
+				out[i] = T(buf[i*d+k])
 			}
 		}
 	}
@@ -246,12 +302,12 @@ func (g *gramRun) pack(v vectors, r0, n, m int, buf, dst, nrm []float64) {
 
 // tile computes tile (bi, bj) from the worker's packed x tile row (ni
 // vectors) and the shared packed chunk.
-func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
+func (g *gramRun[T]) tile(w *gramWorker[T], bi, bj, ni int) *tile {
 	d := g.d
 	i0, j0 := bi*tileSize, bj*tileSize
 	nj := min(tileSize, g.y.n-j0)
-	py := g.py[(bj-g.c0)*tileSize*d:]
-	ny := g.ny[(bj-g.c0)*tileSize:]
+	py := g.py[(bj-g.c0)*g.ys*d:]
+	ny := g.ny[(bj-g.c0)*g.ys:]
 	t := &w.t
 	*t = tile{i0: i0, j0: j0, ni: ni, nj: nj, bi: bi, bj: bj}
 	if g.direct {
@@ -264,7 +320,7 @@ func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
 				yj := py[j*d : (j+1)*d]
 				s := 0.0
 				for k, v := range xi {
-					e := v - yj[k]
+					e := float64(v) - float64(yj[k])
 					s += e * e
 				}
 				gi[j] = s
@@ -273,13 +329,16 @@ func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
 		return t
 	}
 	if g.rowMajor {
-		// Portable path: gonum's pure-Go Dgemm on the row-major tiles.
+		// Portable path: gonum's pure-Go Dgemm on the row-major tiles (newGramRun
+		// asks for it only with T = float64).
 		t.ld = nj
 		t.g = w.g[:ni*nj]
-		blas64.Implementation().Dgemm(blas.NoTrans, blas.Trans, ni, nj, d, 1, w.px, d, py, d, 0, t.g, nj)
+		blas64.Implementation().Dgemm(blas.NoTrans, blas.Trans, ni, nj, d, 1,
+			any(w.px).([]float64), d, any(py).([]float64), d, 0, t.g, nj)
 		g.toSqdists(t, w.nx, ny)
 		return t
 	}
+	nr := g.nr
 	npx, npy := (ni+mr-1)/mr, (nj+nr-1)/nr
 	t.ld = npy * nr
 	t.g = w.g[:npx*mr*t.ld]
@@ -289,7 +348,7 @@ func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
 		for jp := 0; jp < npy; jp++ {
 			b := py[(jp*d+k0)*nr:]
 			for ip := 0; ip < npx; ip++ {
-				microKernel(kc, w.px[(ip*d+k0)*mr:], b, t.g[ip*mr*t.ld+jp*nr:], t.ld)
+				g.kern(kc, w.px[(ip*d+k0)*mr:], b, t.g[ip*mr*t.ld+jp*nr:], t.ld)
 			}
 		}
 	}
@@ -299,7 +358,7 @@ func (g *gramRun) tile(w *gramWorker, bi, bj, ni int) *tile {
 
 // toSqdists turns the dot products of t into squared distances
 // ‖x‖² + ‖y‖² − 2x·y (clamped at 0) when the run asks for them.
-func (g *gramRun) toSqdists(t *tile, nx, ny []float64) {
+func (g *gramRun[T]) toSqdists(t *tile, nx, ny []float64) {
 	if g.kind != sqdists {
 		return
 	}
@@ -312,23 +371,24 @@ func (g *gramRun) toSqdists(t *tile, nx, ny []float64) {
 }
 
 // microKernelGeneric is the portable micro-kernel: c[i*ldc+j] += Σ_p
-// a[p*mr+i]·b[p*nr+j] for i < mr, j < nr, p < k.
-func microKernelGeneric(k int, a, b, c []float64, ldc int) {
-	var acc [mr * nr]float64
+// a[p*mr+i]·b[p*n+j] for i < mr, j < n = nrOf[T](), p < k, summed in T.
+func microKernelGeneric[T packed](k int, a, b []T, c []float64, ldc int) {
+	n := nrOf[T]()
+	var acc [mr * nr32]T
 	for p := 0; p < k; p++ {
 		ap := a[p*mr : p*mr+mr]
-		bp := b[p*nr : p*nr+nr]
+		bp := b[p*n : p*n+n]
 		for i, av := range ap {
-			row := acc[i*nr : i*nr+nr]
+			row := acc[i*n : i*n+n]
 			for j, bv := range bp {
 				row[j] += av * bv
 			}
 		}
 	}
 	for i := 0; i < mr; i++ {
-		ci := c[i*ldc : i*ldc+nr]
+		ci := c[i*ldc : i*ldc+n]
 		for j := range ci {
-			ci[j] += acc[i*nr+j]
+			ci[j] += float64(acc[i*n+j])
 		}
 	}
 }

@@ -1,7 +1,9 @@
 package psda
 
-// Micro-kernel shape: each call updates an mr×nr block of a tile.
+// Micro-kernel shape: each call updates an mr×nr block of a tile (mr×nr32
+// for gram32's float32 kernel).
 const (
-	mr = 6
-	nr = 8
+	mr   = 6
+	nr   = 8
+	nr32 = 16
 )

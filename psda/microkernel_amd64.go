@@ -29,10 +29,27 @@ func microKernel(k int, a, b, c []float64, ldc int) {
 	kern6x8(k, &a[0], &b[0], &c[0], ldc)
 }
 
+// microKernel32 updates c[i*ldc+j] += Σ_p a[p*mr+i]·b[p*nr32+j] for the
+// mr×nr32 block at c, summed in float32 (with the AVX2/FMA kernel when the CPU
+// has it) and added to c in float64.
+func microKernel32(k int, a, b []float32, c []float64, ldc int) {
+	if !useFMA {
+		microKernelGeneric(k, a, b, c, ldc)
+		return
+	}
+	_, _, _ = a[k*mr-1], b[k*nr32-1], c[(mr-1)*ldc+nr32-1]
+	kern6x16(k, &a[0], &b[0], &c[0], ldc)
+}
+
 // kern6x8 is microKernel in AVX2/FMA assembly; k >= 1.
 //
 //go:noescape
 func kern6x8(k int, a, b, c *float64, ldc int)
+
+// kern6x16 is microKernel32 in AVX2/FMA assembly; k >= 1.
+//
+//go:noescape
+func kern6x16(k int, a, b *float32, c *float64, ldc int)
 
 func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 

@@ -9,6 +9,10 @@ const useFMA = false
 // assembly; kept as the reference the tests compare the assembly with).
 func microKernel(k int, a, b, c []float64, ldc int) { microKernelGeneric(k, a, b, c, ldc) }
 
+// microKernel32 is the portable float32 micro-kernel, which gram32 uses
+// without the assembly.
+func microKernel32(k int, a, b []float32, c []float64, ldc int) { microKernelGeneric(k, a, b, c, ldc) }
+
 // expNeg is expNegGeneric on platforms without the AVX2 version.
 func expNeg(dst, src []float64, gamma float64, acc bool) { expNegGeneric(dst, src, gamma, acc) }
 

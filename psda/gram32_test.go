@@ -1,0 +1,198 @@
+package psda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// u32 is the unit roundoff of float32.
+const u32 = 0x1p-24
+
+// dotBound32 is the documented error bound of a gram32 dot product of vectors
+// of dimension d with Σ|xₖyₖ| = absDot: float32 rounding of the inputs (2u)
+// and a float32 sum of at most kBlock products, each with one rounding for
+// the product and one for the sum (the portable kernel has no FMA).
+func dotBound32(d int, absDot float64) float64 {
+	return float64(min(d, kBlock)+4) * u32 * absDot * 1.01
+}
+
+// randVectors returns n vectors of dimension d, N(0,1) plus an offset so that
+// squared distances cancel in ‖x‖² + ‖y‖² − 2x·y.
+func randVectors(rng *rand.Rand, n, d int, offset float64) []float64 {
+	a := make([]float64, n*d)
+	for i := range a {
+		a[i] = rng.NormFloat64() + offset
+	}
+	return a
+}
+
+// collectGram runs engine and returns the n×m matrix of its tiles, failing
+// the test unless every entry of the computed blocks (the block upper
+// triangle with sym) is written exactly once; others are NaN.
+func collectGram(t *testing.T, engine func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(*tile)),
+	x, y vectors, sym bool, kind gramKind) []float64 {
+	t.Helper()
+	n, m := x.n, y.n
+	g := make([]float64, n*m)
+	seen := make([]int, n*m)
+	for i := range g {
+		g[i] = math.NaN()
+	}
+	engine(x, y, sym, kind, nil, func(tl *tile) {
+		for i := 0; i < tl.ni; i++ {
+			for j := 0; j < tl.nj; j++ {
+				g[(tl.i0+i)*m+tl.j0+j] = tl.g[i*tl.ld+j]
+				seen[(tl.i0+i)*m+tl.j0+j]++
+			}
+		}
+	})
+	for i := 0; i < n; i++ {
+		for j := 0; j < m; j++ {
+			want := 1
+			if sym && j/tileSize < i/tileSize {
+				want = 0
+			}
+			if seen[i*m+j] != want {
+				t.Fatalf("entry (%d, %d) written %d times, want %d", i, j, seen[i*m+j], want)
+			}
+		}
+	}
+	return g
+}
+
+// TestGram32 compares gram32 (with the micro-kernel it selects, and with the
+// portable float32 kernel called directly) and gram with a brute-force
+// float64 reference, within the float32 error bound for gram32 and 1e-13
+// for gram. Sizes are not multiples of the tile or micro-kernel sizes, d
+// spans one and two K blocks, and the direct path for small d is included.
+func TestGram32(t *testing.T) {
+	defer func(ts, dd int) { tileSize, directDim = ts, dd }(tileSize, directDim)
+	generic := func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(*tile)) {
+		newGramRun(x, y, kind, false, microKernelGeneric[float32]).run(sym, mon, epi)
+	}
+	engines := []struct {
+		name string
+		run  func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(*tile))
+	}{{"gram32", gram32}, {"generic32", generic}, {"gram", gram}}
+	cases := []struct {
+		name      string
+		nx, ny, d int
+		tile, dir int
+		sym       bool
+		kind      gramKind
+	}{
+		{"dots/sym/two-kblocks", 61, 61, 300, 24, 16, true, dots},
+		{"dots/cross", 50, 77, 37, 40, 16, false, dots},
+		{"dots/cross/d=1", 13, 35, 1, 12, 0, false, dots},
+		{"sqdists/cross/two-kblocks", 45, 29, 300, 24, 16, false, sqdists},
+		{"sqdists/sym/gemm", 70, 70, 19, 36, 16, true, sqdists},
+		{"sqdists/sym/direct", 47, 47, 5, 18, 16, true, sqdists},
+		{"sqdists/cross/direct", 33, 41, 5, 30, 16, false, sqdists},
+		{"sqdists/cross/default-tile", 200, 401, 40, 192, 16, false, sqdists},
+		{"dots/sym/default-tile", 390, 390, 70, 192, 16, true, dots},
+	}
+	rng := rand.New(rand.NewPCG(32, 32))
+	for _, tc := range cases {
+		tileSize, directDim = tc.tile, tc.dir
+		offset := 0.0
+		if tc.kind == sqdists {
+			offset = 2
+		}
+		xa := randVectors(rng, tc.nx, tc.d, offset)
+		ya := xa
+		if !tc.sym {
+			ya = randVectors(rng, tc.ny, tc.d, offset)
+		}
+		x, y := denseRows(xa, tc.nx, tc.d), denseRows(ya, tc.ny, tc.d)
+		for _, e := range engines {
+			t.Run(tc.name+"/"+e.name, func(t *testing.T) {
+				g := collectGram(t, e.run, x, y, tc.sym, tc.kind)
+				rounded := false
+				for i := 0; i < tc.nx; i++ {
+					xi := xa[i*tc.d : (i+1)*tc.d]
+					for j := 0; j < tc.ny; j++ {
+						if tc.sym && j/tileSize < i/tileSize {
+							continue
+						}
+						yj := ya[j*tc.d : (j+1)*tc.d]
+						var want, absDot, nx, ny float64
+						for k := range xi {
+							if tc.kind == dots {
+								want += xi[k] * yj[k]
+							} else {
+								want += (xi[k] - yj[k]) * (xi[k] - yj[k])
+							}
+							absDot += math.Abs(xi[k] * yj[k])
+							nx += xi[k] * xi[k]
+							ny += yj[k] * yj[k]
+						}
+						tol := dotBound32(tc.d, absDot)
+						if tc.kind == sqdists {
+							// Rounded norms (2u each) and, on the direct path,
+							// rounded differences (at most 4u(‖x‖² + ‖y‖²)).
+							tol = 2*tol + 4.1*u32*(nx+ny)
+						}
+						if e.name == "gram" {
+							tol = 1e-13 * (absDot + nx + ny)
+						}
+						got := g[i*tc.ny+j]
+						if !(math.Abs(got-want) <= tol) {
+							t.Fatalf("entry (%d, %d) = %.10g, want %.10g (|diff| %.3g > tol %.3g)",
+								i, j, got, want, math.Abs(got-want), tol)
+						}
+						rounded = rounded || math.Abs(got-want) > 1e-12*(absDot+nx+ny)
+					}
+				}
+				if is32 := e.name != "gram"; is32 && !rounded {
+					t.Errorf("no float32 rounding seen: %s seems to compute in float64", e.name)
+				}
+			})
+		}
+	}
+}
+
+// TestMicroKernel32 compares microKernel32 (assembly where available) and the
+// portable float32 kernel with a float64 reference on random panels, within
+// the float32 bound of a k-term sum; c starts nonzero to check that both add.
+func TestMicroKernel32(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	kernels := []struct {
+		name string
+		kern func(k int, a, b []float32, c []float64, ldc int)
+	}{{"microKernel32", microKernel32}, {"generic", microKernelGeneric[float32]}}
+	for _, k := range []int{1, 2, 3, 7, 256} {
+		a, b := make([]float32, k*mr), make([]float32, k*nr32)
+		for i := range a {
+			a[i] = float32(rng.NormFloat64())
+		}
+		for i := range b {
+			b[i] = float32(rng.NormFloat64())
+		}
+		const ldc = nr32 + 3
+		for _, kn := range kernels {
+			t.Run(fmt.Sprintf("%s/k=%d", kn.name, k), func(t *testing.T) {
+				c := make([]float64, mr*ldc)
+				for i := range c {
+					c[i] = float64(i)
+				}
+				kn.kern(k, a, b, c, ldc)
+				for i := 0; i < mr; i++ {
+					for j := 0; j < ldc; j++ {
+						want, abs := float64(i*ldc+j), 0.0
+						if j < nr32 {
+							for p := 0; p < k; p++ {
+								want += float64(a[p*mr+i]) * float64(b[p*nr32+j])
+								abs += math.Abs(float64(a[p*mr+i]) * float64(b[p*nr32+j]))
+							}
+						}
+						if tol := float64(k+1) * u32 * abs * 1.01; !(math.Abs(c[i*ldc+j]-want) <= tol) {
+							t.Fatalf("c[%d][%d] = %.10g, want %.10g (tol %.3g)", i, j, c[i*ldc+j], want, tol)
+						}
+					}
+				}
+			})
+		}
+	}
+}
