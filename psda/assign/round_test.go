@@ -335,3 +335,43 @@ func TestRoundRelaxationErrors(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkMatchingOdd times the dense matching and RoundRelaxation alone on
+// squared distances of Gaussian points in the plane, whose relaxation has
+// many odd cycles (about 570 odd vertices for n = 2000), so that the repair
+// and the polish take part of the time.
+func BenchmarkMatchingOdd(b *testing.B) {
+	for _, n := range []int{1000, 2000} {
+		c := sqDist(gaussian(rand.New(rand.NewPCG(63, uint64(n))), n, 2), gaussian(rand.New(rand.NewPCG(63, uint64(n))), n, 2))
+		b.Run(fmt.Sprintf("dense/n=%d", n), func(b *testing.B) {
+			defer reportCPU(b, cpuNow())
+			for range b.N {
+				if _, err := MinWeightPerfectMatching(c, n); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("round/n=%d", n), func(b *testing.B) {
+			cc := append([]float64(nil), c...)
+			for i := 0; i < n; i++ {
+				cc[i*n+i] = inf
+			}
+			s, err := solveLSAP(cc, n, n, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			calls := 0
+			cost := func(r, q int) float64 { calls++; return c[r*n+q] }
+			b.ResetTimer()
+			defer reportCPU(b, cpuNow())
+			for range b.N {
+				_, odd, err := RoundRelaxation(s.col4row, cost, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.ReportMetric(float64(odd), "odd")
+			}
+			b.ReportMetric(float64(calls)/float64(b.N), "calls/op")
+		})
+	}
+}
