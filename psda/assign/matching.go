@@ -40,10 +40,12 @@ var maxDP = 20
 // the cost is at most L*/2, hence optimal, and Bound is set to Cost so the gap
 // is exactly 0 despite rounding. Odd cycles (they come in pairs) are
 // repaired: when they hold at most 20 vertices these are matched among
-// themselves exactly by dynamic programming; otherwise each odd cycle keeps
-// its cheapest alternating path and the left-over vertices, one per cycle,
-// are matched recursively. A 2-opt pass (exchange partners of two pairs when
-// that lowers the cost) then polishes the pairs touching repaired vertices.
+// themselves exactly by dynamic programming; otherwise by the relaxation
+// restricted to them, recursively, and when all vertices lie on odd cycles
+// each odd cycle keeps its cheapest alternating path and the left-over
+// vertices, one per cycle, are matched recursively. A 2-opt pass (exchange
+// partners of two pairs when that lowers the cost) then polishes the pairs
+// touching repaired vertices. This rounding is RoundRelaxation's, reading c.
 // In the odd case the result may exceed the optimum; Cost−Bound bounds the
 // excess.
 //
@@ -421,7 +423,8 @@ func matchDP(cost func(r, q int) float64, vs []int, mate []int) error {
 // rounding, an optimal matching of their vertices (a cheaper one would give
 // a cheaper relaxation), so exchanges among them cannot lower the cost. The
 // sweeps thus visit the improving exchanges in the same order as a 2-opt
-// over all pairs and reach the same matching, at a cost of at most 2n·k
+// over all pairs and reach the same matching (up to floating-point ties,
+// which the 1e-12 relative threshold absorbs), at a cost of at most 2n·k
 // oracle calls per sweep for k changed vertices instead of n². It stops
 // early once more than budget oracle calls were made (budget < 0: no limit).
 func polish(cost func(r, q int) float64, mate []int, odd []int, budget int, h *Hooks) error {
