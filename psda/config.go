@@ -77,6 +77,10 @@ type Config struct {
 	Discrepancy string    // MMD or CORAL
 	Kernel      string    // Linear or RBF; MMD only
 	Gammas      []float64 // RBF mixture; nil means DefaultGammas
+	// Solver picks how each stage is solved: Dense, Sparse, or Auto (also
+	// ""), which goes sparse for a stage whose dense cost matrix would exceed
+	// 3 GiB. Both are exact; CORAL's Stage 2 is dense only.
+	Solver string
 	// Monitor, when non-nil, receives Match's progress and lets another
 	// goroutine cancel it.
 	Monitor *Monitor
@@ -111,6 +115,15 @@ func (c Config) validate() error {
 	case CORAL:
 	default:
 		return fmt.Errorf("psda: discrepancy = %q: want %q or %q", c.Discrepancy, MMD, CORAL)
+	}
+	switch c.Solver {
+	case "", Auto, Dense:
+	case Sparse:
+		if c.Discrepancy == CORAL && c.Stages == 2 {
+			return fmt.Errorf("psda: solver = %q with CORAL and stages = 2: CORAL's Stage 2 has no sparse path; use solver = %q or %q, or stages = 1", Sparse, Auto, Dense)
+		}
+	default:
+		return fmt.Errorf("psda: solver = %q: want %q, %q or %q", c.Solver, Auto, Dense, Sparse)
 	}
 	if c.Stages != 1 && c.Stages != 2 {
 		return fmt.Errorf("psda: stages = %d: want 1 (Paired) or 2 (Double-paired)", c.Stages)

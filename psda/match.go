@@ -86,7 +86,12 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		}
 	}()
 	m := &Matching{}
-	if err := stage1(src, tgt, cfg, m); err != nil {
+	s1, s2 := stageBytes(src.N, tgt.N)
+	run1 := stage1
+	if useSparse(cfg, s1) {
+		run1 = stage1Sparse
+	}
+	if err := run1(src, tgt, cfg, m); err != nil {
 		return nil, err
 	}
 	if cfg.Stages == 1 {
@@ -103,7 +108,11 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	if int64(src.N)*int64(tgt.N) >= freeAbove {
 		debug.FreeOSMemory()
 	}
-	if err := stage2(src, tgt, cfg, m); err != nil {
+	run2 := stage2
+	if cfg.Discrepancy != CORAL && useSparse(cfg, s2) {
+		run2 = stage2Sparse
+	}
+	if err := run2(src, tgt, cfg, m); err != nil {
 		return nil, err
 	}
 	mon.finish()

@@ -13,16 +13,23 @@ import (
 // n_t > n_s), then Stage 2's m×m matrix over the pairs (Stage 1's is released
 // before Stage 2 allocates).
 func denseBytes(ns, nt, stages int) int64 {
-	s1 := 8 * int64(ns) * int64(nt)
-	if nt > ns {
-		s1 *= 2
-	}
+	s1, s2 := stageBytes(ns, nt)
 	if stages == 1 {
 		return s1
 	}
+	return max(s1, s2)
+}
+
+// stageBytes returns the bytes of the dense cost matrices of Stage 1 and
+// Stage 2 (see denseBytes).
+func stageBytes(ns, nt int) (s1, s2 int64) {
+	s1 = 8 * int64(ns) * int64(nt)
+	if nt > ns {
+		s1 *= 2
+	}
 	m := int64(max(ns, nt))
 	m += m % 2
-	return max(s1, 8*m*m)
+	return s1, 8 * m * m
 }
 
 // availableBytes reports the memory the kernel says a new allocation can
@@ -51,13 +58,20 @@ var availableBytes = func() int64 {
 // that the user gets an error instead of the process being killed by the
 // kernel's out-of-memory handler part-way through.
 func checkMemory(ns, nt int, cfg Config) error {
-	need := denseBytes(ns, nt, cfg.Stages)
+	s1, s2 := stageBytes(ns, nt)
+	need := int64(0)
+	if !useSparse(cfg, s1) {
+		need = s1
+	}
+	if cfg.Stages == 2 && (cfg.Discrepancy == CORAL || !useSparse(cfg, s2)) {
+		need = max(need, s2)
+	}
 	avail := availableBytes()
 	if avail <= 0 || need+need/8 <= avail {
 		return nil
 	}
 	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %.1f GB for its dense cost matrices, "+
 		"but only %.1f GB of memory is available: match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, "+
-		"or run on a machine with more memory (a sparse path for this size is not implemented yet)",
+		"use solver = \"sparse\" (MMD; CORAL with stages = 1), or run on a machine with more memory",
 		ns, nt, cfg.Stages, float64(need)/1e9, float64(avail)/1e9)
 }

@@ -1,0 +1,466 @@
+package psda
+
+// This file is the sparse exact path (METHOD.md, "Certificates and scale"):
+// for sizes whose dense cost matrices do not fit, each stage keeps only
+// candidate edges (the sparseK cheapest of every row and column under the
+// cross part of the cost, found in one Gram pass), solves the assignment on
+// them, then prices every dense edge from the features in another pass and
+// adds the violators until the duals are feasible for the full problem. The
+// result is then the dense optimum, certified, and no n_s×n_t or P×P matrix
+// is ever stored: memory is O((n_s+n_t)·(d + sparseK)).
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/psda-dev/psda/psda/assign"
+)
+
+// Solver names accepted in Config.Solver.
+const (
+	Auto   = "auto"   // dense while its matrices are small, sparse beyond
+	Dense  = "dense"  // dense cost matrices (memory O(n_s·n_t + P²))
+	Sparse = "sparse" // candidate edges plus pricing passes (memory O(n·(d+K)))
+)
+
+// sparseK is the number of candidate edges kept per row and per column by
+// the first pass; sparseAdd the number of violating edges added per row by
+// a pricing pass. Variables so that tests can force several pricing rounds.
+var sparseK, sparseAdd = 32, 32
+
+// denseLimit is the size in bytes of the largest dense cost matrix that
+// Auto builds; beyond it the stage goes sparse.
+var denseLimit int64 = 3 << 30
+
+// useSparse reports whether a stage whose dense matrix takes bytes runs on
+// the sparse path.
+func useSparse(cfg Config, bytes int64) bool {
+	switch cfg.Solver {
+	case Dense:
+		return false
+	case Sparse:
+		return true
+	}
+	return bytes > denseLimit
+}
+
+// nearest keeps, for each of n items, the k (value, index, aux) entries with
+// the smallest values offered so far (ties to the smaller index, so that the
+// result does not depend on the order of the offers), as a max-heap per item
+// with the worst entry on top.
+type nearest struct {
+	k   int
+	val []float64
+	aux []float64
+	idx []int32
+	cnt []int32
+	mu  []sync.Mutex // one per lockBlock items
+}
+
+const lockBlock = 64
+
+func newNearest(n, k int) *nearest {
+	return &nearest{k: k, val: make([]float64, n*k), aux: make([]float64, n*k), idx: make([]int32, n*k),
+		cnt: make([]int32, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
+}
+
+// worse orders entries by value, then index.
+func worse(a float64, ai int32, b float64, bi int32) bool { return a > b || (a == b && ai > bi) }
+
+// offer adds (v, j, aux) to item i's list if it is among the k best; the
+// caller holds i's lock.
+func (s *nearest) offer(i int, v float64, j int32, aux float64) {
+	base, c := i*s.k, int(s.cnt[i])
+	h, x, a := s.val[base:base+s.k], s.idx[base:base+s.k], s.aux[base:base+s.k]
+	pos := 0
+	if c < s.k {
+		s.cnt[i]++
+		for pos = c; pos > 0; {
+			up := (pos - 1) / 2
+			if !worse(v, j, h[up], x[up]) {
+				break
+			}
+			h[pos], x[pos], a[pos] = h[up], x[up], a[up]
+			pos = up
+		}
+	} else {
+		if !worse(h[0], x[0], v, j) {
+			return
+		}
+		for {
+			l := 2*pos + 1
+			if l >= s.k {
+				break
+			}
+			if r := l + 1; r < s.k && worse(h[r], x[r], h[l], x[l]) {
+				l = r
+			}
+			if !worse(h[l], x[l], v, j) {
+				break
+			}
+			h[pos], x[pos], a[pos] = h[l], x[l], a[l]
+			pos = l
+		}
+	}
+	h[pos], x[pos], a[pos] = v, j, aux
+}
+
+// full reports whether item i's list holds k entries and v cannot enter it:
+// the cheap test that keeps most offers out of the heap.
+func (s *nearest) full(i int, v float64) bool {
+	return int(s.cnt[i]) == s.k && v > s.val[i*s.k]
+}
+
+// offerRow offers x[j] with index j0+j to item i, for every j.
+func (s *nearest) offerRow(i, j0 int, x []float64) {
+	mu := &s.mu[i/lockBlock]
+	mu.Lock()
+	for j, v := range x {
+		if !s.full(i, v) {
+			s.offer(i, v, int32(j0+j), v)
+		}
+	}
+	mu.Unlock()
+}
+
+// offerCol offers x[j] with index i to item j0+j, for every j, taking the
+// items' locks one block at a time.
+func (s *nearest) offerCol(i, j0 int, x []float64) {
+	for j := 0; j < len(x); {
+		b := (j0 + j) / lockBlock
+		end := min(len(x), (b+1)*lockBlock-j0)
+		s.mu[b].Lock()
+		for ; j < end; j++ {
+			if !s.full(j0+j, x[j]) {
+				s.offer(j0+j, x[j], int32(i), x[j])
+			}
+		}
+		s.mu[b].Unlock()
+	}
+}
+
+// each calls f(j, v, aux) for the entries of item i's list.
+func (s *nearest) each(i int, f func(j int, v, aux float64)) {
+	for t := i * s.k; t < i*s.k+int(s.cnt[i]); t++ {
+		f(int(s.idx[t]), s.val[t], s.aux[t])
+	}
+}
+
+// edge is a candidate edge to column b with cross part x.
+type edge struct {
+	b int32
+	x float64
+}
+
+// edges is the candidate edge set of a sparse stage, by solver row.
+type edges [][]edge
+
+// add appends edge (a, b) with cross part x; normalise removes duplicates.
+func (e edges) add(a, b int, x float64) { e[a] = append(e[a], edge{int32(b), x}) }
+
+// normalise sorts every row by column and drops repeated columns; it
+// returns the number of edges.
+func (e edges) normalise() int {
+	n := 0
+	for a, row := range e {
+		slices.SortFunc(row, func(p, q edge) int { return int(p.b) - int(q.b) })
+		e[a] = slices.CompactFunc(row, func(p, q edge) bool { return p.b == q.b })
+		n += len(e[a])
+	}
+	return n
+}
+
+// priceTol is the dual-feasibility tolerance of a pricing pass, the one
+// Match uses for the dense certificate: relative to the largest cost.
+func priceTol(c []float64) float64 {
+	scale := 0.0
+	for _, x := range c {
+		scale = max(scale, math.Abs(x))
+	}
+	return 1e-9 * (1 + scale)
+}
+
+// stage1Sparse is stage1 on the sparse path: the same assignment (METHOD.md's
+// square model of eqs. 3–5, the larger side as rows, q or q+1 copies of each
+// column and dummy rows on the extra copies), solved on candidate edges and
+// certified against every dense edge by pricing passes.
+func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
+	mon := cfg.Monitor
+	mon.enter(PhaseStage1Costs)
+	md := newStage1Model(src, tgt, cfg)
+	ns, nt := src.N, tgt.N
+	rows, cols := newNearest(ns, min(sparseK, nt)), newNearest(nt, min(sparseK, ns))
+	md.pass(func(i, j0 int, x []float64) {
+		rows.offerRow(i, j0, x)
+		cols.offerCol(i, j0, x)
+	})
+	if err := mon.err(); err != nil {
+		return fmt.Errorf("psda: stage 1 candidates: %w", err)
+	}
+	mon.enter(PhaseStage1Assign)
+	rowT, colT := md.terms()
+	// Solver rows are the larger side; a is a solver row, b a solver column.
+	tr := nt > ns
+	nl, nsm := ns, nt
+	if tr {
+		nl, nsm = nt, ns
+	}
+	cost := func(a, b int, x float64) float64 {
+		if tr {
+			a, b = b, a
+		}
+		return (rowT[a] + colT[b] + x) * md.scale
+	}
+	q, r := nl/nsm, nl%nsm
+	copies, dummies := q, 0
+	if r > 0 {
+		copies, dummies = q+1, nsm-r
+	}
+	adj := make(edges, nl)
+	addST := func(i, j int, x float64) {
+		if tr {
+			adj.add(j, i, x)
+		} else {
+			adj.add(i, j, x)
+		}
+	}
+	for i := 0; i < ns; i++ {
+		rows.each(i, func(j int, x, _ float64) { addST(i, j, x) })
+	}
+	for j := 0; j < nt; j++ {
+		cols.each(j, func(i int, x, _ float64) { addST(i, j, x) })
+	}
+	rows, cols = nil, nil
+	// Row a on column a mod n_small gives every column q or q+1 rows: a
+	// complete assignment inside the graph whatever the candidates are.
+	for a := 0; a < nl; a++ {
+		b := a % nsm
+		if tr {
+			adj.add(a, b, md.at(b, a))
+		} else {
+			adj.add(a, b, md.at(a, b))
+		}
+	}
+	adj.normalise()
+	build := func() *assign.Graph {
+		n := nl + dummies
+		g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+		for a, row := range adj {
+			g.Lo[a] = len(g.Col)
+			for _, e := range row {
+				c := cost(a, int(e.b), e.x)
+				for t := 0; t < copies; t++ {
+					g.Col = append(g.Col, int32(int(e.b)*copies+t))
+					g.Cost = append(g.Cost, c)
+				}
+			}
+			g.Hi[a] = len(g.Col)
+		}
+		if dummies > 0 { // identical rows share one list: the extra copies at cost 0
+			lo := len(g.Col)
+			for b := 0; b < nsm; b++ {
+				g.Col = append(g.Col, int32(b*copies+copies-1))
+				g.Cost = append(g.Cost, 0)
+			}
+			for a := nl; a < n; a++ {
+				g.Lo[a], g.Hi[a] = lo, len(g.Col)
+			}
+		}
+		return g
+	}
+	var sol *assign.Solution
+	for {
+		g := build()
+		var err error
+		if sol, err = assign.SolveSparse(g, sol, mon.hooks(PhaseStage1Assign)); err != nil {
+			return fmt.Errorf("psda: stage 1 (sparse): %w", err)
+		}
+		// A column's copies may carry different potentials; the largest
+		// bounds them all.
+		vmax := make([]float64, nsm)
+		for b := range vmax {
+			vmax[b] = slices.Max(sol.V[b*copies : (b+1)*copies])
+		}
+		tol := priceTol(g.Cost)
+		viol := newNearest(nl, sparseAdd)
+		var count atomic.Int64
+		md.pass(func(i, j0 int, x []float64) {
+			if !tr {
+				viol.mu[i/lockBlock].Lock()
+				for j, xv := range x {
+					if red := cost(i, j0+j, xv) - sol.U[i] - vmax[j0+j]; red < -tol {
+						count.Add(1)
+						viol.offer(i, red, int32(j0+j), xv)
+					}
+				}
+				viol.mu[i/lockBlock].Unlock()
+				return
+			}
+			for j, xv := range x {
+				a := j0 + j
+				if red := cost(a, i, xv) - sol.U[a] - vmax[i]; red < -tol {
+					count.Add(1)
+					viol.mu[a/lockBlock].Lock()
+					viol.offer(a, red, int32(i), xv)
+					viol.mu[a/lockBlock].Unlock()
+				}
+			}
+		})
+		if err := mon.err(); err != nil {
+			return fmt.Errorf("psda: stage 1 pricing: %w", err)
+		}
+		if count.Load() == 0 {
+			break
+		}
+		before := adj.normalise()
+		for a := 0; a < nl; a++ {
+			viol.each(a, func(b int, _, x float64) { adj.add(a, b, x) })
+		}
+		if adj.normalise() == before {
+			return fmt.Errorf("psda: stage 1 (sparse): %d dense edges violate the duals of the candidate optimum but all are candidates already (a bug: please report it)", count.Load())
+		}
+	}
+	m.Pairs = make([]Pair, nl)
+	for a, c := range sol.Col4Row[:nl] {
+		if b := c / copies; tr {
+			m.Pairs[a] = Pair{S: b, T: a}
+		} else {
+			m.Pairs[a] = Pair{S: a, T: b}
+		}
+	}
+	m.Stage1Cost = sol.Cost // dummy rows cost 0
+	return nil
+}
+
+// stage2Sparse is stage2 on the sparse path: the symmetric assignment
+// relaxation on candidate edges, priced against every dense edge until its
+// duals are feasible (so its optimum is the dense relaxation's and the bound
+// the dense path's), then rounded from costs computed on the fly.
+func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
+	mon := cfg.Monitor
+	mon.enter(PhaseStage2Costs)
+	md := newStage2Model(src, tgt, cfg, m.Pairs, false)
+	p, n := md.p, md.m
+	near := newNearest(p, min(sparseK, p-1))
+	md.pass(func(r, q0 int, v []float64) {
+		near.offerRow(r, q0, v)
+		near.offerCol(r, q0, v)
+	})
+	if err := mon.err(); err != nil {
+		return fmt.Errorf("psda: stage 2 candidates: %w", err)
+	}
+	mon.enter(PhaseStage2Match)
+	vcost, single := md.finish()
+	// cost is C^MM(r, q) from the cross part v; the dummy node p (odd P)
+	// stands for "no partner".
+	cost := func(r, q int, v float64) float64 {
+		switch {
+		case r == p:
+			return single[q] * md.scale
+		case q == p:
+			return single[r] * md.scale
+		}
+		return vcost(r, q, v) * md.scale
+	}
+	oracle := func(r, q int) float64 {
+		if r == p || q == p {
+			return cost(r, q, 0)
+		}
+		return cost(r, q, md.at(r, q))
+	}
+	adj := make(edges, n)
+	both := func(r, q int, v float64) {
+		adj.add(r, q, v)
+		adj.add(q, r, v)
+	}
+	for r := 0; r < p; r++ {
+		near.each(r, func(q int, v, _ float64) { both(r, q, v) })
+	}
+	near = nil
+	// Consecutive nodes paired off: a perfect matching inside the graph.
+	for r := 0; r+1 < p; r += 2 {
+		both(r, r+1, md.at(r, r+1))
+	}
+	if n > p { // the dummy may be anyone's partner
+		for r := 0; r < p; r++ {
+			both(r, p, 0)
+		}
+	}
+	adj.normalise()
+	var sol *assign.Solution
+	for {
+		g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+		for a, row := range adj {
+			g.Lo[a] = len(g.Col)
+			for _, e := range row {
+				g.Col = append(g.Col, e.b)
+				g.Cost = append(g.Cost, cost(a, int(e.b), e.x))
+			}
+			g.Hi[a] = len(g.Col)
+		}
+		var err error
+		if sol, err = assign.SolveSparse(g, sol, mon.hooks(PhaseStage2Match)); err != nil {
+			return fmt.Errorf("psda: stage 2 (sparse): %w", err)
+		}
+		tol := priceTol(g.Cost)
+		viol := newNearest(p, sparseAdd)
+		var count atomic.Int64
+		offer := func(a, b int, red, v float64) {
+			count.Add(1)
+			viol.mu[a/lockBlock].Lock()
+			viol.offer(a, red, int32(b), v)
+			viol.mu[a/lockBlock].Unlock()
+		}
+		md.pass(func(r, q0 int, v []float64) {
+			for k, x := range v {
+				q := q0 + k
+				c := cost(r, q, x)
+				if red := c - sol.U[r] - sol.V[q]; red < -tol {
+					offer(r, q, red, x)
+				}
+				if red := c - sol.U[q] - sol.V[r]; red < -tol {
+					offer(q, r, red, x)
+				}
+			}
+		})
+		if err := mon.err(); err != nil {
+			return fmt.Errorf("psda: stage 2 pricing: %w", err)
+		}
+		if count.Load() == 0 {
+			break
+		}
+		before := adj.normalise()
+		for r := 0; r < p; r++ {
+			viol.each(r, func(q int, _, v float64) { both(r, q, v) })
+		}
+		if adj.normalise() == before {
+			return fmt.Errorf("psda: stage 2 (sparse): %d dense edges violate the duals of the candidate optimum but all are candidates already (a bug: please report it)", count.Load())
+		}
+	}
+	mate, odd, err := assign.RoundRelaxation(sol.Col4Row, oracle, mon.hooks(PhaseStage2Match))
+	if err != nil {
+		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
+	}
+	m.Stage2Cost = 0
+	for r, q := range mate {
+		switch {
+		case r >= p:
+		case q >= p:
+			m.Singles = append(m.Singles, r)
+			m.Stage2Cost += oracle(r, q)
+		case r < q:
+			m.Quads = append(m.Quads, [2]int{r, q})
+			m.Stage2Cost += oracle(r, q)
+		}
+	}
+	// The priced duals are feasible for every dense edge, so the relaxation
+	// optimum sol.Cost is the dense one and half of it bounds the matching.
+	m.Stage2Bound = math.Min(sol.Cost/2, m.Stage2Cost)
+	if odd == 0 {
+		m.Stage2Bound = m.Stage2Cost
+	}
+	return nil
+}

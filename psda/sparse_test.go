@@ -1,0 +1,120 @@
+package psda
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestSparseEqualsDense checks that the sparse path returns the dense path's
+// optimum (Stage 1 cost, Stage 2 relaxation bound, and the Stage 2 cost when
+// the dense matching is certified) on balanced, imbalanced both ways and odd
+// pair counts, with few candidates so that several pricing rounds run.
+func TestSparseEqualsDense(t *testing.T) {
+	shapes := [][2]int{{120, 120}, {121, 121}, {200, 70}, {70, 200}, {97, 31}}
+	data := []struct {
+		name string
+		feat func(n, d int, seed uint64) Matrix
+		d    int
+	}{{"relu8", benchFeatures, 8}, {"gauss2", gaussFeatures, 2}, {"relu40", benchFeatures, 40}}
+	cfgs := []struct {
+		name string
+		cfg  Config
+	}{
+		{"rbf", Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Stages: 2}},
+		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear, Stages: 2}},
+		{"coral", Config{BatchSize: 4, Discrepancy: CORAL, Stages: 1}},
+	}
+	for _, kc := range [][2]int{{32, 32}, {2, 1}} {
+		defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
+		sparseK, sparseAdd = kc[0], kc[1]
+		for _, sh := range shapes {
+			for _, dt := range data {
+				for _, cc := range cfgs {
+					name := fmt.Sprintf("K=%d/%dx%d/%s/%s", kc[0], sh[0], sh[1], dt.name, cc.name)
+					t.Run(name, func(t *testing.T) {
+						src, tgt := dt.feat(sh[0], dt.d, 1), dt.feat(sh[1], dt.d, 2)
+						cfg := cc.cfg
+						cfg.Solver = Dense
+						want, err := Match(src, tgt, cfg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						cfg.Solver = Sparse
+						got, err := Match(src, tgt, cfg)
+						if err != nil {
+							t.Fatal(err)
+						}
+						rel := func(a, b float64) float64 { return math.Abs(a-b) / (1 + math.Abs(b)) }
+						if rel(got.Stage1Cost, want.Stage1Cost) > 1e-9 {
+							t.Fatalf("stage 1 cost %.15g, dense %.15g", got.Stage1Cost, want.Stage1Cost)
+						}
+						checkPairs(t, got, src.N, tgt.N)
+						if cfg.Stages == 1 {
+							return
+						}
+						// Stage 1 may have tied optima: compare Stage 2 on the dense pairs.
+						sp := &Matching{Pairs: want.Pairs}
+						if err := stage2Sparse(src, tgt, cfg, sp); err != nil {
+							t.Fatal(err)
+						}
+						if rel(sp.Stage2Bound, want.Stage2Bound) > 1e-9 && want.Stage2Gap() == 0 {
+							t.Fatalf("stage 2 bound %.15g, dense %.15g", sp.Stage2Bound, want.Stage2Bound)
+						}
+						if want.Stage2Gap() == 0 && rel(sp.Stage2Cost, want.Stage2Cost) > 1e-9 {
+							t.Fatalf("stage 2 cost %.15g, dense optimum %.15g (gap %g)", sp.Stage2Cost, want.Stage2Cost, sp.Stage2Gap())
+						}
+						if sp.Stage2Cost < want.Stage2Bound*(1-1e-9) {
+							t.Fatalf("stage 2 cost %.15g below the dense bound %.15g", sp.Stage2Cost, want.Stage2Bound)
+						}
+						checkQuads(t, sp, len(want.Pairs))
+						if got.Stage2Gap() < 0 || got.Stage2Gap() > 0.05 {
+							t.Fatalf("sparse Match: stage 2 gap %g", got.Stage2Gap())
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// checkPairs checks the Stage 1 constraints: every example used, the larger
+// side exactly once, the smaller side's counts differing by at most one.
+func checkPairs(t *testing.T, m *Matching, ns, nt int) {
+	t.Helper()
+	cs, ct := make([]int, ns), make([]int, nt)
+	for _, p := range m.Pairs {
+		cs[p.S]++
+		ct[p.T]++
+	}
+	for _, c := range [][]int{cs, ct} {
+		lo, hi := c[0], c[0]
+		for _, x := range c {
+			lo, hi = min(lo, x), max(hi, x)
+		}
+		if lo < 1 || hi-lo > 1 {
+			t.Fatalf("use counts range over [%d, %d]", lo, hi)
+		}
+	}
+}
+
+// checkQuads checks that the quadruplets and singles cover every pair once.
+func checkQuads(t *testing.T, m *Matching, p int) {
+	t.Helper()
+	seen := make([]int, p)
+	for _, q := range m.Quads {
+		seen[q[0]]++
+		seen[q[1]]++
+	}
+	for _, r := range m.Singles {
+		seen[r]++
+	}
+	for r, c := range seen {
+		if c != 1 {
+			t.Fatalf("pair %d used %d times", r, c)
+		}
+	}
+	if len(m.Singles) != p%2 {
+		t.Fatalf("%d singles for %d pairs", len(m.Singles), p)
+	}
+}
