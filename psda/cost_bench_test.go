@@ -79,32 +79,49 @@ func BenchmarkStage2Costs(b *testing.B) {
 	})
 }
 
-// BenchmarkGram compares the engine's cross Gram matrix with gonum's pure-Go
-// Dgemm on the same product (n×d times d×n, n = 2000, d = 512); the metric is
-// GFlop/s.
+// BenchmarkGram compares the engine's cross Gram matrix (float64, and
+// float32 with gram32) with gonum's pure-Go Dgemm on the same product (n×d
+// times d×n, n = 2000, d = 512; engine and engine32 also at n = 8000); the
+// metrics are GFlop/s of wall time and GFlop per CPU second (which stays
+// meaningful when other processes share the machine).
 func BenchmarkGram(b *testing.B) {
-	const n, d = 2000, 512
-	x, y := benchFeatures(n, d, 1), benchFeatures(n, d, 2)
-	flops := func(b *testing.B) {
-		b.ReportMetric(2*n*n*d/float64(b.Elapsed().Nanoseconds())*float64(b.N), "GFlop/s")
-	}
-	b.Run("engine", func(b *testing.B) {
-		c := make([]float64, n*n)
-		for b.Loop() {
-			gram(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, dots, nil, func(t *tile) {
-				for i := 0; i < t.ni; i++ {
-					copy(c[(t.i0+i)*n+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+	const d = 512
+	engines := []struct {
+		name string
+		run  func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile))
+	}{{"engine", gram}, {"engine32", gram32}}
+	for _, n := range []int{2000, 8000} {
+		x, y := benchFeatures(n, d, 1), benchFeatures(n, d, 2)
+		flops := func(b *testing.B, cpu0 time.Duration) {
+			f := 2 * float64(n) * float64(n) * d * float64(b.N)
+			b.ReportMetric(f/float64(b.Elapsed().Nanoseconds()), "GFlop/s")
+			b.ReportMetric(f/float64((cpuTime()-cpu0).Nanoseconds()), "GFlop/cpu-s")
+		}
+		for _, e := range engines {
+			b.Run(fmt.Sprintf("%s/n=%d", e.name, n), func(b *testing.B) {
+				c := make([]float64, n*n)
+				cpu0 := cpuTime()
+				for b.Loop() {
+					e.run(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, dots, nil, func(t *tile) {
+						for i := 0; i < t.ni; i++ {
+							copy(c[(t.i0+i)*n+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+						}
+					})
 				}
+				flops(b, cpu0)
 			})
 		}
-		flops(b)
-	})
-	b.Run("gonum-Dgemm", func(b *testing.B) {
-		c := make([]float64, n*n)
-		var impl gonum.Implementation
-		for b.Loop() {
-			impl.Dgemm(blas.NoTrans, blas.Trans, n, n, d, 1, x.F64, d, y.F64, d, 0, c, n)
+		if n > 2000 {
+			continue
 		}
-		flops(b)
-	})
+		b.Run(fmt.Sprintf("gonum-Dgemm/n=%d", n), func(b *testing.B) {
+			c := make([]float64, n*n)
+			var impl gonum.Implementation
+			cpu0 := cpuTime()
+			for b.Loop() {
+				impl.Dgemm(blas.NoTrans, blas.Trans, n, n, d, 1, x.F64, d, y.F64, d, 0, c, n)
+			}
+			flops(b, cpu0)
+		})
+	}
 }
