@@ -10,12 +10,13 @@ import (
 // u32 is the unit roundoff of float32.
 const u32 = 0x1p-24
 
-// dotBound32 is the documented error bound of a gram32 dot product of vectors
+// dotBound32 is gram32's documented error bound for a dot product of vectors
 // of dimension d with Σ|xₖyₖ| = absDot: float32 rounding of the inputs (2u)
 // and a float32 sum of at most kBlock products, each with one rounding for
-// the product and one for the sum (the portable kernel has no FMA).
+// the product (the portable kernel has no FMA) and one for the sum; 1% more
+// for the second-order terms.
 func dotBound32(d int, absDot float64) float64 {
-	return float64(min(d, kBlock)+4) * u32 * absDot * 1.01
+	return float64(min(d, kBlock)+3) * u32 * absDot * 1.01
 }
 
 // randVectors returns n vectors of dimension d, N(0,1) plus an offset so that

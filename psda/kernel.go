@@ -31,7 +31,7 @@ const kBlock = 256 // depth of one pass of the micro-kernel (keeps a B panel in 
 // Variables, not constants, only so that tests can push small inputs through
 // the multi-tile and GEMM paths.
 var (
-	tileSize  = 192 // rows and columns per tile: a multiple of mr, nr and 2
+	tileSize  = 192 // rows and columns per tile: a multiple of mr, nr, nr32 and 2
 	directDim = 16  // at most this many features: squared distances by differences, not by GEMM
 )
 
@@ -146,9 +146,11 @@ func gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)
 // vectors (and float64 differences of them when d <= directDim).
 //
 // Accuracy: x·y is a float32 sum of at most kBlock products per K block, the
-// blocks added in float64, so with u = 2^-24 the error is at most about
-// (d + 2)·u·Σ|xₖyₖ| <= (d + 2)·u·‖x‖‖y‖ (rounding of the inputs included); a
-// squared distance adds 2u·(‖x‖² + ‖y‖²) for the rounded norms. Meant for
+// blocks added in float64, so with u = 2^-24 its error is at most about
+// (min(d, kBlock) + 3)·u·Σ|xₖyₖ| <= (d + 3)·u·‖x‖‖y‖ (2u for rounding the
+// inputs, u for the product without FMA); a squared distance has twice that
+// plus at most 4u·(‖x‖² + ‖y‖²) for the norms (or, for d <= directDim, the
+// differences) of the rounded vectors. Inputs must fit in float32. Meant for
 // screening (candidate generation), not for costs that must be exact.
 func gram32(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)) {
 	newGramRun(x, y, kind, false, microKernel32).run(sym, mon, epi)

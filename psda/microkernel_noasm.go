@@ -2,7 +2,8 @@
 
 package psda
 
-// useFMA is false without the assembly: gram then uses gonum's Dgemm.
+// useFMA is false without the assembly: gram then uses gonum's Dgemm and
+// gram32 the portable float32 micro-kernel.
 const useFMA = false
 
 // microKernel is the portable micro-kernel (unused by gram without the
