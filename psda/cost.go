@@ -51,6 +51,8 @@ type stage1Model struct {
 	pass func(emit func(i, j0 int, x []float64))
 	// terms returns row and col; valid once a pass has completed.
 	terms func() (row, col []float64)
+	// at returns X_ij from the features alone (O(d)), for single entries.
+	at func(i, j int) float64
 }
 
 // newStage1Model returns the split of C^st for cfg's discrepancy.
@@ -119,6 +121,8 @@ type stage2Model struct {
 	pass func(emit func(r, q0 int, v []float64))
 	// finish returns cost and single; valid once a pass has completed.
 	finish func() (cost func(r, q int, v float64) float64, single []float64)
+	// at returns V_rq from the features alone (O(d)), for single entries.
+	at func(r, q int) float64
 }
 
 // newStage2Model returns the split of the MMD's C^MM; factored allows the
@@ -157,6 +161,7 @@ func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 			gram(rowsOf(src, nil, delta), rowsOf(tgt, nil, nil), false, sqdists, mon, emitRows(emit))
 		},
 		terms: func() ([]float64, []float64) { return zr, zc },
+		at:    func(i, j int) float64 { return sqDist(src, i, delta, tgt, j, 1) },
 	}
 }
 
@@ -192,6 +197,15 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mod
 				single[r] = dot(row, row)
 			}
 			return func(r, q int, v float64) float64 { return v }, single
+		},
+		at: func(r, q int) float64 {
+			// ‖w_r + w_q‖² = ‖(s_r + s_q − 2δ) − (t_r + t_q)‖².
+			v := 0.0
+			for c, dc := range delta {
+				x := src.At(pairs[r].S, c) + src.At(pairs[q].S, c) - 2*dc - tgt.At(pairs[r].T, c) - tgt.At(pairs[q].T, c)
+				v += x * x
+			}
+			return v
 		},
 	}
 }
@@ -246,7 +260,8 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 		}
 		return rowTerm, colTerm
 	}
-	return &stage1Model{scale: 1 / float64(k*k), pass: pass, terms: terms}
+	at := func(i, j int) float64 { return -2 * kern.eval(sqDist(src, i, nil, tgt, j, 1)) }
+	return &stage1Model{scale: 1 / float64(k*k), pass: pass, terms: terms, at: at}
 }
 
 // kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
@@ -356,7 +371,8 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 			return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
 		}, w2
 	}
-	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish}
+	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish,
+		at: func(r, q int) float64 { return pairKernel(src, tgt, kern, pairs[r], pairs[q]) }}
 }
 
 // factorMin is the least ratio P/n_b at which rbfStage2 stores the cross
@@ -407,6 +423,8 @@ func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool
 // the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
 // Memory: the result plus 2·P·n_b + n_b² float64.
 func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Monitor) *stage2Model {
+	// V is symmetric in the roles of the two sides, so A may pose as the source.
+	at := func(r, q int) float64 { return pairKernel(a, b, kern, Pair{r, bIdx[r]}, Pair{q, bIdx[q]}) }
 	p, nb := a.N, b.N
 	A, B := rowsOf(a, nil, nil), rowsOf(b, nil, nil)
 	var kbb, kab, kba, rowAB, colAB, rowAA []float64
@@ -492,7 +510,8 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 			return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
 		}, w2
 	}
-	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish}
+	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish,
+		at: at}
 }
 
 // finishStage2 replaces every off-diagonal entry (r, q) of the first p nodes
@@ -658,6 +677,13 @@ func coralStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 			})
 		},
 		terms: func() ([]float64, []float64) { return qa, qb },
+		at: func(i, j int) float64 {
+			g := 0.0
+			for c := range ms {
+				g += (src.At(i, c) - ms[c]) * (tgt.At(j, c) - mt[c])
+			}
+			return -2 * g * g / (fk * fk)
+		},
 	}
 }
 
@@ -809,4 +835,25 @@ func sum(x []float64) float64 {
 		s += v
 	}
 	return s
+}
+
+// pairKernel returns V_rq = ⟨φ(s_r) − φ(t_r), φ(s_q) − φ(t_q)⟩ for the pairs
+// pr and pq, in O(d).
+func pairKernel(src, tgt Matrix, kern *rbfMixture, pr, pq Pair) float64 {
+	k := func(a Matrix, i int, b Matrix, j int) float64 { return kern.eval(sqDist(a, i, nil, b, j, 1)) }
+	return k(src, pr.S, src, pq.S) - k(src, pr.S, tgt, pq.T) - k(tgt, pr.T, src, pq.S) + k(tgt, pr.T, tgt, pq.T)
+}
+
+// sqDist returns ‖(a_i − shift) − sign·b_j‖² (shift nil means none) by
+// explicit differences, in O(d).
+func sqDist(a Matrix, i int, shift []float64, b Matrix, j int, sign float64) float64 {
+	v := 0.0
+	for c := 0; c < a.D; c++ {
+		x := a.At(i, c) - sign*b.At(j, c)
+		if shift != nil {
+			x -= shift[c]
+		}
+		v += x * x
+	}
+	return v
 }

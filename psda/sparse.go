@@ -31,6 +31,15 @@ const (
 // a pricing pass. Variables so that tests can force several pricing rounds.
 var sparseK, sparseAdd = 32, 32
 
+// sparseTrace, when set (benchmarks), receives one line per sparse round.
+var sparseTrace func(format string, args ...any)
+
+func trace(format string, args ...any) {
+	if sparseTrace != nil {
+		sparseTrace(format, args...)
+	}
+}
+
 // denseLimit is the size in bytes of the largest dense cost matrix that
 // Auto builds; beyond it the stage goes sparse.
 var denseLimit int64 = 3 << 30
@@ -312,6 +321,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		if err := mon.err(); err != nil {
 			return fmt.Errorf("psda: stage 1 pricing: %w", err)
 		}
+		trace("stage 1: %d edges, cost %.12g, %d violations", len(g.Col), sol.Cost, count.Load())
 		if count.Load() == 0 {
 			break
 		}
@@ -429,6 +439,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		if err := mon.err(); err != nil {
 			return fmt.Errorf("psda: stage 2 pricing: %w", err)
 		}
+		trace("stage 2: %d edges, relaxation %.12g, %d violations", len(g.Col), sol.Cost, count.Load())
 		if count.Load() == 0 {
 			break
 		}
@@ -440,7 +451,14 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 			return fmt.Errorf("psda: stage 2 (sparse): %d dense edges violate the duals of the candidate optimum but all are candidates already (a bug: please report it)", count.Load())
 		}
 	}
-	mate, odd, err := assign.RoundRelaxation(sol.Col4Row, oracle, mon.hooks(PhaseStage2Match))
+	neighbours := func(v int) []int32 {
+		out := make([]int32, len(adj[v]))
+		for k, e := range adj[v] {
+			out[k] = e.b
+		}
+		return out
+	}
+	mate, odd, err := assign.RoundRelaxationNear(sol.Col4Row, oracle, neighbours, mon.hooks(PhaseStage2Match))
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}

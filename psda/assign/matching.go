@@ -189,6 +189,16 @@ func denseCost(c []float64, n int) func(r, q int) float64 {
 // O(2^20·20) for the dynamic programme, O(m³) for the restricted relaxation,
 // O(n·k) per polish sweep.
 func RoundRelaxation(sigma []int, cost func(r, q int) float64, h *Hooks) (mate []int, odd int, err error) {
+	return RoundRelaxationNear(sigma, cost, nil, h)
+}
+
+// RoundRelaxationNear is RoundRelaxation whose 2-opt polish, when near is
+// not nil, only tries to exchange the pair of a changed vertex x with the
+// pairs of the vertices near(x) (for instance x's candidate edges in a
+// sparse relaxation): O(Σ|near(x)|) oracle calls per sweep over the changed
+// vertices instead of O(n) each, for oracles that compute costs from
+// features at O(d) per call.
+func RoundRelaxationNear(sigma []int, cost func(r, q int) float64, near func(v int) []int32, h *Hooks) (mate []int, odd int, err error) {
 	n := len(sigma)
 	if n < 2 || n%2 != 0 {
 		return nil, 0, fmt.Errorf("assign: len(sigma) = %d: a perfect matching needs an even number >= 2 of vertices (add a dummy vertex to make it even)", n)
@@ -216,7 +226,13 @@ func RoundRelaxation(sigma []int, cost func(r, q int) float64, h *Hooks) (mate [
 		return nil, 0, err
 	}
 	if len(oddVs) > 0 {
-		if err := polish(cost, mate, oddVs, polishCalls*len(oddVs)*n, h); err != nil {
+		var err error
+		if near != nil {
+			err = polishNear(cost, near, mate, oddVs, h)
+		} else {
+			err = polish(cost, mate, oddVs, polishCalls*len(oddVs)*n, h)
+		}
+		if err != nil {
 			return nil, 0, err
 		}
 	}
@@ -500,6 +516,64 @@ func polish(cost func(r, q int) float64, mate []int, odd []int, budget int, h *H
 			}
 			for ; z < n; z++ {
 				try(x, z)
+			}
+		}
+		if !improved {
+			return nil
+		}
+	}
+	return nil
+}
+
+// polishNear is polish restricted to exchanges between the pair of a changed
+// vertex x and the pairs of near(x); vertices of exchanged pairs become
+// changed in turn. It stops after a sweep without improvement or 50 sweeps.
+func polishNear(cost func(r, q int) float64, near func(v int) []int32, mate []int, odd []int, h *Hooks) error {
+	n := len(mate)
+	pc := make(map[int]float64) // cost(v, mate[v]) for the vertices visited
+	pcost := func(v int) float64 {
+		c, ok := pc[v]
+		if !ok {
+			c = cost(v, mate[v])
+			pc[v] = c
+		}
+		return c
+	}
+	changed := make([]bool, n)
+	list := slices.Clone(odd)
+	for _, v := range odd {
+		changed[v] = true
+	}
+	for sweep := 0; sweep < 50; sweep++ {
+		if err := h.stop(); err != nil {
+			return err
+		}
+		improved := false
+		for k := 0; k < len(list); k++ { // list grows during the sweep
+			x := list[k]
+			for _, z32 := range near(x) {
+				z := int(z32)
+				y, w := mate[x], mate[z]
+				if z == x || z == y {
+					continue
+				}
+				cur := pcost(x) + pcost(z)
+				switch {
+				case cost(x, z)+cost(y, w) < cur-1e-12*math.Abs(cur):
+					mate[x], mate[z], mate[y], mate[w] = z, x, w, y
+				case cost(x, w)+cost(y, z) < cur-1e-12*math.Abs(cur):
+					mate[x], mate[w], mate[y], mate[z] = w, x, z, y
+				default:
+					continue
+				}
+				improved = true
+				for _, v := range [4]int{x, y, z, w} {
+					delete(pc, v)
+					if !changed[v] {
+						changed[v] = true
+						list = append(list, v)
+					}
+				}
 			}
 		}
 		if !improved {

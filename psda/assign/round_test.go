@@ -375,3 +375,58 @@ func BenchmarkMatchingOdd(b *testing.B) {
 		})
 	}
 }
+
+// TestRoundRelaxationNear checks the neighbour-restricted polish: a perfect
+// matching never below the exhaustive optimum, optimal when sigma has no odd
+// cycle, and no dearer than rounding without any polish.
+func TestRoundRelaxationNear(t *testing.T) {
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, k := range kinds {
+		for _, n := range []int{4, 8, 12} {
+			t.Run(fmt.Sprintf("%s/n=%d", k.name, n), func(t *testing.T) {
+				for rep := 0; rep < 30; rep++ {
+					c := symmetrize(k.gen(rng, n, n), n)
+					// near(v): the three cheapest partners of v.
+					near := func(v int) []int32 {
+						var out []int32
+						for len(out) < 3 {
+							best := -1
+							for q := 0; q < n; q++ {
+								if q != v && !containsInt32(out, q) && (best < 0 || c[v*n+q] < c[v*n+best]) {
+									best = q
+								}
+							}
+							out = append(out, int32(best))
+						}
+						return out
+					}
+					sigma := relaxation(t, c, n)
+					calls := 0
+					mate, odd, err := RoundRelaxationNear(sigma, countingOracle(t, c, n, &calls), near, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got := matchingCost(t, c, n, mate)
+					plain, _, err := roundCycles(sigma, func(r, q int) float64 { return c[r*n+q] }, nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					opt := bruteMatching(c, n)
+					tol := 1e-9 * (1 + math.Abs(opt))
+					if got < opt-tol || (odd == 0 && got > opt+tol) || got > matchingCost(t, c, n, plain)+tol {
+						t.Fatalf("cost %v, optimum %v, unpolished %v, odd %d", got, opt, matchingCost(t, c, n, plain), odd)
+					}
+				}
+			})
+		}
+	}
+}
+
+func containsInt32(s []int32, v int) bool {
+	for _, x := range s {
+		if int(x) == v {
+			return true
+		}
+	}
+	return false
+}
