@@ -308,48 +308,48 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 	}
 	owner, col4row := s.row4col, s.col4row
 	free := make([]int, 0, n)
-	edges := 0
+	bc := newSparseBids(g, p)
+	budget := 0
 	for i := 0; i < n; i++ {
-		edges += g.Hi[i] - g.Lo[i]
+		budget += g.Hi[i] - g.Lo[i]
 	}
-	budget := auctionWork * edges
+	budget *= auctionWork
 	const theta = 4
-	epsMin := span * 1e-9 // see auctionInit
+	eps0, epsMin := span/theta, span*1e-9 // as auctionInit
 	if warm {
-		epsMin = span * 1e-5
+		eps0, epsMin = span*3e-3, span*1e-5
 	}
-	eps0 := span / theta
-	if warm {
-		eps0 = span * 3e-3
-	}
-	phases := max(1, int(math.Ceil(math.Log(eps0/epsMin)/math.Log(theta)))+1)
-	for phase, eps := 0, eps0; budget > 0; phase, eps = phase+1, eps/theta {
-		h.progress(float64(phase) / float64(phases))
+	// ε runs geometrically from eps0 to exactly epsMin with ratio at most 1/θ.
+	phases := max(1, int(math.Ceil(math.Log(eps0/epsMin)/math.Log(theta))))
+	ratio := math.Pow(epsMin/eps0, 1/float64(phases))
+	for phase, eps := 0, eps0; phase <= phases && bc.work < budget; phase, eps = phase+1, eps*ratio {
+		h.progress(float64(phase) / float64(phases+1))
 		if err := h.stop(); err != nil {
 			return err
 		}
-		eps = math.Max(eps, epsMin)
+		if phase == phases {
+			eps = epsMin
+		}
+		// Keep the rows that already satisfy ε-complementary slackness for
+		// the new ε; the rest bid again.
 		free = free[:0]
 		for i := n - 1; i >= 0; i-- {
 			j := col4row[i]
 			if j >= 0 {
-				w1, _, _, wj := s.best2(i, p, j)
-				budget -= g.Hi[i] - g.Lo[i]
-				if wj <= w1+eps {
+				if w1, _, _, wj := bc.best2(i, j); wj <= w1+eps {
 					continue
 				}
 				owner[j], col4row[i] = -1, -1
 			}
 			free = append(free, i)
 		}
-		for len(free) > 0 && budget > 0 {
+		for len(free) > 0 && bc.work < budget {
 			if err := s.tick(h); err != nil {
 				return err
 			}
 			i := free[len(free)-1]
 			free = free[:len(free)-1]
-			w1, w2, j1, _ := s.best2(i, p, -1)
-			budget -= g.Hi[i] - g.Lo[i]
+			w1, w2, j1, _ := bc.best2(i, -1)
 			if w2 < inf {
 				p[j1] += w2 - w1 + eps
 			} else {
@@ -361,9 +361,6 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 			}
 			owner[j1], col4row[i] = i, j1
 		}
-		if eps == epsMin {
-			break
-		}
 	}
 	for j := range p {
 		s.v[j] = -p[j]
@@ -373,35 +370,124 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 	return nil
 }
 
-// auctionWork caps the auction at this many edge scans per edge of the
+// auctionWork caps the auction at this many edge reads per edge of the
 // graph; on k-nearest-neighbour graphs it uses a few.
 const auctionWork = 64
 
+// sparseCacheK is the number of edges sparseBids keeps per row.
+const sparseCacheK = 4
+
+// sparseBids answers the auction's best-two queries on the sparse rows with
+// prices p, keeping for every row the sparseCacheK edges with the smallest
+// c+p[j] at its last full scan and the next smallest value lb, as bidCache
+// does on dense rows: prices only rise, so lb stays a lower bound on every
+// edge outside the cache and a query costs O(sparseCacheK) while the cached
+// best value is at most lb. The cache holds columns and costs, not edge
+// indices, so that a query reads one 64-byte record and the prices. work
+// counts the edges read.
+type sparseBids struct {
+	g    *Graph
+	p    []float64
+	row  []bidRow
+	work int
+	topV [sparseCacheK + 1]float64
+	topJ [sparseCacheK + 1]int32
+	topC [sparseCacheK + 1]float64
+}
+
+// bidRow is one row's cache; col[t] < 0 marks an unused slot.
+type bidRow struct {
+	lb   float64
+	cost [sparseCacheK]float64
+	col  [sparseCacheK]int32
+}
+
+func newSparseBids(g *Graph, p []float64) *sparseBids {
+	b := &sparseBids{g: g, p: p, row: make([]bidRow, g.N)}
+	for i := range b.row {
+		b.row[i].lb = -inf // forces a full scan on first use
+	}
+	return b
+}
+
 // best2 returns, over the edges of row i, the smallest value w1 of c+p[j],
-// its column j1, the smallest value w2 over edges to columns other than j1
-// (+Inf if none), and the smallest value wj over edges to column j (+Inf if
-// none). Repeated edges to one column therefore never count as a second
-// choice.
-func (s *sparseLSAP) best2(i int, p []float64, j int) (w1, w2 float64, j1 int, wj float64) {
-	g := s.g
+// its column j1, a lower bound w2 >= w1 on the smallest value over edges to
+// columns other than j1 (+Inf if none), and the smallest value wj over
+// edges to column j (+Inf if none). Repeated edges to one column never
+// count as a second choice. w2 is exact after a full scan and otherwise the
+// smaller of the cached second best and lb; a bid of w2−w1+ε with it still
+// leaves the row within ε of its best, which is all ε-complementary
+// slackness asks.
+func (b *sparseBids) best2(i, j int) (w1, w2 float64, j1 int, wj float64) {
+	g, p, r := b.g, b.p, &b.row[i]
+	if r.lb > -inf {
+		w1, w2, j1, wj = inf, inf, -1, inf
+		for t, k := range r.col {
+			if k < 0 {
+				break
+			}
+			w1, w2, j1, wj = best2Step(r.cost[t]+p[k], int(k), j, w1, w2, j1, wj)
+		}
+		b.work += sparseCacheK
+		if w1 <= r.lb && (j < 0 || wj <= r.lb) {
+			return w1, math.Min(w2, r.lb), j1, wj
+		}
+	}
+	// Full scan keeping the sparseCacheK+1 smallest edges in sorted order.
 	cols, costs := g.Col[g.Lo[i]:g.Hi[i]], g.Cost[g.Lo[i]:g.Hi[i]]
 	costs = costs[:len(cols)]
-	w1, w2, wj, j1 = inf, inf, inf, -1
+	b.work += len(cols)
+	topV, topJ, topC, m := &b.topV, &b.topJ, &b.topC, 0
+	thr := inf
+	w1, w2, j1, wj = inf, inf, -1, inf
 	for e, k := range cols {
 		x := costs[e] + p[k]
-		if int(k) == j && x < wj {
-			wj = x
+		w1, w2, j1, wj = best2Step(x, int(k), j, w1, w2, j1, wj)
+		if x >= thr {
+			continue
 		}
-		if x < w2 {
-			switch {
-			case x < w1:
-				if int(k) != j1 {
-					w2 = w1
-				}
-				w1, j1 = x, int(k)
-			case int(k) != j1:
-				w2 = x
+		if m == len(topV) {
+			m--
+		}
+		t := m
+		for t > 0 && topV[t-1] > x {
+			topV[t], topJ[t], topC[t] = topV[t-1], topJ[t-1], topC[t-1]
+			t--
+		}
+		topV[t], topJ[t], topC[t] = x, k, costs[e]
+		m++
+		if m == len(topV) {
+			thr = topV[m-1]
+		}
+	}
+	for t := range r.col {
+		r.col[t] = -1
+		if t < m {
+			r.col[t], r.cost[t] = topJ[t], topC[t]
+		}
+	}
+	r.lb = inf
+	if m > sparseCacheK {
+		r.lb = topV[sparseCacheK]
+	}
+	return w1, w2, j1, wj
+}
+
+// best2Step adds the value x of an edge to column k to the running minima
+// of best2.
+func best2Step(x float64, k, j int, w1, w2 float64, j1 int, wj float64) (float64, float64, int, float64) {
+	if k == j && x < wj {
+		wj = x
+	}
+	if x < w2 {
+		switch {
+		case x < w1:
+			if k != j1 {
+				w2 = w1
 			}
+			w1, j1 = x, k
+		case k != j1:
+			w2 = x
 		}
 	}
 	return w1, w2, j1, wj
