@@ -23,7 +23,7 @@ func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 	m := newStage1Model(src, tgt, cfg)
 	nt := tgt.N
 	c := make([]float64, src.N*nt)
-	m.pass(func(i, j0 int, x []float64) { copy(c[i*nt+j0:], x) })
+	m.pass(scope{}, func(i, j0 int, x []float64) { copy(c[i*nt+j0:], x) })
 	if cfg.Monitor.err() != nil {
 		return c
 	}
@@ -45,11 +45,14 @@ func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 // column and runs the pass again to price.
 type stage1Model struct {
 	scale float64
-	// pass runs one Gram pass and calls emit(i, j0, x) with x[j] = X_{i,j0+j}
-	// for every tile row, concurrently from several goroutines (two calls
-	// never share an i at the same time); x is only valid during the call.
-	pass func(emit func(i, j0 int, x []float64))
-	// terms returns row and col; valid once a pass has completed.
+	// pass runs one Gram pass over the sources sc.rows and targets sc.cols
+	// and calls emit(i, j0, x) with x[j] = X_{i,j0+j}, i and j indexing
+	// sc.rows and sc.cols, for every tile row, concurrently from several
+	// goroutines (two calls never share an i at the same time); x is only
+	// valid during the call.
+	pass func(sc scope, emit func(i, j0 int, x []float64))
+	// terms returns row and col; valid once a full pass has completed
+	// (approximate after a float32 one).
 	terms func() (row, col []float64)
 	// at returns X_ij from the features alone (O(d)), for single entries.
 	at func(i, j int) float64
@@ -64,6 +67,26 @@ func newStage1Model(src, tgt Matrix, cfg Config) *stage1Model {
 		return linearStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
 	default:
 		return rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), cfg.Monitor)
+	}
+}
+
+// scope restricts a Gram pass of a cost model to some rows and columns
+// (nil: all) and may run it in float32 (then its values are approximate).
+type scope struct {
+	rows, cols []int
+	f32        bool
+}
+
+// full reports whether the pass covers every entry, so that it may update
+// the sums behind the model's row and column terms.
+func (sc scope) full() bool { return sc.rows == nil && sc.cols == nil }
+
+// gram is the engine in sc's precision.
+func (sc scope) gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)) {
+	if sc.f32 {
+		gram32(x, y, sym, kind, mon, epi)
+	} else {
+		gram(x, y, sym, kind, mon, epi)
 	}
 }
 
@@ -97,30 +120,35 @@ func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
 	md := newStage2Model(src, tgt, cfg, pairs, true)
 	m := md.m
 	c := make([]float64, m*m)
-	md.pass(func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
+	md.pass(scope{}, func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
 	if cfg.Monitor.err() != nil {
 		return c, m
 	}
-	cost, single := md.finish()
-	finishStage2(c, m, md.p, md.scale, cost, single, cfg.Monitor)
+	node, single := md.finish()
+	finishStage2(c, m, md.p, md.scale, func(r, q int, v float64) float64 {
+		return node[r] + node[q] + md.coef*v
+	}, single, cfg.Monitor)
 	return c, m
 }
 
-// stage2Model is C^MM over the P pairs as c_rq = cost(r, q, V_rq)·scale,
-// where the cross part V needs a Gram pass over all pairs and cost adds
-// per-pair terms; single[r]·scale is the cost of leaving pair r alone (the
-// dummy node when P is odd). The MMD only: CORAL's cross part takes two Gram
-// passes.
+// stage2Model is C^MM over the P pairs as
+// c_rq = (node[r] + node[q] + coef·V_rq)·scale, where the cross part V needs
+// a Gram pass over all pairs; single[r]·scale is the cost of leaving pair r
+// alone (the dummy node when P is odd). The MMD only: CORAL's cross part
+// takes two Gram passes.
 type stage2Model struct {
-	p, m  int
-	scale float64
-	// pass runs one Gram pass and calls emit(r, q0, v) with v[k] = V_{r,q0+k}
-	// for every q0+k > r (the upper triangle), concurrently from several
-	// goroutines (two calls never share an r at the same time); v is only
-	// valid during the call.
-	pass func(emit func(r, q0 int, v []float64))
-	// finish returns cost and single; valid once a pass has completed.
-	finish func() (cost func(r, q int, v float64) float64, single []float64)
+	p, m        int
+	scale, coef float64
+	// pass runs one Gram pass and calls emit(r, q0, v) with v[k] = V_{r,q0+k},
+	// concurrently from several goroutines (two calls never share an r at
+	// the same time); v is only valid during the call. A full pass (sc.rows
+	// nil) emits the upper triangle q0+k > r only; with sc.rows it emits
+	// every q (r itself included) for the pairs r of sc.rows. sc.cols must be
+	// nil, and so must sc.rows for the factored model (dense path only).
+	pass func(sc scope, emit func(r, q0 int, v []float64))
+	// finish returns node and single; valid once a full pass has completed
+	// (approximate after a float32 one).
+	finish func() (node, single []float64)
 	// at returns V_rq from the features alone (O(d)), for single entries.
 	at func(r, q int) float64
 }
@@ -157,8 +185,8 @@ func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 	zr, zc := make([]float64, src.N), make([]float64, tgt.N)
 	return &stage1Model{
 		scale: 1 / float64(k*k),
-		pass: func(emit func(i, j0 int, x []float64)) {
-			gram(rowsOf(src, nil, delta), rowsOf(tgt, nil, nil), false, sqdists, mon, emitRows(emit))
+		pass: func(sc scope, emit func(i, j0 int, x []float64)) {
+			sc.gram(rowsOf(src, sc.rows, delta), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, emitRows(emit))
 		},
 		terms: func() ([]float64, []float64) { return zr, zc },
 		at:    func(i, j int) float64 { return sqDist(src, i, delta, tgt, j, 1) },
@@ -180,23 +208,32 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mod
 	}
 	wp := w(1)
 	return &stage2Model{
-		p: p, m: stage2Size(p), scale: 1 / float64(k*k),
-		pass: func(emit func(r, q0 int, v []float64)) {
-			gram(wp, w(-1), true, sqdists, mon, func(t *tile) {
+		p: p, m: stage2Size(p), scale: 1 / float64(k*k), coef: 1,
+		pass: func(sc scope, emit func(r, q0 int, v []float64)) {
+			if sc.rows != nil {
+				sub := vectors{n: len(sc.rows), d: src.D, fill: func(i int, dst []float64) { wp.fill(sc.rows[i], dst) }}
+				sc.gram(sub, w(-1), false, sqdists, mon, func(t *tile) {
+					for i := 0; i < t.ni; i++ {
+						emit(sc.rows[t.i0+i], t.j0, t.g[i*t.ld:][:t.nj])
+					}
+				})
+				return
+			}
+			sc.gram(wp, w(-1), true, sqdists, mon, func(t *tile) {
 				for i := 0; i < t.ni; i++ {
 					j := upperFrom(t, i) + b2i(t.diag)
 					emit(t.i0+i, t.j0+j, t.g[i*t.ld+j:][:t.nj-j])
 				}
 			})
 		},
-		finish: func() (func(r, q int, v float64) float64, []float64) {
+		finish: func() ([]float64, []float64) {
 			single := make([]float64, p)
 			row := make([]float64, src.D)
 			for r := range single {
 				wp.fill(r, row)
 				single[r] = dot(row, row)
 			}
-			return func(r, q int, v float64) float64 { return v }, single
+			return make([]float64, p), single
 		},
 		at: func(r, q int) float64 {
 			// ‖w_r + w_q‖² = ‖(s_r + s_q − 2δ) − (t_r + t_q)‖².
@@ -227,26 +264,36 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 	S, T := rowsOf(src, nil, nil), rowsOf(tgt, nil, nil)
 	ns, nt := src.N, tgt.N
 	var rs, cs partials
-	pass := func(emit func(i, j0 int, x []float64)) {
-		rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
-		gram(S, T, false, sqdists, mon, func(t *tile) {
-			rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+	pass := func(sc scope, emit func(i, j0 int, x []float64)) {
+		full := sc.full()
+		if full {
+			rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
+		}
+		sc.gram(rowsOf(src, sc.rows, nil), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, func(t *tile) {
 			x, e := make([]float64, t.nj), make([]float64, t.nj)
 			for i := 0; i < t.ni; i++ {
 				kern.row(x, t.g[i*t.ld:][:t.nj], e)
-				s := 0.0
+				if full {
+					rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+					s := 0.0
+					for j, v := range x {
+						s += v
+						csum[t.j0+j] += v
+					}
+					rsum[t.i0+i] = s
+				}
 				for j, v := range x {
-					s += v
-					csum[t.j0+j] += v
 					x[j] = -2 * v
 				}
-				rsum[t.i0+i] = s
 				emit(t.i0+i, t.j0, x)
 			}
 		})
 	}
+	var ss, tt []float64 // self-kernel row sums, computed once
 	terms := func() ([]float64, []float64) {
-		ss, tt := kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
+		if ss == nil {
+			ss, tt = kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
+		}
 		st, ts := rs.total(), cs.total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
 		fs, ft := float64(ns), float64(nt)
 		delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
@@ -309,9 +356,13 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 	// Per pair r: SS = Σ_i' κ(s_r, s_i'), ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j').
 	var pSS, pST, pTS, pTT partials
 	vrr := make([]float64, p) // V_rr, for ‖w_r‖²
-	pass := func(emit func(r, q0 int, v []float64)) {
+	pass := func(sc scope, emit func(r, q0 int, v []float64)) {
+		if sc.rows != nil {
+			rbfPairRows(z, sc, kern, mon, emit)
+			return
+		}
 		pSS, pST, pTS, pTT = newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
-		gram(z, z, true, sqdists, mon, func(t *tile) {
+		sc.gram(z, z, true, sqdists, mon, func(t *tile) {
 			rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
 			cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
 			r0, q0 := t.i0/2, t.j0/2
@@ -352,7 +403,7 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 			}
 		})
 	}
-	finish := func() (func(r, q int, v float64) float64, []float64) {
+	finish := func() ([]float64, []float64) {
 		ss, st, ts, tt := pSS.total(), pST.total(), pTS.total(), pTT.total()
 		fs, ft := float64(src.N), float64(tgt.N)
 		var sumSS, sumST, sumTT float64
@@ -362,16 +413,15 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 			sumTT += wt[r] * tt[r]
 		}
 		delta2 := sumSS/(fs*fs) - 2*sumST/(fs*ft) + sumTT/(ft*ft)
-		rho, w2 := make([]float64, p), make([]float64, p)
-		for r := range rho {
-			rho[r] = (ss[r]/fs - st[r]/ft) - (ts[r]/fs - tt[r]/ft)
-			w2[r] = vrr[r] - 2*rho[r] + delta2
+		node, w2 := make([]float64, p), make([]float64, p)
+		for r := range node {
+			rho := (ss[r]/fs - st[r]/ft) - (ts[r]/fs - tt[r]/ft)
+			w2[r] = vrr[r] - 2*rho + delta2
+			node[r] = w2[r] - 2*rho + delta2 // c_rq·k² = node_r + node_q + 2V_rq
 		}
-		return func(r, q int, v float64) float64 {
-			return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
-		}, w2
+		return node, w2
 	}
-	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish,
+	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), coef: 2, pass: pass, finish: finish,
 		at: func(r, q int) float64 { return pairKernel(src, tgt, kern, pairs[r], pairs[q]) }}
 }
 
@@ -428,7 +478,7 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 	p, nb := a.N, b.N
 	A, B := rowsOf(a, nil, nil), rowsOf(b, nil, nil)
 	var kbb, kab, kba, rowAB, colAB, rowAA []float64
-	pass := func(emit func(r, q0 int, v []float64)) {
+	pass := func(_ scope, emit func(r, q0 int, v []float64)) {
 		kbb = make([]float64, nb*nb)
 		gram(B, B, true, sqdists, mon, func(t *tile) {
 			e := make([]float64, t.nj)
@@ -490,7 +540,7 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 		})
 		rowAA = pa.total()
 	}
-	finish := func() (func(r, q int, v float64) float64, []float64) {
+	finish := func() ([]float64, []float64) {
 		rowBB := make([]float64, nb)
 		for j := range rowBB {
 			rowBB[j] = sum(kbb[j*nb : (j+1)*nb])
@@ -501,16 +551,15 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 		for j := range hB {
 			hB[j] = colAB[j]/fa - rowBB[j]/fb
 		}
-		rho, w2 := make([]float64, p), make([]float64, p)
-		for r := range rho {
-			rho[r] = rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
-			w2[r] = 2*kern.nterms - 2*kab[r*nb+bIdx[r]] - 2*rho[r] + delta2
+		node, w2 := make([]float64, p), make([]float64, p)
+		for r := range node {
+			rho := rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
+			w2[r] = 2*kern.nterms - 2*kab[r*nb+bIdx[r]] - 2*rho + delta2
+			node[r] = w2[r] - 2*rho + delta2
 		}
-		return func(r, q int, v float64) float64 {
-			return w2[r] + w2[q] + 2*(v-rho[r]-rho[q]+delta2)
-		}, w2
+		return node, w2
 	}
-	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), pass: pass, finish: finish,
+	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), coef: 2, pass: pass, finish: finish,
 		at: at}
 }
 
@@ -665,8 +714,8 @@ func coralStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 	}
 	return &stage1Model{
 		scale: 1,
-		pass: func(emit func(i, j0 int, x []float64)) {
-			gram(a, b, false, dots, mon, func(t *tile) {
+		pass: func(sc scope, emit func(i, j0 int, x []float64)) {
+			sc.gram(rowsOf(src, sc.rows, ms), rowsOf(tgt, sc.cols, mt), false, dots, mon, func(t *tile) {
 				x := make([]float64, t.nj)
 				for i := 0; i < t.ni; i++ {
 					for j, g := range t.g[i*t.ld:][:t.nj] {
@@ -835,6 +884,25 @@ func sum(x []float64) float64 {
 		s += v
 	}
 	return s
+}
+
+// rbfPairRows is the partial pass of rbfStage2: V_rq for the pairs r of
+// sc.rows against every pair q, from the Gram matrix of their interleaved
+// vectors (z_2r = s_r, z_2r+1 = t_r) with all of z.
+func rbfPairRows(z vectors, sc scope, kern *rbfMixture, mon *Monitor, emit func(r, q0 int, v []float64)) {
+	sub := vectors{n: 2 * len(sc.rows), d: z.d, fill: func(i int, dst []float64) { z.fill(2*sc.rows[i/2]+i%2, dst) }}
+	sc.gram(sub, z, false, sqdists, mon, func(t *tile) {
+		ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
+		out := make([]float64, t.nj/2)
+		for ri := 0; ri < t.ni/2; ri++ {
+			kern.row(ks, t.g[2*ri*t.ld:][:t.nj], e)
+			kern.row(kt, t.g[(2*ri+1)*t.ld:][:t.nj], e)
+			for qi := range out {
+				out[qi] = ks[2*qi] - ks[2*qi+1] - kt[2*qi] + kt[2*qi+1]
+			}
+			emit(sc.rows[t.i0/2+ri], t.j0/2, out)
+		}
+	})
 }
 
 // pairKernel returns V_rq = ⟨φ(s_r) − φ(t_r), φ(s_q) − φ(t_q)⟩ for the pairs

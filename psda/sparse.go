@@ -14,7 +14,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/psda-dev/psda/psda/assign"
 )
@@ -151,6 +150,53 @@ func (s *nearest) offerCol(i, j0 int, x []float64) {
 	}
 }
 
+// sink returns the callbacks of a pricing pass (see pricedStage.pass) that
+// offer every edge (a, b) with value red(a, b, x) and aux x to item a.
+func (s *nearest) sink(red func(a, b int, x float64) float64) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
+	row := func(a, b0 int, xs []float64) {
+		mu := &s.mu[a/lockBlock]
+		mu.Lock()
+		for k, x := range xs {
+			if r := red(a, b0+k, x); r < math.Inf(1) && !s.full(a, r) {
+				s.offer(a, r, int32(b0+k), x)
+			}
+		}
+		mu.Unlock()
+	}
+	col := func(b, a0 int, xs []float64, idx []int) {
+		locked := -1
+		for k, x := range xs {
+			a := a0 + k
+			if idx != nil {
+				a = idx[a]
+			}
+			if l := a / lockBlock; l != locked {
+				if locked >= 0 {
+					s.mu[locked].Unlock()
+				}
+				s.mu[l].Lock()
+				locked = l
+			}
+			if r := red(a, b, x); r < math.Inf(1) && !s.full(a, r) {
+				s.offer(a, r, int32(b), x)
+			}
+		}
+		if locked >= 0 {
+			s.mu[locked].Unlock()
+		}
+	}
+	return row, col
+}
+
+// total returns the number of entries held.
+func (s *nearest) total() int {
+	n := 0
+	for _, c := range s.cnt {
+		n += int(c)
+	}
+	return n
+}
+
 // each calls f(j, v, aux) for the entries of item i's list.
 func (s *nearest) each(i int, f func(j int, v, aux float64)) {
 	for t := i * s.k; t < i*s.k+int(s.cnt[i]); t++ {
@@ -167,7 +213,7 @@ type edge struct {
 // edges is the candidate edge set of a sparse stage, by solver row.
 type edges [][]edge
 
-// add appends edge (a, b) with cross part x; normalise removes duplicates.
+// add appends edge (a, b) with cross part x; normalise restores the order.
 func (e edges) add(a, b int, x float64) { e[a] = append(e[a], edge{int32(b), x}) }
 
 // normalise sorts every row by column and drops repeated columns; it
@@ -182,6 +228,24 @@ func (e edges) normalise() int {
 	return n
 }
 
+// has reports whether the normalised row a holds column b.
+func (e edges) has(a, b int) bool {
+	_, ok := slices.BinarySearchFunc(e[a], int32(b), func(p edge, b int32) int { return int(p.b) - int(b) })
+	return ok
+}
+
+// exactCross replaces the cross part of every edge by at(a, b), computed
+// from the features in float64: the candidate pass runs in float32.
+func exactCross(adj edges, at func(a, b int) float64) {
+	parallelRows(len(adj), func(a0, a1 int) {
+		for a := a0; a < a1; a++ {
+			for k, e := range adj[a] {
+				adj[a][k].x = at(a, int(e.b))
+			}
+		}
+	})
+}
+
 // priceTol is the dual-feasibility tolerance of a pricing pass, the one
 // Match uses for the dense certificate: relative to the largest cost.
 func priceTol(c []float64) float64 {
@@ -190,6 +254,106 @@ func priceTol(c []float64) float64 {
 		scale = max(scale, math.Abs(x))
 	}
 	return 1e-9 * (1 + scale)
+}
+
+// pricedStage is one sparse stage as the driver solve sees it: an
+// assignment whose rows a < rows have their edges to the columns b < cols
+// priced by Gram passes, the cost of edge (a, b) with cross part x being
+// (r[a] + c[b] + coef·x)·scale; any other rows or columns of the assignment
+// (dummies) have all their edges in the graph.
+type pricedStage struct {
+	rows, cols  int
+	scale, coef float64
+	noDiag      bool // edge (a, a) does not exist
+	// shiftOnly reports that every row and column of the assignment is a
+	// priced one (no copies, no dummies), so that a change of terms shifts
+	// whole rows and columns and leaves the optimal assignment optimal.
+	shiftOnly bool
+	terms       func() (r, c []float64)
+	// colPot returns, for each priced column b, the largest potential among
+	// the assignment columns that stand for b (its copies).
+	colPot func(v []float64) []float64
+	// graph builds the assignment's sparse cost matrix from the candidates
+	// with the current terms.
+	graph func(adj edges) *assign.Graph
+	// pass runs a Gram pass over the rows in sub (nil: all) and hands every
+	// dense edge's cross part to row (edges (a, b0+k)) or col (edges
+	// (a0+k, b), or (idx[a0+k], b) when idx is not nil), concurrently.
+	pass  func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int))
+	phase int
+}
+
+// solve solves the stage on the candidate edges adj and prices until the
+// potentials hold for every dense edge: the result is then optimal for the
+// dense problem, with potentials that prove it. Each pricing pass visits
+// every dense edge once and adds, for each row, its sparseAdd edges of least
+// negative reduced cost to the graph; the solver restarts from the previous
+// potentials.
+func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) {
+	hooks := mon.hooks(st.phase)
+	var sol *assign.Solution
+	for pass := 0; ; pass++ {
+		// The terms come from the sums of the last full pass: approximate
+		// after the float32 candidate pass, exact after a pricing pass.
+		rt, ct := st.terms()
+		adj.normalise()
+		g := st.graph(adj)
+		var err error
+		if sol, err = assign.SolveSparse(g, sol, hooks); err != nil {
+			return nil, err
+		}
+		tol := priceTol(g.Cost)
+		u, vp := sol.U, st.colPot(sol.V)
+		viol := newNearest(st.rows, sparseAdd)
+		row, col := viol.sink(func(a, b int, x float64) float64 {
+			if r := (rt[a]+ct[b]+st.coef*x)*st.scale - u[a] - vp[b]; r < -tol && !(st.noDiag && a == b) {
+				return r
+			}
+			return math.Inf(1)
+		})
+		st.pass(nil, row, col)
+		if err := mon.err(); err != nil {
+			return nil, err
+		}
+		added := 0
+		for a := 0; a < st.rows; a++ {
+			n := len(adj[a])
+			viol.each(a, func(b int, _, x float64) {
+				if !adj.has(a, b) {
+					adj.add(a, b, x)
+				}
+			})
+			added += len(adj[a]) - n
+		}
+		trace("pricing pass %d: %d edges, cost %.12g, %d violating edges added", pass, len(g.Col), sol.Cost, added)
+		if added > 0 {
+			continue
+		}
+		if viol.total() > 0 {
+			return nil, fmt.Errorf("%d dense edges violate the potentials but all are in the graph already (a bug: please report it)", viol.total())
+		}
+		rt2, ct2 := st.terms()
+		switch {
+		case slices.Equal(rt, rt2) && slices.Equal(ct, ct2):
+			return sol, nil
+		case st.shiftOnly:
+			// The pass made the terms exact; they only shift whole rows and
+			// columns, so the assignment stays optimal and shifted
+			// potentials prove it.
+			for a := range sol.U {
+				d := (rt2[a] - rt[a]) * st.scale
+				sol.U[a] += d
+				sol.Cost += d
+			}
+			for b := range sol.V {
+				d := (ct2[b] - ct[b]) * st.scale
+				sol.V[b] += d
+				sol.Cost += d
+			}
+			return sol, nil
+		}
+		// Otherwise solve and price again with the exact terms.
+	}
 }
 
 // stage1Sparse is stage1 on the sparse path: the same assignment (METHOD.md's
@@ -202,7 +366,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	md := newStage1Model(src, tgt, cfg)
 	ns, nt := src.N, tgt.N
 	rows, cols := newNearest(ns, min(sparseK, nt)), newNearest(nt, min(sparseK, ns))
-	md.pass(func(i, j0 int, x []float64) {
+	md.pass(scope{f32: true}, func(i, j0 int, x []float64) {
 		rows.offerRow(i, j0, x)
 		cols.offerCol(i, j0, x)
 	})
@@ -210,18 +374,11 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		return fmt.Errorf("psda: stage 1 candidates: %w", err)
 	}
 	mon.enter(PhaseStage1Assign)
-	rowT, colT := md.terms()
-	// Solver rows are the larger side; a is a solver row, b a solver column.
+	// Solver rows a are the larger side, solver columns b the smaller.
 	tr := nt > ns
 	nl, nsm := ns, nt
 	if tr {
 		nl, nsm = nt, ns
-	}
-	cost := func(a, b int, x float64) float64 {
-		if tr {
-			a, b = b, a
-		}
-		return (rowT[a] + colT[b] + x) * md.scale
 	}
 	q, r := nl/nsm, nl%nsm
 	copies, dummies := q, 0
@@ -246,21 +403,55 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are.
 	for a := 0; a < nl; a++ {
-		b := a % nsm
-		if tr {
-			adj.add(a, b, md.at(b, a))
+		if b := a % nsm; tr {
+			addST(b, a, md.at(b, a))
 		} else {
-			adj.add(a, b, md.at(a, b))
+			addST(a, b, md.at(a, b))
 		}
 	}
-	adj.normalise()
-	build := func() *assign.Graph {
+	exactCross(adj, func(a, b int) float64 {
+		if tr {
+			return md.at(b, a)
+		}
+		return md.at(a, b)
+	})
+	st := &pricedStage{
+		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign, shiftOnly: copies == 1 && dummies == 0,
+		terms: func() ([]float64, []float64) {
+			rt, ct := md.terms()
+			if tr {
+				return ct, rt
+			}
+			return rt, ct
+		},
+		colPot: func(v []float64) []float64 {
+			vp := make([]float64, nsm)
+			for b := range vp {
+				vp[b] = slices.Max(v[b*copies : (b+1)*copies])
+			}
+			return vp
+		},
+		pass: func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+			if tr {
+				md.pass(scope{cols: sub}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
+				return
+			}
+			md.pass(scope{rows: sub}, func(i, j0 int, x []float64) {
+				if sub != nil {
+					i = sub[i]
+				}
+				row(i, j0, x)
+			})
+		},
+	}
+	st.graph = func(adj edges) *assign.Graph {
+		rt, ct := st.terms()
 		n := nl + dummies
 		g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
 		for a, row := range adj {
 			g.Lo[a] = len(g.Col)
 			for _, e := range row {
-				c := cost(a, int(e.b), e.x)
+				c := (rt[a] + ct[e.b] + e.x) * md.scale
 				for t := 0; t < copies; t++ {
 					g.Col = append(g.Col, int32(int(e.b)*copies+t))
 					g.Cost = append(g.Cost, c)
@@ -280,58 +471,9 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 		return g
 	}
-	var sol *assign.Solution
-	for {
-		g := build()
-		var err error
-		if sol, err = assign.SolveSparse(g, sol, mon.hooks(PhaseStage1Assign)); err != nil {
-			return fmt.Errorf("psda: stage 1 (sparse): %w", err)
-		}
-		// A column's copies may carry different potentials; the largest
-		// bounds them all.
-		vmax := make([]float64, nsm)
-		for b := range vmax {
-			vmax[b] = slices.Max(sol.V[b*copies : (b+1)*copies])
-		}
-		tol := priceTol(g.Cost)
-		viol := newNearest(nl, sparseAdd)
-		var count atomic.Int64
-		md.pass(func(i, j0 int, x []float64) {
-			if !tr {
-				viol.mu[i/lockBlock].Lock()
-				for j, xv := range x {
-					if red := cost(i, j0+j, xv) - sol.U[i] - vmax[j0+j]; red < -tol {
-						count.Add(1)
-						viol.offer(i, red, int32(j0+j), xv)
-					}
-				}
-				viol.mu[i/lockBlock].Unlock()
-				return
-			}
-			for j, xv := range x {
-				a := j0 + j
-				if red := cost(a, i, xv) - sol.U[a] - vmax[i]; red < -tol {
-					count.Add(1)
-					viol.mu[a/lockBlock].Lock()
-					viol.offer(a, red, int32(i), xv)
-					viol.mu[a/lockBlock].Unlock()
-				}
-			}
-		})
-		if err := mon.err(); err != nil {
-			return fmt.Errorf("psda: stage 1 pricing: %w", err)
-		}
-		trace("stage 1: %d edges, cost %.12g, %d violations", len(g.Col), sol.Cost, count.Load())
-		if count.Load() == 0 {
-			break
-		}
-		before := adj.normalise()
-		for a := 0; a < nl; a++ {
-			viol.each(a, func(b int, _, x float64) { adj.add(a, b, x) })
-		}
-		if adj.normalise() == before {
-			return fmt.Errorf("psda: stage 1 (sparse): %d dense edges violate the duals of the candidate optimum but all are candidates already (a bug: please report it)", count.Load())
-		}
+	sol, err := st.solve(adj, mon)
+	if err != nil {
+		return fmt.Errorf("psda: stage 1 (sparse): %w", err)
 	}
 	m.Pairs = make([]Pair, nl)
 	for a, c := range sol.Col4Row[:nl] {
@@ -347,15 +489,15 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 
 // stage2Sparse is stage2 on the sparse path: the symmetric assignment
 // relaxation on candidate edges, priced against every dense edge until its
-// duals are feasible (so its optimum is the dense relaxation's and the bound
-// the dense path's), then rounded from costs computed on the fly.
+// potentials hold for all (so its optimum is the dense relaxation's and the
+// bound the dense path's), then rounded from costs computed on the fly.
 func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage2Costs)
 	md := newStage2Model(src, tgt, cfg, m.Pairs, false)
 	p, n := md.p, md.m
 	near := newNearest(p, min(sparseK, p-1))
-	md.pass(func(r, q0 int, v []float64) {
+	md.pass(scope{f32: true}, func(r, q0 int, v []float64) {
 		near.offerRow(r, q0, v)
 		near.offerCol(r, q0, v)
 	})
@@ -363,7 +505,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		return fmt.Errorf("psda: stage 2 candidates: %w", err)
 	}
 	mon.enter(PhaseStage2Match)
-	vcost, single := md.finish()
+	node, single := md.finish()
 	// cost is C^MM(r, q) from the cross part v; the dummy node p (odd P)
 	// stands for "no partner".
 	cost := func(r, q int, v float64) float64 {
@@ -373,13 +515,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		case q == p:
 			return single[r] * md.scale
 		}
-		return vcost(r, q, v) * md.scale
-	}
-	oracle := func(r, q int) float64 {
-		if r == p || q == p {
-			return cost(r, q, 0)
-		}
-		return cost(r, q, md.at(r, q))
+		return (node[r] + node[q] + md.coef*v) * md.scale
 	}
 	adj := make(edges, n)
 	both := func(r, q int, v float64) {
@@ -400,56 +536,49 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	adj.normalise()
-	var sol *assign.Solution
-	for {
-		g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
-		for a, row := range adj {
-			g.Lo[a] = len(g.Col)
-			for _, e := range row {
-				g.Col = append(g.Col, e.b)
-				g.Cost = append(g.Cost, cost(a, int(e.b), e.x))
-			}
-			g.Hi[a] = len(g.Col)
+	exactCross(adj, func(r, q int) float64 {
+		if r == p || q == p {
+			return 0
 		}
-		var err error
-		if sol, err = assign.SolveSparse(g, sol, mon.hooks(PhaseStage2Match)); err != nil {
-			return fmt.Errorf("psda: stage 2 (sparse): %w", err)
-		}
-		tol := priceTol(g.Cost)
-		viol := newNearest(p, sparseAdd)
-		var count atomic.Int64
-		offer := func(a, b int, red, v float64) {
-			count.Add(1)
-			viol.mu[a/lockBlock].Lock()
-			viol.offer(a, red, int32(b), v)
-			viol.mu[a/lockBlock].Unlock()
-		}
-		md.pass(func(r, q0 int, v []float64) {
-			for k, x := range v {
-				q := q0 + k
-				c := cost(r, q, x)
-				if red := c - sol.U[r] - sol.V[q]; red < -tol {
-					offer(r, q, red, x)
+		return md.at(r, q)
+	})
+	st := &pricedStage{
+		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match, shiftOnly: n == p,
+		terms: func() ([]float64, []float64) {
+			node, single = md.finish()
+			return node, node
+		},
+		colPot: func(v []float64) []float64 { return v[:p] },
+		graph: func(adj edges) *assign.Graph {
+			g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+			for a, row := range adj {
+				g.Lo[a] = len(g.Col)
+				for _, e := range row {
+					g.Col = append(g.Col, e.b)
+					g.Cost = append(g.Cost, cost(a, int(e.b), e.x))
 				}
-				if red := c - sol.U[q] - sol.V[r]; red < -tol {
-					offer(q, r, red, x)
-				}
+				g.Hi[a] = len(g.Col)
 			}
-		})
-		if err := mon.err(); err != nil {
-			return fmt.Errorf("psda: stage 2 pricing: %w", err)
+			return g
+		},
+		pass: func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+			md.pass(scope{rows: sub}, func(r, q0 int, v []float64) {
+				row(r, q0, v)
+				if sub == nil { // the full pass visits the upper triangle only
+					col(r, q0, v, nil)
+				}
+			})
+		},
+	}
+	sol, err := st.solve(adj, mon)
+	if err != nil {
+		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
+	}
+	oracle := func(r, q int) float64 {
+		if r == p || q == p {
+			return cost(r, q, 0)
 		}
-		trace("stage 2: %d edges, relaxation %.12g, %d violations", len(g.Col), sol.Cost, count.Load())
-		if count.Load() == 0 {
-			break
-		}
-		before := adj.normalise()
-		for r := 0; r < p; r++ {
-			viol.each(r, func(q int, _, v float64) { both(r, q, v) })
-		}
-		if adj.normalise() == before {
-			return fmt.Errorf("psda: stage 2 (sparse): %d dense edges violate the duals of the candidate optimum but all are candidates already (a bug: please report it)", count.Load())
-		}
+		return cost(r, q, md.at(r, q))
 	}
 	neighbours := func(v int) []int32 {
 		out := make([]int32, len(adj[v]))
@@ -474,7 +603,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 			m.Stage2Cost += oracle(r, q)
 		}
 	}
-	// The priced duals are feasible for every dense edge, so the relaxation
+	// The priced potentials hold for every dense edge, so the relaxation
 	// optimum sol.Cost is the dense one and half of it bounds the matching.
 	m.Stage2Bound = math.Min(sol.Cost/2, m.Stage2Cost)
 	if odd == 0 {
