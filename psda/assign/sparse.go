@@ -124,7 +124,8 @@ type sparseLSAP struct {
 	u, v    []float64
 	col4row []int
 	row4col []int
-	ops     int // units of work since the start, for Stop polls
+	ops     int    // units of work since the start, for Stop polls
+	dead    []bool // rows closed by a failed search (see finish)
 
 	// group[i] numbers the distinct edge ranges; rows of one group are
 	// identical, and a search scans only the one with the smallest
@@ -493,10 +494,14 @@ func best2Step(x float64, k, j int, w1, w2 float64, j1 int, wj float64) (float64
 	return w1, w2, j1, wj
 }
 
-// finish augments every free row along a shortest path, polling h. Rows
-// without an augmenting path are skipped (they stay without one as the
-// matching grows), so that the error can name the size of a maximum
-// matching.
+// finish augments every free row along a shortest path, polling h. A row
+// without an augmenting path is skipped and the error names the size of a
+// maximum matching: the rows R reached by the failed search are matched to
+// exactly the columns C they reach, one fewer than R (a Hall violator), so
+// no later path can leave R∪C for a free column nor change the matching
+// inside it (by induction, no row of R ever gets a path). Later searches
+// therefore skip the rows of R (dead), and the failures cost one pass over
+// the graph in all. After a failure the potentials no longer matter.
 func (s *sparseLSAP) finish(h *Hooks) error {
 	var free []int
 	for i, j := range s.col4row {
@@ -509,12 +514,21 @@ func (s *sparseLSAP) finish(h *Hooks) error {
 		if err := h.stop(); err != nil {
 			return err
 		}
+		if s.dead != nil && s.dead[i] {
+			continue
+		}
 		ok, err := s.augment(i, h)
 		if err != nil {
 			return err
 		}
-		if !ok && stuck < 0 {
-			stuck = i
+		if !ok {
+			if stuck < 0 {
+				stuck = i
+				s.dead = make([]bool, s.n)
+			}
+			for _, r := range s.rows {
+				s.dead[r] = true
+			}
 		}
 		if k&63 == 0 {
 			h.progress(float64(k) / float64(len(free)))
@@ -590,6 +604,9 @@ func (s *sparseLSAP) augment(cur int, h *Hooks) (bool, error) {
 func (s *sparseLSAP) scanRow(i int, minVal float64, lab, set uint32) {
 	g := s.g
 	base := minVal - s.u[i]
+	if s.dead != nil && s.dead[i] {
+		return
+	}
 	if s.shared {
 		k := s.group[i]
 		if s.grpMark[k] == s.stamp && s.grpOffset[k] <= base {

@@ -410,18 +410,21 @@ func cmpFloat(a, b float64) int {
 func TestSparseNoPerfect(t *testing.T) {
 	rng := rand.New(rand.NewPCG(44, 45))
 	// hall returns a random graph in which rows [0, k) reach only columns
-	// [0, k−1).
-	hall := func(n, k int) *Graph {
+	// [0, w), w < k, so that a maximum matching covers n−k+w rows.
+	hall := func(n, k, w int) *Graph {
 		adj := make([][]edge, n)
 		for i := range adj {
 			width := n
 			if i < k {
-				width = k - 1
+				width = w
 			}
 			for range 5 {
 				adj[i] = append(adj[i], edge{rng.IntN(width), rng.Float64()})
 			}
 			adj[i] = append(adj[i], edge{i % width, rng.Float64()})
+			if i >= k { // every column of [w, n) gets an edge
+				adj[i] = append(adj[i], edge{w + (i-k)%(n-w), rng.Float64()})
+			}
 		}
 		return graphOf(adj)
 	}
@@ -433,9 +436,10 @@ func TestSparseNoPerfect(t *testing.T) {
 		{"emptyRow", graphOf([][]edge{{{0, 1}, {1, 2}}, {}}), "row 1 has no edges"},
 		{"emptyColumn", graphOf([][]edge{{{0, 1}}, {{0, 2}}}), "column 1 has no edges"},
 		{"twoRowsOneColumn", graphOf([][]edge{{{0, 1}}, {{0, 2}}, {{1, 1}, {2, 1}}}), "covers 2 of 3 rows"},
-		{"hall1000", hall(1000, 50), "covers 999 of 1000 rows"},
+		{"hall1000", hall(1000, 50, 49), "covers 999 of 1000 rows"},
+		{"hallMany", hall(20000, 4000, 1000), "covers 17000 of 20000 rows"},
 		{"hallTies", func() *Graph {
-			g := hall(500, 20)
+			g := hall(500, 20, 19)
 			for e := range g.Cost {
 				g.Cost[e] = 1
 			}
