@@ -187,6 +187,17 @@ func psda_set_kernel(h C.uintptr_t, name *C.char) C.int {
 	})
 }
 
+//export psda_set_solver
+func psda_set_solver(h C.uintptr_t, name *C.char) C.int {
+	return onContext(h, "psda_set_solver", func(c *context) *failure {
+		s, f := goString(name, "solver")
+		if f == nil {
+			c.cfg.Solver = s
+		}
+		return f
+	})
+}
+
 //export psda_set_gammas
 func psda_set_gammas(h C.uintptr_t, gammas *C.double, n C.size_t) C.int {
 	return onContext(h, "psda_set_gammas", func(c *context) *failure {

@@ -44,8 +44,9 @@ extern "C" {
 
 /* PSDA_ABI_MINOR counts compatible additions within one PSDA_ABI_VERSION; a
  * program using a function added in minor m needs psda_abi_minor >= m.
- *   1: psda_abi_minor, psda_progress, psda_cancel, PSDA_ERR_CANCELLED. */
-#define PSDA_ABI_MINOR 1
+ *   1: psda_abi_minor, psda_progress, psda_cancel, PSDA_ERR_CANCELLED.
+ *   2: psda_set_solver. */
+#define PSDA_ABI_MINOR 2
 
 /* Status codes. */
 #define PSDA_OK 0            /* success */
@@ -91,8 +92,8 @@ int psda_version(char *buf, size_t cap);
 int psda_last_error(psda_ctx ctx, char *buf, size_t cap);
 
 /* psda_ctx_new creates a context with the default options (stages 2, "mmd",
- * "rbf", the paper's gammas {0.001, 0.01, 0.1, 1, 10}, batch size unset) and
- * stores it in *out. Release it with psda_ctx_free. */
+ * "rbf", the paper's gammas {0.001, 0.01, 0.1, 1, 10}, solver "auto", batch
+ * size unset) and stores it in *out. Release it with psda_ctx_free. */
 int psda_ctx_new(psda_ctx *out);
 
 /* psda_ctx_free releases ctx and its result. Freeing 0 is a no-op; freeing a
@@ -120,6 +121,24 @@ int psda_set_kernel(psda_ctx ctx, const char *name);
  * n == 0 sets an empty mixture, which psda_compute_* rejects for the RBF
  * kernel and the other settings ignore. */
 int psda_set_gammas(psda_ctx ctx, const double *gammas, size_t n);
+
+/* psda_set_solver sets how each stage is solved (NUL-terminated, copied;
+ * minor 2):
+ *   "auto" (the default; "" is the same): "dense" for a stage whose dense
+ *       cost matrix takes at most 3 GiB, "sparse" beyond;
+ *   "dense": the full cost matrix and a dense exact assignment; memory
+ *       O(n_source * n_target) doubles for Stage 1, O(P^2) for Stage 2;
+ *   "sparse": candidate edges from one pass over the features, a sparse
+ *       exact assignment, then pricing passes that add every dense edge with
+ *       a negative reduced cost until the duals hold for all of them; memory
+ *       O(n * (dim + K)) for K candidates per row. Stage 1 is certified
+ *       optimal against every dense edge, so its cost equals the dense
+ *       solver's (the pairs may differ only between tied optima); Stage 2
+ *       reports a lower bound as the dense path does. The RBF and linear MMD
+ *       have both paths; CORAL's Stage 2 is dense only, so "sparse" with
+ *       "coral" and 2 stages fails.
+ * An unknown name makes psda_compute_* fail with PSDA_ERR_INVALID. */
+int psda_set_solver(psda_ctx ctx, const char *name);
 
 /* psda_compute_f32 computes the matching of source (n_source x dim) and target
  * (n_target x dim), both row-major float32, read in place. On success the

@@ -28,6 +28,7 @@ DEFAULT_GAMMAS: Tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0)
 
 _DISCREPANCIES = ("mmd", "coral")
 _KERNELS = ("linear", "rbf")
+_SOLVERS = ("auto", "dense", "sparse")
 
 # Rows checked for NaN/Inf at a time, so that the check of a large array does
 # not allocate a boolean array as large as the input.
@@ -368,6 +369,22 @@ def _check_config(
     return batch_size, stages, discrepancy, kernel, gammas
 
 
+def _check_solver(solver: Any, discrepancy: str, stages: int) -> str:
+    """Validates solver (after _check_config) and returns it in lower case."""
+    if not isinstance(solver, str) or solver.lower() not in _SOLVERS:
+        raise ValueError(
+            f"solver = {solver!r}: want 'auto' (dense while a stage's cost matrix fits in 3 GiB, sparse beyond), "
+            "'dense' or 'sparse'"
+        )
+    solver = solver.lower()
+    if solver == "sparse" and discrepancy == "coral" and stages == 2:
+        raise ValueError(
+            "solver = 'sparse' with discrepancy='coral' and stages=2: CORAL's Stage 2 has no sparse path; "
+            "use solver='auto' or 'dense', or stages=1"
+        )
+    return solver
+
+
 def _check_batch_fits(batch_size: int, n_source: int, n_target: int) -> None:
     p = max(n_source, n_target)
     if batch_size > p:
@@ -438,13 +455,14 @@ def _match_arrays(
     kernel: str,
     gammas: Tuple[float, ...],
     progress: ProgressArg = None,
+    solver: str = "auto",
 ) -> Matching:
     """Runs the Go core on checked, converted inputs; logs time and sizes."""
     from . import _native
 
     logger.debug(
-        "matching n_source=%d n_target=%d d=%d %s %s/%s batch_size=%d stages=%d",
-        s.shape[0], t.shape[0], s.shape[1], s.dtype, discrepancy, kernel, batch_size, stages,
+        "matching n_source=%d n_target=%d d=%d %s %s/%s batch_size=%d stages=%d solver=%s",
+        s.shape[0], t.shape[0], s.shape[1], s.dtype, discrepancy, kernel, batch_size, stages, solver,
     )
     t0 = time.perf_counter()
     # The mixture only matters for the MMD with the RBF kernel; otherwise the
@@ -455,7 +473,7 @@ def _match_arrays(
     try:
         pairs, quads, singles, c1, c2, b2 = _native.match(
             s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel,
-            gammas=gammas if rbf else None, progress=callback,
+            gammas=gammas if rbf else None, progress=callback, solver=solver,
         )  # fmt: skip
     finally:
         if bar is not None:
@@ -494,6 +512,7 @@ def match(
     kernel: str = "rbf",
     gammas: Sequence[float] = DEFAULT_GAMMAS,
     progress: ProgressArg = None,
+    solver: str = "auto",
 ) -> Matching:
     """Computes the PSDA matching of source and target features.
 
@@ -509,7 +528,8 @@ def match(
     keep running. Ctrl-C (KeyboardInterrupt) stops the Go work within a few
     milliseconds and propagates; nothing is left running. Time O(n_s·n_t·d)
     for the costs plus O(P³) worst case for the assignments; memory one
-    n_s×n_t and one P×P float64 matrix.
+    n_s×n_t and one P×P float64 matrix with the dense solver, O(P·(d + K))
+    with the sparse one (see ``solver``).
 
     Args:
         source: source features, shape (n_source, d): a NumPy array of any real
@@ -536,6 +556,21 @@ def match(
             ``"stage 2 costs"``, ``"stage 2 matching"`` or ``"done"``;
             ``done/total`` is an estimate that never decreases). An exception
             raised by the callable cancels the matching and propagates.
+        solver: how each stage is solved; both ways are exact.
+            ``"dense"`` builds the full cost matrix (n_source×n_target
+            float64 for Stage 1, P×P for Stage 2) and solves it with a dense
+            exact assignment. ``"sparse"`` keeps only candidate edges (the K
+            cheapest per row and column, from one pass over the features),
+            solves a sparse assignment on them, then prices every dense edge
+            from the features and adds the violators until the duals hold for
+            all of them: Stage 1 is certified optimal against every dense
+            edge, so ``stage1_cost`` equals the dense one (the pairs differ
+            only between tied optima), and Stage 2 reports the same kind of
+            lower bound ``stage2_bound``. Memory O(P·(d + K)), so 50,000 per
+            domain fit; slower than dense on small inputs. ``"auto"``
+            (default) is dense for a stage whose cost matrix takes at most
+            3 GiB, sparse beyond. CORAL's Stage 2 has no sparse path:
+            ``"sparse"`` with ``discrepancy="coral"`` needs ``stages=1``.
 
     Returns:
         A :class:`Matching`.
@@ -545,7 +580,8 @@ def match(
             or stages; gammas not a sequence of numbers; progress not None,
             a bool or a callable.
         ValueError: features not 2-D, empty, non-finite or with different
-            numbers of columns; any setting out of range.
+            numbers of columns; any setting out of range; solver not
+            ``"auto"``, ``"dense"`` or ``"sparse"``.
 
     Example:
         >>> import numpy as np, psda
@@ -558,7 +594,8 @@ def match(
         True
     """
     batch_size, stages, discrepancy, kernel, gammas = _check_config(batch_size, stages, discrepancy, kernel, gammas)
+    solver = _check_solver(solver, discrepancy, stages)
     progress = _check_progress(progress)
     s, t = _as_pair(source, target, ("source", "target"))
     _check_batch_fits(batch_size, s.shape[0], t.shape[0])
-    return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas, progress)
+    return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas, progress, solver)

@@ -29,6 +29,9 @@ __all__ = ["version", "match", "linear_sum_assignment", "Schedule"]
 # as is PSDA_ABI_MINOR >= _ABI_MINOR (progress and cancellation).
 _ABI_VERSION = 1
 _ABI_MINOR = 1
+# psda_set_solver came with minor 2; an older library still loads and runs
+# solver "auto" (its only behaviour).
+_SOLVER_MINOR = 2
 
 # Status codes of capi/psda.h.
 _OK, _ERR_NULL, _ERR_HANDLE, _ERR_SIZE, _ERR_INVALID, _ERR_NO_RESULT, _ERR_INTERNAL, _ERR_CANCELLED = range(8)
@@ -67,9 +70,10 @@ for _name, _args in {
     "psda_abi_minor": [_ptr],
     "psda_progress": [_ctx_t, _ptr, _ptr, _ptr],
     "psda_cancel": [_ctx_t],
+    "psda_set_solver": [_ctx_t, ctypes.c_char_p],
 }.items():
     _fn = getattr(_lib, _name, None)
-    if _fn is not None:  # psda_lsap_f64 may be absent from an older build
+    if _fn is not None:  # psda_lsap_f64 and psda_set_solver may be absent from an older build
         _fn.argtypes, _fn.restype = _args, _int
 
 
@@ -138,12 +142,15 @@ def match(
     kernel: str,
     gammas: Optional[Sequence[float]],
     progress: Optional[Callable[[int, int, str], None]] = None,
+    solver: str = "auto",
 ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, float, float, float]:
     """Compute the PSDA matching of two feature matrices through the C ABI.
 
     source and target must be C-contiguous 2-D ndarrays of one dtype, float32
     or float64 (the public API converts); Go reads them in place, with the GIL
-    released. gammas None means the paper's mixture.
+    released. gammas None means the paper's mixture. solver ("auto", "dense"
+    or "sparse") goes to psda_set_solver (ABI minor 2); a library older than
+    that runs "auto" only and raises RuntimeError for the others.
 
     The Go call runs in a worker thread while the calling thread waits in
     steps of _POLL seconds, so that Ctrl-C is delivered: a KeyboardInterrupt
@@ -164,6 +171,11 @@ def match(
     if source.dtype != target.dtype or source.dtype not in (np.float32, np.float64):
         raise TypeError("_native.match: source and target must both be float32 or both float64, got %s and %s" % (source.dtype, target.dtype))
     compute = _lib.psda_compute_f32 if source.dtype == np.float32 else _lib.psda_compute_f64
+    if _minor.value < _SOLVER_MINOR and solver != "auto":
+        raise RuntimeError(
+            "psda's library %s has ABI minor %d, which has no psda_set_solver (minor %d): it always runs "
+            "solver='auto'; pass solver='auto' or reinstall psda (pip install .)" % (_gopy.__file__, _minor.value, _SOLVER_MINOR)
+        )
     # NULL means the default mixture; an empty one is passed as a non-NULL
     # address with n = 0 (a 1-element buffer guarantees a real address).
     g = np.ascontiguousarray(gammas if gammas is not None else [], dtype=np.float64).ravel()
@@ -179,6 +191,8 @@ def match(
         _check(_lib.psda_set_discrepancy(ctx, str(discrepancy).encode()), ctx)
         _check(_lib.psda_set_kernel(ctx, str(kernel).encode()), ctx)
         _check(_lib.psda_set_gammas(ctx, g_addr, g.size), ctx)
+        if _minor.value >= _SOLVER_MINOR:
+            _check(_lib.psda_set_solver(ctx, str(solver).encode()), ctx)
         _check(_run(ctx, progress, compute, ctx, _addr(source), source.shape[0], _addr(target), target.shape[0], source.shape[1]), ctx)
         sizes = np.zeros(3, dtype=np.int64)
         _check(_lib.psda_result_sizes(ctx, _addr(sizes), _addr(sizes[1:]), _addr(sizes[2:])), ctx)

@@ -28,6 +28,7 @@ from ._matching import (
     _check_bool,
     _check_config,
     _check_int,
+    _check_solver,
     _match_arrays,
 )
 
@@ -116,6 +117,13 @@ class PairedBatchSampler(_Base):
             ``torch.distributed``'s world size when it is initialised, else 1.
         rank: this process's rank, ``0 <= rank < num_replicas``. None means
             ``torch.distributed``'s rank when it is initialised, else 0.
+        solver: how the matching is computed, at construction and by
+            :meth:`update`: ``"auto"`` (default: dense while a stage's cost
+            matrix takes at most 3 GiB, sparse beyond), ``"dense"`` or
+            ``"sparse"`` (candidate edges plus pricing passes, memory
+            O(P·(d + K)) instead of n_source·n_target and P² floats). Both are
+            exact; see :func:`psda.match`. ``"sparse"`` with CORAL needs
+            ``stages=1``.
 
     Raises:
         TypeError, ValueError: for invalid features or settings, naming the
@@ -151,11 +159,13 @@ class PairedBatchSampler(_Base):
         drop_last: bool = True,
         num_replicas: Optional[int] = None,
         rank: Optional[int] = None,
+        solver: str = "auto",
     ) -> None:
         # torch's Sampler.__init__ does nothing we need (and its signature
         # changed across versions), so it is not called.
         cfg = _check_config(batch_size, stages, discrepancy, kernel, gammas)
         self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas = cfg
+        self.solver = _check_solver(solver, self.discrepancy, self.stages)
         self.seed = _check_int(seed, "seed", "0") % (1 << 64)
         self.drop_last = _check_bool(drop_last, "drop_last")
         if num_replicas is None or rank is None:
@@ -197,7 +207,8 @@ class PairedBatchSampler(_Base):
         )
 
     def _compute(self, s: np.ndarray, t: np.ndarray) -> Matching:
-        return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas)
+        return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
+                             solver=self.solver)
 
     def _reset(self, matching: Matching) -> None:
         """Sets the state of a sampler that has not started: epoch 0, no pass."""
@@ -308,7 +319,10 @@ class PairedBatchSampler(_Base):
         matching in force (plus a pending one from :meth:`update`), so resume
         is exact even if the fresh sampler was built from other features.
         Plain Python types and bytes: ``torch.save``/``torch.load
-        (weights_only=True)`` round-trip it. Size O(P).
+        (weights_only=True)`` round-trip it. Size O(P). It also records the
+        ``solver``, for reference only: :meth:`load_state_dict` keeps the
+        loading sampler's own (both solvers are exact, and which one fits
+        depends on the machine).
 
         It counts the batches this sampler has handed to the DataLoader. With
         ``num_workers > 0`` the DataLoader fetches a few batches ahead of the
@@ -333,6 +347,7 @@ class PairedBatchSampler(_Base):
             "rank": self.rank,
             "n_source": self.n_source,
             "n_target": self.n_target,
+            "solver": self.solver,
             "matching": matching._to_state(),
             "pending_matching": None if pending is None else pending._to_state(),
         }
@@ -475,18 +490,18 @@ class PairedBatchSampler(_Base):
 
     def __getstate__(self) -> Dict[str, Any]:
         keep = ("batch_size", "stages", "discrepancy", "kernel", "gammas", "seed", "drop_last",
-                "num_replicas", "rank", "n_source", "n_target")
+                "num_replicas", "rank", "n_source", "n_target", "solver")
         return {"config": {k: getattr(self, k) for k in keep}, "state": self.state_dict()}
 
     def __setstate__(self, st: Dict[str, Any]) -> None:
-        self.__dict__.update(st["config"])
+        self.__dict__.update({"solver": "auto", **st["config"]})  # pickles from before solver existed
         self._reset(Matching._from_state(st["state"]["matching"], "matching"))
         self.load_state_dict(st["state"])
 
     def __repr__(self) -> str:
         return (
             f"PairedBatchSampler(n_source={self.n_source}, n_target={self.n_target}, batch_size={self.batch_size}, "
-            f"stages={self.stages}, discrepancy={self.discrepancy!r}, kernel={self.kernel!r}, seed={self.seed}, "
+            f"stages={self.stages}, discrepancy={self.discrepancy!r}, kernel={self.kernel!r}, solver={self.solver!r}, seed={self.seed}, "
             f"drop_last={self.drop_last}, num_replicas={self.num_replicas}, rank={self.rank}, epoch={self._epoch}, "
             f"batches_per_epoch={len(self)})"
         )

@@ -148,6 +148,16 @@ static void test_errors(void) {
     psda_set_stages(ctx, 3);
     expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "stages", "stages 3");
     psda_set_stages(ctx, 2);
+
+    expect(psda_set_solver(ctx, NULL), PSDA_ERR_NULL, ctx, "solver", "set_solver(NULL)");
+    expect(psda_set_solver(ctx, "simplex"), PSDA_OK, ctx, NULL, "set_solver(simplex)");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "solver", "unknown solver");
+    expect(psda_set_solver(ctx, "sparse"), PSDA_OK, ctx, NULL, "set_solver(sparse)");
+    psda_set_discrepancy(ctx, "coral");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "solver", "sparse CORAL with 2 stages");
+    psda_set_discrepancy(ctx, "mmd");
+    expect(psda_set_solver(ctx, "auto"), PSDA_OK, ctx, NULL, "set_solver(auto)");
+
     psda_set_batch_size(ctx, 3);
     expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "even", "odd batch, 2 stages");
     psda_set_batch_size(ctx, N + 2);
@@ -278,6 +288,43 @@ static void test_shifted(void) {
     psda_ctx_free(ctx);
 }
 
+/* test_solver: the sparse solver gives a valid matching and the same
+ * (certified optimal) Stage 1 cost as the dense one; its Stage 2 cost is at
+ * least the dense path's lower bound. */
+static void test_solver(void) {
+    enum { NS = 60, NT = 45, DIM = 4 };
+    static const char *kernels[] = {"rbf", "linear"};
+    double x[NS * DIM], y[NT * DIM];
+    int64_t pairs[2 * N];
+    unsigned st = 5;
+    psda_ctx ctx = 0;
+    for (int i = 0; i < NS * DIM; i++)
+        x[i] = next(&st);
+    for (int i = 0; i < NT * DIM; i++)
+        y[i] = next(&st) + 0.2;
+    psda_ctx_new(&ctx);
+    psda_set_batch_size(ctx, 4);
+    for (int k = 0; k < 2; k++) {
+        double s1[2], s2[2], bd[2];
+        int ok = 1;
+        psda_set_kernel(ctx, kernels[k]);
+        for (int v = 0; v < 2; v++) {
+            expect(psda_set_solver(ctx, v ? "sparse" : "dense"), PSDA_OK, ctx, NULL, "set_solver");
+            ok = ok && compute_ok(psda_compute_f64(ctx, x, NS, y, NT, DIM), ctx, v ? "sparse compute" : "dense compute");
+            ok = ok && psda_objectives(ctx, &s1[v], &s2[v], &bd[v]) == PSDA_OK;
+        }
+        if (!ok)
+            continue;
+        CHECK(fabs(s1[1] - s1[0]) <= 1e-9 * fabs(s1[0]), "%s: sparse stage 1 cost %.17g, dense %.17g", kernels[k], s1[1], s1[0]);
+        CHECK(s2[1] >= bd[0] - 1e-9 * fabs(bd[0]), "%s: sparse stage 2 cost %.17g below the dense bound %.17g", kernels[k], s2[1], bd[0]);
+        CHECK(bd[1] <= s2[1] + 1e-9 * fabs(s2[1]), "%s: sparse stage 2 bound %.17g above its cost %.17g", kernels[k], bd[1], s2[1]);
+    }
+    /* Structural checks of a sparse result, on a size check_matching handles. */
+    if (compute_ok(psda_compute_f64(ctx, x, N, y, 5, DIM), ctx, "sparse 8x5"))
+        check_matching(ctx, N, 5, 2, pairs, "sparse 8x5");
+    psda_ctx_free(ctx);
+}
+
 /* test_lsap compares psda_lsap_f64 with enumeration of all injections. */
 static void test_lsap(void) {
     enum { R = 3, C = 4 };
@@ -404,6 +451,7 @@ int main(int argc, char **argv) {
     test_handles();
     test_errors();
     test_shifted();
+    test_solver();
     test_lsap();
     test_progress_cancel();
     printf("%s: %d checks, %d failures\n", failures ? "FAILED" : "ok", checks, failures);
