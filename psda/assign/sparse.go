@@ -75,22 +75,24 @@ func (g *Graph) check() error {
 // edge set was a subset of g's (edges are only ever added). SolveSparse then
 // starts from its V, recomputes U[i] as the minimum over row i of c−V (which
 // makes (U, V) feasible on every edge) and keeps warm's assignment on the
-// edges that are still tight, so that a re-solve after adding a few edges
-// costs a few augmenting paths. A warm Col4Row entry may be −1 (free). warm
+// edges that are still tight; only the rows whose minimum dropped (they got
+// a violated edge) start free. A warm Col4Row entry may be −1 (free). warm
 // is not modified.
 //
 // SolveSparse returns an error naming the argument and value when g is
 // malformed (N < 1, Lo or Hi of the wrong length or out of range, a column
 // outside [0, N), a non-finite cost) or warm does not fit; an error wrapping
-// ErrNoPerfect when g has no perfect matching; and h's Stop error when h
-// stops it.
+// ErrNoPerfect, naming the size of a maximum matching, when g has no
+// perfect matching; and h's Stop error when h stops it (Stop is polled
+// between phases and every pollEvery bids or scanned rows).
 //
-// A cold start runs an ε-scaling forward auction on the sparse rows (as
-// auctionInit does on dense ones) as a warm start, capped in work, and then
-// finishes with Dijkstra shortest augmenting paths on reduced costs with a
-// binary heap. With m edges the time complexity is O(n·m·log n) in the worst
-// case; on k-nearest-neighbour graphs most rows leave the auction assigned
-// and the remaining paths are short. Memory is O(n) besides g.
+// Algorithm: an ε-scaling forward auction on the sparse rows (as
+// auctionInit on dense ones; a warm start runs only its last phases from
+// warm's prices), capped at auctionWork edge reads per edge, then Dijkstra
+// shortest augmenting paths on reduced costs with a binary heap for every
+// free row. With m edges the time is O(m) for the auction plus
+// O(n·m·log n) for the paths in the worst case; on k-nearest-neighbour
+// graphs almost every path ends within a few rows. Memory is O(n) besides g.
 func SolveSparse(g *Graph, warm *Solution, h *Hooks) (*Solution, error) {
 	if err := g.check(); err != nil {
 		return nil, err
@@ -130,6 +132,9 @@ type sparseLSAP struct {
 	// group[i] numbers the distinct edge ranges; rows of one group are
 	// identical, and a search scans only the one with the smallest
 	// offset (see scanRow). shared is false when no two rows share a range.
+	// Matched identical rows have equal u (each is tight on its edge and
+	// feasible on the other's), so in exact arithmetic a search scans one
+	// row per group: a group of dummy rows costs one scan, not one each.
 	group  []int32
 	shared bool
 
@@ -511,9 +516,6 @@ func (s *sparseLSAP) finish(h *Hooks) error {
 	}
 	stuck := -1
 	for k, i := range free {
-		if err := h.stop(); err != nil {
-			return err
-		}
 		if s.dead != nil && s.dead[i] {
 			continue
 		}

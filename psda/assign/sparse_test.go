@@ -290,6 +290,7 @@ func TestSparseAgainstSciPy(t *testing.T) {
 		{"deg3_1500", randomSparse(rng, 1500, 3, rng.Float64, false)},
 		{"knnRBF1000", knnGraph(1000, 16, 10, 39)},
 		{"symmetricKNN800", symmetricKNN(800, 8, 10, 40)},
+		{"sharedDummies1200", withDummies(rng, 1200, 200)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -301,6 +302,33 @@ func TestSparseAgainstSciPy(t *testing.T) {
 			sameCost(t, s.Cost, scipySparseCost(t, tc.g), "SciPy")
 		})
 	}
+}
+
+// withDummies returns an n×n graph whose last m rows share one edge range,
+// as the dummy rows of an imbalanced problem do: the n−m real rows have ten
+// random edges and a hidden matching onto n−m columns; the dummies reach the
+// other m columns and 3m/2 random ones, at random costs.
+func withDummies(rng *rand.Rand, n, m int) *Graph {
+	perm := rng.Perm(n)
+	adj := make([][]edge, n-m+1)
+	for i := range n - m {
+		adj[i] = append(adj[i], edge{perm[i], rng.Float64()})
+		for range 10 {
+			adj[i] = append(adj[i], edge{rng.IntN(n), rng.Float64()})
+		}
+	}
+	for _, j := range perm[n-m:] {
+		adj[n-m] = append(adj[n-m], edge{j, rng.Float64()})
+	}
+	for range 3 * m / 2 {
+		adj[n-m] = append(adj[n-m], edge{rng.IntN(n), rng.Float64()})
+	}
+	g := graphOf(adj)
+	g.N = n
+	for range m - 1 {
+		g.Lo, g.Hi = append(g.Lo, g.Lo[n-m]), append(g.Hi, g.Hi[n-m])
+	}
+	return g
 }
 
 // TestSparseWarm solves a graph, adds edges (the most violated ones under the
