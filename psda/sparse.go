@@ -269,7 +269,7 @@ type pricedStage struct {
 	// priced one (no copies, no dummies), so that a change of terms shifts
 	// whole rows and columns and leaves the optimal assignment optimal.
 	shiftOnly bool
-	terms       func() (r, c []float64)
+	terms     func() (r, c []float64)
 	// colPot returns, for each priced column b, the largest potential among
 	// the assignment columns that stand for b (its copies).
 	colPot func(v []float64) []float64
