@@ -244,7 +244,37 @@ func (s *sparseLSAP) startWarm(warm *Solution) error {
 	}
 	copy(s.v, warm.V)
 	s.tighten(warm.Col4Row)
+	s.raiseFree()
+	s.tighten(warm.Col4Row)
 	return nil
+}
+
+// raiseFree raises the potential of every free column j to the largest
+// feasible value, min over edges (i, j) of c−u[i]. This keeps the potentials
+// feasible and the row minima unchanged, and brings j closer to the free
+// rows, so that their paths end sooner; a row freed by a warm start whose
+// old column can absorb the drop of its minimum gets the column back.
+func (s *sparseLSAP) raiseFree() {
+	g := s.g
+	m := make([]float64, s.n)
+	for j := range m {
+		m[j] = inf
+	}
+	for i := 0; i < s.n; i++ {
+		ui := s.u[i]
+		cols, costs := g.Col[g.Lo[i]:g.Hi[i]], g.Cost[g.Lo[i]:g.Hi[i]]
+		costs = costs[:len(cols)]
+		for e, j := range cols {
+			if x := costs[e] - ui; x < m[j] {
+				m[j] = x
+			}
+		}
+	}
+	for j, i := range s.row4col {
+		if i < 0 && m[j] > s.v[j] {
+			s.v[j] = m[j]
+		}
+	}
 }
 
 // tighten sets u[i] = min over row i of c−v, which makes the potentials
