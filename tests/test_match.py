@@ -99,6 +99,54 @@ def test_stage2_equals_blossom(rng, ns, nt, discrepancy, kernel):
     assert m.stage2_gap >= -1e-9
 
 
+SOLVER_CASES = {
+    # name: (ns, nt, d, discrepancy, kernel, stages, dtype)
+    "150x120 rbf": (150, 120, 5, "mmd", "rbf", 2, np.float64),
+    "150x120 linear": (150, 120, 5, "mmd", "linear", 2, np.float64),
+    "90x200 rbf": (90, 200, 4, "mmd", "rbf", 2, np.float64),
+    "90x200 linear": (90, 200, 4, "mmd", "linear", 2, np.float64),
+    "121x121 rbf float32": (121, 121, 6, "mmd", "rbf", 2, np.float32),
+    "133x47 coral stages 1": (133, 47, 3, "coral", "rbf", 1, np.float64),
+    "20x150 rbf stages 1": (20, 150, 3, "mmd", "rbf", 1, np.float64),
+}
+
+
+@pytest.mark.parametrize("case", list(SOLVER_CASES), ids=list(SOLVER_CASES))
+def test_sparse_solver_equals_dense_and_scipy(rng, case):
+    """solver='sparse' is exact: the Stage 1 optimum of SciPy and of the dense path, and
+    a Stage 2 cost no lower than the dense path's bound (same pairs on untied random data)."""
+    ns, nt, d, discrepancy, kernel, stages, dtype = SOLVER_CASES[case]
+    k = 8
+    s, t = features(rng, ns, nt, d=d, dtype=dtype)
+    kw = dict(batch_size=k, stages=stages, discrepancy=discrepancy, kernel=kernel)
+    dense = psda.match(s, t, solver="dense", **kw)
+    sparse = psda.match(s, t, solver="sparse", **kw)
+    check_matching_structure(sparse, ns, nt, stages)
+    ref = reference(s, t, k, discrepancy, kernel)
+    C = ref.stage1()
+    assert rel_close(sparse.stage1_cost, dense.stage1_cost), (sparse.stage1_cost, dense.stage1_cost)
+    assert rel_close(sparse.stage1_cost, scipy_stage1(C), 1e-7), (sparse.stage1_cost, scipy_stage1(C))
+    c1 = float(C[sparse.pairs[:, 0], sparse.pairs[:, 1]].sum())
+    assert rel_close(c1, sparse.stage1_cost, 1e-7), (c1, sparse.stage1_cost)
+    if stages == 1:
+        return
+    C2, single = ref.stage2(sparse.pairs)
+    c2 = float(C2[sparse.quads[:, 0], sparse.quads[:, 1]].sum() + single[sparse.singles].sum())
+    assert rel_close(c2, sparse.stage2_cost, 1e-7), (c2, sparse.stage2_cost)
+    assert sparse.stage2_cost >= dense.stage2_bound * (1 - 1e-9), (sparse.stage2_cost, dense.stage2_bound)
+    # The bound is the relaxation's optimum on its pairs, as on the dense path (METHOD.md).
+    assert rel_close(sparse.stage2_bound, relaxation_stage2(C2, single), 1e-7)
+    assert sparse.stage2_bound <= sparse.stage2_cost * (1 + 1e-9)
+
+
+def test_auto_solver_is_the_default(rng):
+    """At these sizes 'auto' runs dense, so it returns the default's exact matching."""
+    s, t = features(rng, 60, 44, d=4)
+    a = psda.match(s, t, batch_size=4)
+    for solver in ("auto", "AUTO", "dense"):
+        assert psda.match(s, t, batch_size=4, solver=solver).fingerprint == a.fingerprint, solver
+
+
 def test_matching_is_deterministic(rng):
     s, t = features(rng, 50, 35, d=6)
     a = psda.match(s, t, batch_size=8)
@@ -263,6 +311,11 @@ BAD_MATCH = {
     "negative gamma": (S, T, {"gammas": (0.1, -1.0)}, ValueError, ["gammas contains -1.0", "> 0"]),
     "nan gamma": (S, T, {"gammas": (float("nan"),)}, ValueError, ["gammas contains nan"]),
     "scalar gammas": (S, T, {"gammas": 0.5}, TypeError, ["gammas = 0.5", "sequence"]),
+    "unknown solver": (S, T, {"solver": "simplex"}, ValueError, ["solver = 'simplex'", "'auto'", "'dense'", "'sparse'"]),
+    "solver None": (S, T, {"solver": None}, ValueError, ["solver = None", "'auto'"]),
+    "solver checked before the data": (_with_nan(S, 1, 1), T, {"solver": "lu"}, ValueError, ["solver = 'lu'"]),
+    "sparse coral stages 2": (S, T, {"discrepancy": "coral", "solver": "sparse"}, ValueError,
+                              ["solver = 'sparse'", "coral", "stages=2", "stages=1"]),
 }
 
 
@@ -304,6 +357,10 @@ def test_go_core_validates_too(rng):
         _native.match(_with_nan(s, 2, 2), t, batch_size=4, **kw)
     with pytest.raises(ValueError, match="kernel"):
         _native.match(s, t, batch_size=4, **{**kw, "kernel": "poly"})
+    with pytest.raises(ValueError, match="solver"):
+        _native.match(s, t, batch_size=4, **kw, solver="simplex")
+    with pytest.raises(ValueError, match="solver.*CORAL"):
+        _native.match(s, t, batch_size=4, **{**kw, "discrepancy": "coral"}, solver="sparse")
 
 
 # ---------------------------------------------------------------------------

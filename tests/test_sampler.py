@@ -86,6 +86,42 @@ def test_layout_pairing_and_coverage(ns, nt, drop_last, stages):
 
 
 @pytest.mark.parametrize("stages", [1, 2])
+@pytest.mark.parametrize("ns,nt", [(90, 64), (33, 70)])
+def test_sparse_solver_serves_valid_batches(ns, nt, stages):
+    """solver='sparse' computes the matching on the sparse path, at construction and in
+    update(): batches as with dense, and the same certified Stage 1 optimum."""
+    k = 8
+    sampler, s, t = make(ns, nt, k, stages=stages, drop_last=False, solver="sparse")
+    assert sampler.solver == "sparse" and "solver='sparse'" in repr(sampler)
+    m = sampler.matching
+    check_matching_structure(m, ns, nt, stages)
+    dense = psda.match(s, t, batch_size=k, stages=stages, solver="dense")
+    assert m.stage1_cost == pytest.approx(dense.stage1_cost, rel=1e-9)
+    assert set(pair_index(m)) == set(pair_index(dense))  # untied random data: one optimum
+    rows = check_batches(list(sampler), m, k, stages, ns, drop_last=False)
+    assert sorted(rows) == list(range(max(ns, nt)))
+
+    new_s, new_t = features(np.random.default_rng(5), ns, nt, d=4)
+    sampler.update(new_s, new_t)
+    new = sampler.pending_matching
+    check_matching_structure(new, ns, nt, stages)
+    want = psda.match(new_s, new_t, batch_size=k, stages=stages, solver="dense")
+    assert new.stage1_cost == pytest.approx(want.stage1_cost, rel=1e-9)
+    check_batches(list(sampler), new, k, stages, ns, drop_last=False)
+
+
+def test_solver_survives_state_pickle_and_copy():
+    a, _, _ = make(40, 30, 4, solver="Sparse")
+    assert a.solver == "sparse" and a.state_dict()["solver"] == "sparse"
+    for b in (copy.deepcopy(a), pickle.loads(pickle.dumps(a))):
+        assert b.solver == "sparse" and b.matching.fingerprint == a.matching.fingerprint
+    # load_state_dict keeps the loading sampler's own solver (both are exact).
+    fresh, _, _ = make(40, 30, 4)
+    fresh.load_state_dict(roundtrip(a.state_dict()))
+    assert fresh.solver == "auto" and fresh.matching.fingerprint == a.matching.fingerprint
+
+
+@pytest.mark.parametrize("stages", [1, 2])
 def test_quadruplets_adjacent(stages):
     """With stages=2 the pairs at positions 2m, 2m+1 form a quadruplet; full coverage checks them all."""
     sampler, _, _ = make(44, 30, 4, stages=stages, drop_last=False)
@@ -478,6 +514,9 @@ BAD_SAMPLER = {
     "num_replicas 0": ((S, T, 4), {"num_replicas": 0}, ValueError, ["num_replicas = 0", ">= 1"]),
     "drop_last not bool": ((S, T, 4), {"drop_last": "yes"}, TypeError, ["drop_last = 'yes'"]),
     "seed not int": ((S, T, 4), {"seed": "0"}, TypeError, ["seed = '0'"]),
+    "unknown solver": ((S, T, 4), {"solver": "fast"}, ValueError, ["solver = 'fast'", "'auto'", "'dense'", "'sparse'"]),
+    "sparse coral stages 2": ((S, T, 4), {"solver": "sparse", "discrepancy": "coral"}, ValueError,
+                              ["solver = 'sparse'", "coral", "stages=1"]),
 }
 
 
