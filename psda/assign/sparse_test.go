@@ -259,6 +259,7 @@ func TestSparseAgainstDense(t *testing.T) {
 		{"signedWide", kinds[3].gen(rng, n, n)},
 		{"sqdist8", stage1Cost(n, n, 8, 35)},
 		{"stage2Rank2", stage2Cost(n, 36)},
+		{"offset1e6", fill(n*n, func() float64 { return 1e6 + rng.Float64() })},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -366,6 +367,30 @@ func TestSparseWarm(t *testing.T) {
 			}
 			return extra
 		}, false, false},
+	}
+	// Warm starts that do not come from a solve must still give the optimum.
+	g := randomSparse(rng, 700, 6, rng.Float64, false)
+	junk := []struct {
+		name string
+		warm *Solution
+	}{
+		{"sameColumn", &Solution{Col4Row: make([]int, g.N), V: make([]float64, g.N)}},
+		{"randomV", &Solution{Col4Row: rng.Perm(g.N), V: fill(g.N, func() float64 { return 10 * rng.NormFloat64() })}},
+		{"allFree", &Solution{Col4Row: slices.Repeat([]int{-1}, g.N), V: fill(g.N, rng.Float64)}},
+	}
+	cold, err := SolveSparse(g, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range junk {
+		t.Run("junk/"+tc.name, func(t *testing.T) {
+			s, err := SolveSparse(g, tc.warm, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSparse(t, g, s)
+			sameCost(t, s.Cost, cold.Cost, "cold solve")
+		})
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
