@@ -155,14 +155,17 @@ def matching_pairs(m):
     return {tuple(p) for p in np.asarray(m.pairs).tolist()}
 
 
-def test_refresh_updates_sampler_with_the_models_features():
+@pytest.mark.parametrize("solver", ["auto", "sparse"])
+def test_refresh_updates_sampler_with_the_models_features(solver):
+    """The refreshed matching is the one psda.match computes (dense) from the new
+    features, whichever solver the sampler recomputes it with."""
     src, tgt = domains()
     m0, m1 = Recorder(D, 3, seed=0), Recorder(D, 3, seed=1)
-    sampler = psda.PairedBatchSampler(reference(m0, src), reference(m0, tgt), K)
+    sampler = psda.PairedBatchSampler(reference(m0, src), reference(m0, tgt), K, solver=solver)
     before = matching_pairs(sampler.matching)
     zs, zt = refresh(sampler, m1, src, tgt, batch_size=16, progress=False)
     np.testing.assert_allclose(zs, reference(m1, src), rtol=1e-5, atol=1e-5)
-    want = matching_pairs(psda.match(zs, zt, batch_size=K))
+    want = matching_pairs(psda.match(zs, zt, batch_size=K, solver="dense"))
     assert want != before  # the test can tell the matchings apart
     assert matching_pairs(sampler.matching) == before  # not before the next epoch
     list(sampler)

@@ -155,6 +155,9 @@ def _variance_parser(sub) -> argparse.ArgumentParser:
                    help="MMD kernel (ignored for CORAL)")
     p.add_argument("--gammas", type=_float_list, default=list(DEFAULT_GAMMAS),
                    help="RBF mixture bandwidths")
+    p.add_argument("--solver", choices=("auto", "dense", "sparse"), default="auto",
+                   help="how psda computes the paired and double-paired matchings (both exact); "
+                        "auto: dense while a cost matrix fits in 3 GiB, sparse beyond")
     p.add_argument("--data", choices=("gaussian", "mixture"), default="gaussian",
                    help="gaussian: N(0, I) in both domains; mixture: two shifted "
                         "Gaussian mixtures")
@@ -182,6 +185,8 @@ def _na_reason(method: str, k: int, args) -> Optional[str]:
         return "odd k"
     if args.discrepancy == "coral" and k < 2:
         return "CORAL needs k >= 2"
+    if method == "double-paired" and args.discrepancy == "coral" and args.solver == "sparse":
+        return "no sparse CORAL Stage 2"
     return None
 
 
@@ -224,7 +229,7 @@ def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
                              f"({exc}); install psda with 'pip install .'") from None
         return cls(s, t, k, stages=1 if method == "paired" else 2,
                    discrepancy=args.discrepancy, kernel=args.kernel, gammas=tuple(args.gammas),
-                   seed=args.seed)
+                   seed=args.seed, solver=args.solver)
     if "ref" not in ref_holder:
         ref_holder["ref"] = _Reference(args, s, t)
     m = ref_holder["ref"].matching(k)

@@ -22,6 +22,11 @@ Hparams added to DomainBed's registry for the PSDA algorithms (default; random s
 - ``psda_stages``: 1 (pairs) or 2 (quadruplets): 2;
 - ``psda_feature_batch_size``: batch size of feature extraction: 64.
 
+Optional, not in the registry (pass with ``--hparams``): ``psda_gammas`` (the RBF
+mixture) and ``psda_solver`` (``"auto"``, ``"dense"`` or ``"sparse"``, see
+:func:`psda.match`; ``"auto"`` goes sparse by itself for domains too large for dense
+cost matrices).
+
 The per-step batch is k source + k target items with k = batch_size × number of
 training environments (DomainBed's ERM sees the same number of source items); k must
 be even with two stages. DomainBed's Debug28 has 16 items per environment, so use a

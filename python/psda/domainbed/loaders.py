@@ -262,7 +262,7 @@ class DomainBedPSDA:
         gammas = tuple(hp.get("psda_gammas", (0.001, 0.01, 0.1, 1.0, 10.0)))
         disc = getattr(self.algorithm, "discrepancy", "mmd")
         self.sampler = psda.PairedBatchSampler(zs, zt, k, stages=hp.get("psda_stages", 2), discrepancy=disc,
-                                               gammas=gammas, seed=self.seed)
+                                               gammas=gammas, seed=self.seed, solver=hp.get("psda_solver", "auto"))
         every = hp.get("psda_refresh_steps", 0) or None
         self.refresher = FeatureRefresher(self.sampler, self.algorithm.featurizer, src, tgt, every_steps=every,
                                           background=bool(hp.get("psda_background", False)), **fkw)
