@@ -147,7 +147,8 @@ int psda_set_solver(psda_ctx ctx, const char *name);
  * max(n_source, n_target); PSDA_ERR_CANCELLED after psda_cancel). Follow it
  * from another thread with psda_progress. Time O(n_source * n_target * dim) for the costs
  * plus the exact assignment (O(n^3) worst case); memory O(n_source * n_target)
- * doubles. */
+ * doubles with the dense solver, O(P * (dim + K)) with the sparse one (see
+ * psda_set_solver). */
 int psda_compute_f32(psda_ctx ctx, const float *source, int64_t n_source,
                      const float *target, int64_t n_target, int64_t dim);
 

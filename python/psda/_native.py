@@ -149,8 +149,9 @@ def match(
     source and target must be C-contiguous 2-D ndarrays of one dtype, float32
     or float64 (the public API converts); Go reads them in place, with the GIL
     released. gammas None means the paper's mixture. solver ("auto", "dense"
-    or "sparse") goes to psda_set_solver (ABI minor 2); a library older than
-    that runs "auto" only and raises RuntimeError for the others.
+    or "sparse") goes to psda_set_solver (ABI minor 2); with a library older
+    than that, "auto" runs its built-in solver and the others raise
+    RuntimeError.
 
     The Go call runs in a worker thread while the calling thread waits in
     steps of _POLL seconds, so that Ctrl-C is delivered: a KeyboardInterrupt
@@ -173,8 +174,9 @@ def match(
     compute = _lib.psda_compute_f32 if source.dtype == np.float32 else _lib.psda_compute_f64
     if _minor.value < _SOLVER_MINOR and solver != "auto":
         raise RuntimeError(
-            "psda's library %s has ABI minor %d, which has no psda_set_solver (minor %d): it always runs "
-            "solver='auto'; pass solver='auto' or reinstall psda (pip install .)" % (_gopy.__file__, _minor.value, _SOLVER_MINOR)
+            "solver = %r: psda's library %s has ABI minor %d, older than psda_set_solver (minor %d), so it "
+            "cannot choose a solver: pass solver='auto' or reinstall psda (pip install .)"
+            % (solver, _gopy.__file__, _minor.value, _SOLVER_MINOR)
         )
     # NULL means the default mixture; an empty one is passed as a non-NULL
     # address with n = 0 (a 1-element buffer guarantees a real address).
