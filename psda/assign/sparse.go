@@ -278,14 +278,21 @@ func (s *sparseLSAP) raiseFree() {
 }
 
 // tighten sets u[i] = min over row i of c−v, which makes the potentials
-// feasible on every edge, and assigns row i to col[i] when that edge is
-// tight within tightRel and the column is not taken yet.
+// feasible on every edge, and assigns row i to col[i] when that edge can be
+// made tight and the column is not taken yet. An edge (i, j) whose slack
+// c−u[i]−v[j] exceeds the tightRel guard is made tight by raising v[j] by
+// the slack when every other row's edge into j has at least that much slack
+// (Jonker and Volgenant's reduction transfer); otherwise row i is left free.
+// After an auction every assigned edge is within ε of tight, and on
+// tie-heavy costs (small integers) freeing all the inexact ones left most
+// rows to long shortest-path searches.
 func (s *sparseLSAP) tighten(col []int) {
-	g, v := s.g, s.v
+	g, v, n := s.g, s.v, s.n
 	for j := range s.row4col {
 		s.row4col[j] = -1
 	}
-	for i := 0; i < s.n; i++ {
+	slack := make([]float64, n)
+	for i := 0; i < n; i++ {
 		cols, costs := g.Col[g.Lo[i]:g.Hi[i]], g.Cost[g.Lo[i]:g.Hi[i]]
 		m, cj, want := inf, inf, col[i]
 		for e, j := range cols {
@@ -302,8 +309,36 @@ func (s *sparseLSAP) tighten(col []int) {
 		if want < 0 || cj == inf || s.row4col[want] >= 0 {
 			continue
 		}
-		if slack := cj - v[want] - m; slack <= tightRel*(math.Abs(cj)+math.Abs(v[want])+math.Abs(m)) {
-			s.col4row[i], s.row4col[want] = want, i
+		s.col4row[i], s.row4col[want] = want, i
+		if sl := cj - v[want] - m; sl > tightRel*(math.Abs(cj)+math.Abs(v[want])+math.Abs(m)) {
+			slack[i] = sl
+		}
+	}
+	// room[j]: the least slack of an edge into j from a row other than
+	// j's own.
+	room := make([]float64, n)
+	for j := range room {
+		room[j] = inf
+	}
+	for i := 0; i < n; i++ {
+		cols, costs := g.Col[g.Lo[i]:g.Hi[i]], g.Cost[g.Lo[i]:g.Hi[i]]
+		costs = costs[:len(cols)]
+		ui := s.u[i]
+		for e, j := range cols {
+			if s.row4col[j] != i {
+				if r := costs[e] - ui - v[j]; r < room[j] {
+					room[j] = r
+				}
+			}
+		}
+	}
+	for i, j := range s.col4row {
+		switch sl := slack[i]; {
+		case j < 0 || sl == 0:
+		case sl <= room[j]:
+			v[j] += sl
+		default:
+			s.col4row[i], s.row4col[j] = -1, -1
 		}
 	}
 }
