@@ -152,12 +152,15 @@ func (s *nearest) offerCol(i, j0 int, x []float64) {
 
 // sink returns the callbacks of a pricing pass (see pricedStage.pass) that
 // offer every edge (a, b) with value red(a, b, x) and aux x to item a.
-func (s *nearest) sink(red func(a, b int, x float64) float64) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
+//
+// Edges with skip(a, b) true are left out; skip is only asked about edges
+// that would enter the list, so it may cost more than red.
+func (s *nearest) sink(red func(a, b int, x float64) float64, skip func(a, b int) bool) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
 	row := func(a, b0 int, xs []float64) {
 		mu := &s.mu[a/lockBlock]
 		mu.Lock()
 		for k, x := range xs {
-			if r := red(a, b0+k, x); r < math.Inf(1) && !s.full(a, r) {
+			if r := red(a, b0+k, x); r < math.Inf(1) && !s.full(a, r) && !skip(a, b0+k) {
 				s.offer(a, r, int32(b0+k), x)
 			}
 		}
@@ -177,7 +180,7 @@ func (s *nearest) sink(red func(a, b int, x float64) float64) (func(a, b0 int, x
 				s.mu[l].Lock()
 				locked = l
 			}
-			if r := red(a, b, x); r < math.Inf(1) && !s.full(a, r) {
+			if r := red(a, b, x); r < math.Inf(1) && !s.full(a, r) && !skip(a, b) {
 				s.offer(a, r, int32(b), x)
 			}
 		}
@@ -188,13 +191,24 @@ func (s *nearest) sink(red func(a, b int, x float64) float64) (func(a, b0 int, x
 	return row, col
 }
 
-// total returns the number of entries held.
-func (s *nearest) total() int {
-	n := 0
-	for _, c := range s.cnt {
-		n += int(c)
+// copyRow copies item i's list from o (same n and k).
+func (s *nearest) copyRow(o *nearest, i int) {
+	copy(s.val[i*s.k:(i+1)*s.k], o.val[i*s.k:(i+1)*s.k])
+	copy(s.aux[i*s.k:(i+1)*s.k], o.aux[i*s.k:(i+1)*s.k])
+	copy(s.idx[i*s.k:(i+1)*s.k], o.idx[i*s.k:(i+1)*s.k])
+	s.cnt[i] = o.cnt[i]
+}
+
+// indices returns sub, or every index below n when sub is nil.
+func indices(sub []int, n int) []int {
+	if sub != nil {
+		return sub
 	}
-	return n
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }
 
 // each calls f(j, v, aux) for the entries of item i's list.
@@ -271,7 +285,7 @@ type pricedStage struct {
 	shiftOnly bool
 	terms     func() (r, c []float64)
 	// colPot returns, for each priced column b, the largest potential among
-	// the assignment columns that stand for b (its copies).
+	// the assignment columns that stand for b (its copies), in a new slice.
 	colPot func(v []float64) []float64
 	// graph builds the assignment's sparse cost matrix from the candidates
 	// with the current terms.
@@ -285,74 +299,136 @@ type pricedStage struct {
 
 // solve solves the stage on the candidate edges adj and prices until the
 // potentials hold for every dense edge: the result is then optimal for the
-// dense problem, with potentials that prove it. Each pricing pass visits
-// every dense edge once and adds, for each row, its sparseAdd edges of least
-// negative reduced cost to the graph; the solver restarts from the previous
-// potentials.
+// dense problem, with potentials that prove it.
+//
+// With z[a] = U[a] − r[a]·scale and w[b] = V[b] − c[b]·scale the reduced cost
+// of edge (a, b) is coef·x·scale − z[a] − w[b], whatever the terms. A
+// pricing pass keeps, for each row it visits, the sparseAdd edges of least
+// reduced cost outside the graph (kept); every other edge of the row then
+// costs at least the largest kept one, top. After a re-solve (whose warm
+// start moves few potentials: it only grows shortest paths from the rows it
+// frees) the kept edges are checked exactly, violators join the graph, and a
+// row stays certified while top − Δz[a] − max_b Δw[b] >= 0 (changes since
+// its pricing); only the rows where that fails are priced again, by a pass
+// over those rows alone. A full pass also makes the terms exact (the
+// candidate pass runs in float32); new terms only move z and w.
 func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) {
 	hooks := mon.hooks(st.phase)
+	kept := newNearest(st.rows, sparseAdd)
+	z0, stamp := make([]float64, st.rows), make([]int, st.rows)
+	var w0 [][]float64 // w at each pass
+	rt, ct := st.terms()
 	var sol *assign.Solution
-	for pass := 0; ; pass++ {
-		// The terms come from the sums of the last full pass: approximate
-		// after the float32 candidate pass, exact after a pricing pass.
-		rt, ct := st.terms()
+	var g *assign.Graph
+	resolve := func() (err error) {
 		adj.normalise()
-		g := st.graph(adj)
-		var err error
-		if sol, err = assign.SolveSparse(g, sol, hooks); err != nil {
-			return nil, err
+		g = st.graph(adj)
+		sol, err = assign.SolveSparse(g, sol, hooks)
+		return err
+	}
+	// potentials returns z and w of the current solution.
+	potentials := func() (z, w []float64) {
+		z, w = make([]float64, st.rows), st.colPot(sol.V)
+		for a := range z {
+			z[a] = sol.U[a] - rt[a]*st.scale
 		}
-		tol := priceTol(g.Cost)
-		u, vp := sol.U, st.colPot(sol.V)
-		viol := newNearest(st.rows, sparseAdd)
-		row, col := viol.sink(func(a, b int, x float64) float64 {
-			if r := (rt[a]+ct[b]+st.coef*x)*st.scale - u[a] - vp[b]; r < -tol && !(st.noDiag && a == b) {
-				return r
+		for b := range w {
+			w[b] -= ct[b] * st.scale
+		}
+		return z, w
+	}
+	if err := resolve(); err != nil {
+		return nil, err
+	}
+	sub := []int(nil) // rows to price; nil: all
+	for pass := 0; ; pass++ {
+		if len(sub) > st.rows/4 {
+			sub = nil // a full pass costs little more and visits each tile once
+		}
+		z, w := potentials()
+		best := newNearest(st.rows, sparseAdd)
+		row, col := best.sink(func(a, b int, x float64) float64 {
+			if st.noDiag && a == b {
+				return math.Inf(1)
 			}
-			return math.Inf(1)
-		})
-		st.pass(nil, row, col)
+			return st.coef*x*st.scale - z[a] - w[b]
+		}, adj.has)
+		st.pass(sub, row, col)
 		if err := mon.err(); err != nil {
 			return nil, err
 		}
+		for _, a := range indices(sub, st.rows) {
+			kept.copyRow(best, a)
+			z0[a], stamp[a] = z[a], len(w0)
+		}
+		w0 = append(w0, w)
+		dirty := false
+		if sub == nil {
+			rt2, ct2 := st.terms()
+			if dirty = !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2); dirty {
+				st.retarget(sol, rt, ct, rt2, ct2)
+			}
+			rt, ct = rt2, ct2
+		}
 		added := 0
-		for a := 0; a < st.rows; a++ {
-			n := len(adj[a])
-			viol.each(a, func(b int, _, x float64) {
-				if !adj.has(a, b) {
-					adj.add(a, b, x)
+		for iter := 0; ; iter++ {
+			if dirty {
+				if err := resolve(); err != nil {
+					return nil, err
 				}
-			})
-			added += len(adj[a]) - n
-		}
-		trace("pricing pass %d: %d edges, cost %.12g, %d violating edges added", pass, len(g.Col), sol.Cost, added)
-		if added > 0 {
-			continue
-		}
-		if viol.total() > 0 {
-			return nil, fmt.Errorf("%d dense edges violate the potentials but all are in the graph already (a bug: please report it)", viol.total())
-		}
-		rt2, ct2 := st.terms()
-		switch {
-		case slices.Equal(rt, rt2) && slices.Equal(ct, ct2):
-			return sol, nil
-		case st.shiftOnly:
-			// The pass made the terms exact; they only shift whole rows and
-			// columns, so the assignment stays optimal and shifted
-			// potentials prove it.
-			for a := range sol.U {
-				d := (rt2[a] - rt[a]) * st.scale
-				sol.U[a] += d
-				sol.Cost += d
 			}
-			for b := range sol.V {
-				d := (ct2[b] - ct[b]) * st.scale
-				sol.V[b] += d
-				sol.Cost += d
+			tol := priceTol(g.Cost)
+			z, w := potentials()
+			rise := make([]float64, len(w0))
+			for k, old := range w0 {
+				rise[k] = math.Inf(-1)
+				for b, v := range w {
+					rise[k] = max(rise[k], v-old[b])
+				}
 			}
+			added, sub = 0, []int{}
+			for a := 0; a < st.rows; a++ {
+				n := len(adj[a])
+				kept.each(a, func(b int, _, x float64) {
+					if st.coef*x*st.scale-z[a]-w[b] < -tol && !adj.has(a, b) {
+						adj.add(a, b, x)
+					}
+				})
+				added += len(adj[a]) - n
+				if int(kept.cnt[a]) == kept.k && kept.val[a*kept.k]-(z[a]-z0[a])-rise[stamp[a]] < -tol {
+					sub = append(sub, a)
+				}
+			}
+			trace("pass %d.%d: %d edges, cost %.12g, %d violating edges added, %d rows to price", pass, iter, len(g.Col), sol.Cost, added, len(sub))
+			if added == 0 {
+				break
+			}
+			dirty = true
+		}
+		if len(sub) == 0 {
 			return sol, nil
 		}
-		// Otherwise solve and price again with the exact terms.
+	}
+}
+
+// retarget prepares sol, optimal under the terms (rt, ct), as the warm
+// start of a solve under (rt2, ct2), which changes the costs of the graph's
+// edges (SolveSparse's warm start assumes unchanged costs). On a shift-only
+// stage the potentials move with the terms, which keeps every reduced cost
+// and the assignment optimal; otherwise every row starts free from the old
+// column potentials.
+func (st *pricedStage) retarget(sol *assign.Solution, rt, ct, rt2, ct2 []float64) {
+	if !st.shiftOnly {
+		for a := range sol.Col4Row {
+			sol.Col4Row[a] = -1
+		}
+		return
+	}
+	for a := range sol.U {
+		sol.U[a] += (rt2[a] - rt[a]) * st.scale
+	}
+	for b := range sol.V {
+		sol.V[b] += (ct2[b] - ct[b]) * st.scale
 	}
 }
 
@@ -548,7 +624,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 			node, single = md.finish()
 			return node, node
 		},
-		colPot: func(v []float64) []float64 { return v[:p] },
+		colPot: func(v []float64) []float64 { return slices.Clone(v[:p]) },
 		graph: func(adj edges) *assign.Graph {
 			g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
 			for a, row := range adj {
