@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Graph is a sparse n×n cost matrix in compressed rows: row i's edges are
@@ -368,8 +369,8 @@ func (s *sparseLSAP) tighten(col []int) {
 func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 	g, n := s.g, s.n
 	lo, hi := costRange(g.Cost)
-	if !(hi > lo) {
-		s.tighten(s.col4row) // constant costs: the paths are immediate
+	if !(hi > lo) || fewValues(g.Cost) {
+		s.tighten(s.col4row) // exact ties: paths alone are faster
 		return nil
 	}
 	span := hi - lo
@@ -439,6 +440,27 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 	s.tighten(col4row)
 	h.progress(1)
 	return nil
+}
+
+// fewValues reports whether the costs take at most 12 distinct values
+// among up to 4096 evenly spaced edges, as small integer costs do. The
+// auction's prices are sums of fractional bids, so they break the exact ties
+// of such costs into near-ties that the shortest paths must then explore one
+// by one, while from exact potentials a path ends at the first of many tied
+// free columns. Measured on 20,000 rows of 33 random edges with integer
+// costs in [0, q) (seconds, paths alone / auction and paths): q = 2: 0.09 /
+// 2.1, 4: 0.15 / 9, 8: 0.5 / 13, 12: 0.75 / 4.7, 16: 0.9 / 0.6, 64: 1.1 /
+// 0.17; on continuous k-nearest-neighbour costs (n = 50,000) paths alone
+// took 40 s and the auction 0.8 s. SciPy's LAPJVsp took 0.3 s for q = 4 and
+// 40 s on the k-nearest-neighbour graph.
+func fewValues(c []float64) bool {
+	k := min(len(c), 4096)
+	sample := make([]float64, k)
+	for t := range sample {
+		sample[t] = c[t*len(c)/k]
+	}
+	slices.Sort(sample)
+	return len(slices.Compact(sample)) <= 12
 }
 
 // auctionWork caps the auction at this many edge reads per edge of the

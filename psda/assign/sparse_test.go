@@ -287,6 +287,7 @@ func TestSparseAgainstSciPy(t *testing.T) {
 	}{
 		{"uniform300", randomSparse(rng, 300, 10, rng.Float64, false)},
 		{"int0to5_1000", randomSparse(rng, 1000, 10, func() float64 { return float64(rng.IntN(6)) }, false)},
+		{"int0to30_1500", randomSparse(rng, 1500, 10, func() float64 { return float64(rng.IntN(31)) }, false)}, // auction path with ties
 		{"signed2000dup", randomSparse(rng, 2000, 10, func() float64 { return rng.NormFloat64() * 100 }, true)},
 		{"deg3_1500", randomSparse(rng, 1500, 3, rng.Float64, false)},
 		{"knnRBF1000", knnGraph(1000, 16, 10, 39)},
