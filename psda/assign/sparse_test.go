@@ -347,7 +347,7 @@ func TestSparseWarm(t *testing.T) {
 		sharedRow bool
 	}{
 		{"violators/knn", knnGraph(1500, 8, 6, 43), func(g *Graph, s *Solution) [][]edge {
-			return violators(knnGraph(1500, 8, 20, 43), s, 500)
+			return violators(g, knnGraph(1500, 8, 20, 43), s, 500)
 		}, false, false},
 		{"random/int", randomSparse(rng, 1000, 5, func() float64 { return float64(rng.IntN(5)) }, false), func(g *Graph, s *Solution) [][]edge {
 			extra := make([][]edge, g.N)
@@ -424,29 +424,51 @@ func TestSparseWarm(t *testing.T) {
 	}
 }
 
-// violators returns up to max edges of the candidate graph c whose reduced
-// cost under s is negative, most negative first, as per-row lists.
-func violators(c *Graph, s *Solution, max int) [][]edge {
-	type cand struct {
-		i int
-		e edge
-		r float64
-	}
-	var all []cand
+// pricedEdge is a candidate edge of row i with its reduced cost r.
+type pricedEdge struct {
+	i int
+	e edge
+	r float64
+}
+
+// priced returns the edges of the candidate graph c that g lacks, with
+// their reduced costs under s, most violated (most negative) first, as
+// PSDA's pricing pass finds them.
+func priced(g, c *Graph, s *Solution) []pricedEdge {
+	var all []pricedEdge
 	for i := 0; i < c.N; i++ {
+		have := map[int]bool{}
+		for e := g.Lo[i]; e < g.Hi[i]; e++ {
+			have[int(g.Col[e])] = true
+		}
 		for e := c.Lo[i]; e < c.Hi[i]; e++ {
-			j := int(c.Col[e])
-			if r := c.Cost[e] - s.U[i] - s.V[j]; r < -1e-12 {
-				all = append(all, cand{i, edge{j, c.Cost[e]}, r})
+			if j := int(c.Col[e]); !have[j] {
+				all = append(all, pricedEdge{i, edge{j, c.Cost[e]}, c.Cost[e] - s.U[i] - s.V[j]})
 			}
 		}
 	}
-	slices.SortFunc(all, func(a, b cand) int { return cmpFloat(a.r, b.r) })
-	extra := make([][]edge, c.N)
-	for _, x := range all[:min(max, len(all))] {
+	slices.SortFunc(all, func(a, b pricedEdge) int { return cmpFloat(a.r, b.r) })
+	return all
+}
+
+// perRow returns edges as per-row lists for addEdges.
+func perRow(n int, edges []pricedEdge) [][]edge {
+	extra := make([][]edge, n)
+	for _, x := range edges {
 		extra[x.i] = append(extra[x.i], x.e)
 	}
 	return extra
+}
+
+// violators returns up to max edges of the candidate graph c that g lacks
+// and whose reduced cost under s is negative, most negative first.
+func violators(g, c *Graph, s *Solution, max int) [][]edge {
+	all := priced(g, c, s)
+	k := 0
+	for k < len(all) && k < max && all[k].r < -1e-12 {
+		k++
+	}
+	return perRow(c.N, all[:k])
 }
 
 func cmpFloat(a, b float64) int {
