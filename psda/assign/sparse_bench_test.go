@@ -65,9 +65,11 @@ func knnLists(x, y [][]float64, k int, seed uint64, skipSelf bool) [][]edge {
 			dir[t] = rng.NormFloat64()
 		}
 		for t := range items {
-			p := y[items[t].i]
+			var p []float64
 			if items[t].row {
 				p = x[items[t].i]
+			} else {
+				p = y[items[t].i]
 			}
 			s := 0.0
 			for q := range dir {

@@ -617,3 +617,52 @@ func TestSparseHooks(t *testing.T) {
 		})
 	}
 }
+
+// TestSparseImbalancedModel solves METHOD.md's square model of the
+// imbalanced problem (q+1 copies of each column, dummy rows that share one
+// edge range reaching only the extra copies at cost 0) as a sparse graph
+// and compares it with the dense Imbalanced solver on the same costs.
+func TestSparseImbalancedModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(47, 48))
+	cases := []struct {
+		name   string
+		nr, nc int
+		c      []float64
+	}{
+		{"uniform300x70", 300, 70, fill(300*70, rng.Float64)},
+		{"int400x90", 400, 90, fill(400*90, func() float64 { return float64(rng.IntN(20)) })},
+		{"sqdist2d500x120", 500, 120, stage1Cost(500, 120, 2, 49)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			q := tc.nr / tc.nc
+			n := tc.nc * (q + 1)
+			adj := make([][]edge, tc.nr+1)
+			for i := range tc.nr {
+				for j := range tc.nc {
+					for cp := 0; cp <= q; cp++ {
+						adj[i] = append(adj[i], edge{j*(q+1) + cp, tc.c[i*tc.nc+j]})
+					}
+				}
+			}
+			for j := range tc.nc {
+				adj[tc.nr] = append(adj[tc.nr], edge{j*(q+1) + q, 0})
+			}
+			g := graphOf(adj)
+			g.N = n
+			for range n - tc.nr - 1 {
+				g.Lo, g.Hi = append(g.Lo, g.Lo[tc.nr]), append(g.Hi, g.Hi[tc.nr])
+			}
+			s, err := SolveSparse(g, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSparse(t, g, s)
+			want, err := Imbalanced(tc.c, tc.nr, tc.nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameCost(t, s.Cost, want.Cost, "Imbalanced")
+		})
+	}
+}
