@@ -189,7 +189,7 @@ func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 			sc.gram(rowsOf(src, sc.rows, delta), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, emitRows(emit))
 		},
 		terms: func() ([]float64, []float64) { return zr, zc },
-		at:    func(i, j int) float64 { return sqDist(src, i, delta, tgt, j, 1) },
+		at:    func(i, j int) float64 { return sqDist(src, i, delta, tgt, j) },
 	}
 }
 
@@ -307,7 +307,7 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 		}
 		return rowTerm, colTerm
 	}
-	at := func(i, j int) float64 { return -2 * kern.eval(sqDist(src, i, nil, tgt, j, 1)) }
+	at := func(i, j int) float64 { return -2 * kern.eval(sqDist(src, i, nil, tgt, j)) }
 	return &stage1Model{scale: 1 / float64(k*k), pass: pass, terms: terms, at: at}
 }
 
@@ -908,20 +908,51 @@ func rbfPairRows(z vectors, sc scope, kern *rbfMixture, mon *Monitor, emit func(
 // pairKernel returns V_rq = ⟨φ(s_r) − φ(t_r), φ(s_q) − φ(t_q)⟩ for the pairs
 // pr and pq, in O(d).
 func pairKernel(src, tgt Matrix, kern *rbfMixture, pr, pq Pair) float64 {
-	k := func(a Matrix, i int, b Matrix, j int) float64 { return kern.eval(sqDist(a, i, nil, b, j, 1)) }
+	k := func(a Matrix, i int, b Matrix, j int) float64 { return kern.eval(sqDist(a, i, nil, b, j)) }
 	return k(src, pr.S, src, pq.S) - k(src, pr.S, tgt, pq.T) - k(tgt, pr.T, src, pq.S) + k(tgt, pr.T, tgt, pq.T)
 }
 
-// sqDist returns ‖(a_i − shift) − sign·b_j‖² (shift nil means none) by
-// explicit differences, in O(d).
-func sqDist(a Matrix, i int, shift []float64, b Matrix, j int, sign float64) float64 {
-	v := 0.0
-	for c := 0; c < a.D; c++ {
-		x := a.At(i, c) - sign*b.At(j, c)
-		if shift != nil {
-			x -= shift[c]
+// sqDist returns ‖(a_i − shift) − b_j‖² (shift nil means none) by explicit
+// differences, in O(d); the sparse path calls it for every candidate edge,
+// so the common layouts read the rows directly with four accumulators.
+func sqDist(a Matrix, i int, shift []float64, b Matrix, j int) float64 {
+	d := a.D
+	var s [4]float64
+	switch {
+	case shift == nil && a.F64 != nil && b.F64 != nil:
+		x, y := a.F64[i*d:(i+1)*d], b.F64[j*d:(j+1)*d]
+		k := 0
+		for ; k+4 <= d; k += 4 {
+			for l := range s {
+				t := x[k+l] - y[k+l]
+				s[l] += t * t
+			}
 		}
-		v += x * x
+		for ; k < d; k++ {
+			t := x[k] - y[k]
+			s[0] += t * t
+		}
+	case shift == nil && a.F32 != nil && b.F32 != nil:
+		x, y := a.F32[i*d:(i+1)*d], b.F32[j*d:(j+1)*d]
+		k := 0
+		for ; k+4 <= d; k += 4 {
+			for l := range s {
+				t := float64(x[k+l]) - float64(y[k+l])
+				s[l] += t * t
+			}
+		}
+		for ; k < d; k++ {
+			t := float64(x[k]) - float64(y[k])
+			s[0] += t * t
+		}
+	default:
+		for k := 0; k < d; k++ {
+			t := a.At(i, k) - b.At(j, k)
+			if shift != nil {
+				t -= shift[k]
+			}
+			s[k%4] += t * t
+		}
 	}
-	return v
+	return (s[0] + s[1]) + (s[2] + s[3])
 }
