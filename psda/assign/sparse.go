@@ -27,8 +27,9 @@ var ErrNoPerfect = errors.New("assign: the graph has no perfect matching")
 
 // tightRel is the relative guard under which an assigned edge counts as
 // tight when assignments are kept from an auction or a warm start: floating
-// point potentials built by sums and differences are exact only to a few ulps,
-// and demanding exact equality would free almost every row of a warm start.
+// point potentials built by sums and differences are exact only to a few
+// ulps, and exact equality would free rows whose assigned edge ties with
+// their cheapest one only up to rounding.
 const tightRel = 1e-12
 
 // check validates g: it returns nil or an error naming the argument and the
@@ -132,8 +133,10 @@ func SolveSparse(g *Graph, warm *Solution, h *Hooks) (*Solution, error) {
 	if err := s.auction(warm != nil, h.sub(0, 0.5)); err != nil {
 		return nil, err
 	}
-	_, err := s.finish(0, h.sub(0.5, 1))
-	return s.result(err)
+	if _, err := s.finish(0, h.sub(0.5, 1)); err != nil {
+		return nil, err
+	}
+	return s.solution(), nil
 }
 
 // sparseLSAP is the state of SolveSparse: potentials, assignment and the
@@ -757,14 +760,6 @@ func (s *sparseLSAP) scanRow(i int, minVal float64, lab, set uint32) {
 			s.heap.up(int(s.heap.pos[j]))
 		}
 	}
-}
-
-// result returns the Solution, or err if not nil.
-func (s *sparseLSAP) result(err error) (*Solution, error) {
-	if err != nil {
-		return nil, err
-	}
-	return s.solution(), nil
 }
 
 // solution copies the state into a Solution; Cost sums the cheapest edge
