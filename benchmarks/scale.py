@@ -2,16 +2,21 @@
 
 Each case runs in a fresh child process, so that its peak resident set
 (VmHWM, read from /proc at the end of the child; ru_maxrss where /proc is
-missing) is its own. Features are Gaussian blobs (float32, d columns) with
-the target shifted, as PSDA users pass penultimate-layer features.
+missing) is its own. Features are float32, d columns, scaled so that squared
+distances are O(1): --data gaussian draws one isotropic Gaussian per domain
+(target shifted) -- structureless, the hardest case for candidate edges;
+--data classes draws 65 class clusters (as Office-Home's classes) with
+within-class noise and a domain shift, closer to penultimate-layer features.
 
     python benchmarks/scale.py                       # paper scale + a small sweep
     python benchmarks/scale.py --cases 15000x2000 30000x2000
+    python benchmarks/scale.py --cases 50000x50000 --solver sparse
     python benchmarks/scale.py --markdown            # a table for README.md
 
-Columns: n_s, n_t, d, stages, wall seconds, CPU seconds (user+sys of
-the child: more than wall when both cores work), peak RSS in GB, the Stage 1
-cost, and the Stage 2 gap ((cost - bound) / bound; 0 proves optimality).
+Columns: data, solver, n_s, n_t, d, stages, wall seconds, CPU seconds
+(user+sys of the child: more than wall when both cores work), peak RSS in GB,
+the Stage 1 cost, and the Stage 2 gap ((cost - bound) / bound; 0 proves
+optimality).
 """
 
 from __future__ import annotations
@@ -29,14 +34,21 @@ import json, os, resource, sys, time
 import numpy as np
 import psda
 ns, nt, d, stages, k, seed = (int(x) for x in sys.argv[1:7])
+data, solver = sys.argv[7], sys.argv[8]
 rng = np.random.default_rng(seed)
-src = rng.normal(0.0, 1.0, size=(ns, d)).astype(np.float32)
-tgt = rng.normal(0.2, 1.0, size=(nt, d)).astype(np.float32)
+if data == "classes":
+    centres = rng.normal(0.0, 1.0, size=(65, d)).astype(np.float32)
+    shift = rng.normal(0.0, 0.3, size=d).astype(np.float32)
+    src = centres[rng.integers(65, size=ns)] + rng.normal(0.0, 0.5, size=(ns, d)).astype(np.float32)
+    tgt = centres[rng.integers(65, size=nt)] + shift + rng.normal(0.0, 0.5, size=(nt, d)).astype(np.float32)
+else:
+    src = rng.normal(0.0, 1.0, size=(ns, d)).astype(np.float32)
+    tgt = rng.normal(0.2, 1.0, size=(nt, d)).astype(np.float32)
 # Scale so that squared distances are O(1)-O(10): the paper's RBF mixture
 # (gammas 0.001..10) then has informative terms, as with normalised features.
 src /= np.sqrt(d); tgt /= np.sqrt(d)
 t0, c0 = time.perf_counter(), time.process_time()
-m = psda.match(src, tgt, batch_size=k, stages=stages, progress=False)
+m = psda.match(src, tgt, batch_size=k, stages=stages, solver=solver, progress=False)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 peak = None
 try:
@@ -52,8 +64,8 @@ print(json.dumps(dict(wall=wall, cpu=cpu, peak=peak, stage1=m.stage1_cost, gap=m
 """
 
 
-def run(ns: int, nt: int, d: int, stages: int, k: int, timeout: float) -> dict:
-    cmd = [sys.executable, "-c", CHILD, str(ns), str(nt), str(d), str(stages), str(k), "0"]
+def run(ns: int, nt: int, d: int, stages: int, k: int, data: str, solver: str, timeout: float) -> dict:
+    cmd = [sys.executable, "-c", CHILD, str(ns), str(nt), str(d), str(stages), str(k), "0", data, solver]
     start = time.perf_counter()
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -72,21 +84,23 @@ def main(argv=None) -> None:
     ap.add_argument("--dim", type=int, default=512)
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--timeout", type=float, default=900)
+    ap.add_argument("--data", choices=["gaussian", "classes"], default="gaussian")
+    ap.add_argument("--solver", choices=["auto", "dense", "sparse"], default="auto")
+    ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = ap.parse_args(argv)
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print("# psda %s, %d CPUs, load average %.1f at start" % (_version(), os.cpu_count() or 0, load), file=sys.stderr)
-    header = ["n_s", "n_t", "d", "stages", "wall s", "CPU s", "peak RSS GB", "stage 1 cost", "stage 2 gap"]
+    header = ["data", "solver", "n_s", "n_t", "d", "stages", "wall s", "CPU s", "peak RSS GB", "stage 1 cost", "stage 2 gap"]
     rows = []
     for case in args.cases:
         ns, nt = (int(x) for x in case.lower().split("x"))
-        r = run(ns, nt, args.dim, args.stages, args.batch_size, args.timeout)
+        r = run(ns, nt, args.dim, args.stages, args.batch_size, args.data, args.solver, args.timeout)
         if "error" in r:
-            row = [ns, nt, args.dim, args.stages, r["error"], "", "", "", ""]
+            row = [args.data, args.solver, ns, nt, args.dim, args.stages, r["error"], "", "", "", ""]
         else:
-            row = [ns, nt, args.dim, args.stages, "%.1f" % r["wall"], "%.1f" % r["cpu"],
+            row = [args.data, args.solver, ns, nt, args.dim, args.stages, "%.1f" % r["wall"], "%.1f" % r["cpu"],
                    "%.2f" % (r["peak"] / 1e9), "%.6g" % r["stage1"], "%.2g" % r["gap"]]
         rows.append([str(x) for x in row])
         print("  ".join(rows[-1]), file=sys.stderr, flush=True)

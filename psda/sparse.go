@@ -218,6 +218,11 @@ func (s *nearest) each(i int, f func(j int, v, aux float64)) {
 	}
 }
 
+// stage1Lists are the candidate lists of Stage 1's first pass: the nearest
+// targets of each source (rows) and sources of each target (cols); Stage 2
+// derives its candidates from them.
+type stage1Lists struct{ rows, cols *nearest }
+
 // edge is a candidate edge to column b with cross part x.
 type edge struct {
 	b int32
@@ -475,7 +480,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	for j := 0; j < nt; j++ {
 		cols.each(j, func(i int, x, _ float64) { addST(i, j, x) })
 	}
-	rows, cols = nil, nil
+	m.near = &stage1Lists{rows, cols}
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are.
 	for a := 0; a < nl; a++ {
@@ -572,16 +577,51 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon.enter(PhaseStage2Costs)
 	md := newStage2Model(src, tgt, cfg, m.Pairs, false)
 	p, n := md.p, md.m
-	near := newNearest(p, min(sparseK, p-1))
-	md.pass(scope{f32: true}, func(r, q0 int, v []float64) {
-		near.offerRow(r, q0, v)
-		near.offerCol(r, q0, v)
-	})
-	if err := mon.err(); err != nil {
-		return fmt.Errorf("psda: stage 2 candidates: %w", err)
+	adj := make(edges, n)
+	both := func(r, q int, v float64) {
+		adj.add(r, q, v)
+		adj.add(q, r, v)
 	}
+	// The per-pair terms come from the sums of a full pass; before one they
+	// are 0, which only shifts whole rows and columns when there is no
+	// dummy node.
+	node, single := make([]float64, p), make([]float64, p)
+	passed := false
+	if m.near != nil && n == p {
+		// Pair q suits pair r when w_q ≈ −w_r: when t_q is near s_r or s_q
+		// near t_r, which Stage 1's candidate lists already know.
+		bySrc, byTgt := make([][]int32, src.N), make([][]int32, tgt.N)
+		for q, pr := range m.Pairs {
+			bySrc[pr.S] = append(bySrc[pr.S], int32(q))
+			byTgt[pr.T] = append(byTgt[pr.T], int32(q))
+		}
+		for r, pr := range m.Pairs {
+			link := func(qs []int32) {
+				for _, q := range qs {
+					if int(q) != r {
+						both(r, int(q), 0)
+					}
+				}
+			}
+			m.near.rows.each(pr.S, func(j int, _, _ float64) { link(byTgt[j]) })
+			m.near.cols.each(pr.T, func(i int, _, _ float64) { link(bySrc[i]) })
+		}
+	} else {
+		near := newNearest(p, min(sparseK, p-1))
+		md.pass(scope{f32: true}, func(r, q0 int, v []float64) {
+			near.offerRow(r, q0, v)
+			near.offerCol(r, q0, v)
+		})
+		if err := mon.err(); err != nil {
+			return fmt.Errorf("psda: stage 2 candidates: %w", err)
+		}
+		for r := 0; r < p; r++ {
+			near.each(r, func(q int, v, _ float64) { both(r, q, v) })
+		}
+		node, single, passed = nil, nil, true
+	}
+	m.near = nil
 	mon.enter(PhaseStage2Match)
-	node, single := md.finish()
 	// cost is C^MM(r, q) from the cross part v; the dummy node p (odd P)
 	// stands for "no partner".
 	cost := func(r, q int, v float64) float64 {
@@ -593,15 +633,6 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 		return (node[r] + node[q] + md.coef*v) * md.scale
 	}
-	adj := make(edges, n)
-	both := func(r, q int, v float64) {
-		adj.add(r, q, v)
-		adj.add(q, r, v)
-	}
-	for r := 0; r < p; r++ {
-		near.each(r, func(q int, v, _ float64) { both(r, q, v) })
-	}
-	near = nil
 	// Consecutive nodes paired off: a perfect matching inside the graph.
 	for r := 0; r+1 < p; r += 2 {
 		both(r, r+1, md.at(r, r+1))
@@ -621,7 +652,9 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	st := &pricedStage{
 		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match, shiftOnly: n == p,
 		terms: func() ([]float64, []float64) {
-			node, single = md.finish()
+			if passed {
+				node, single = md.finish()
+			}
 			return node, node
 		},
 		colPot: func(v []float64) []float64 { return slices.Clone(v[:p]) },
@@ -644,6 +677,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 					col(r, q0, v, nil)
 				}
 			})
+			passed = passed || sub == nil
 		},
 	}
 	sol, err := st.solve(adj, mon)

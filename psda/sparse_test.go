@@ -68,9 +68,19 @@ func TestSparseEqualsDense(t *testing.T) {
 							t.Fatalf("stage 2 cost %.15g below the dense bound %.15g", sp.Stage2Cost, want.Stage2Bound)
 						}
 						checkQuads(t, sp, len(want.Pairs))
-						if got.Stage2Gap() < 0 || got.Stage2Gap() > 0.05 {
-							t.Fatalf("sparse Match: stage 2 gap %g", got.Stage2Gap())
+						// Sparse Match's Stage 2 (candidates from Stage 1's lists)
+						// against the dense Stage 2 on the same pairs.
+						dm := &Matching{Pairs: got.Pairs}
+						if err := stage2(src, tgt, cfg, dm); err != nil {
+							t.Fatal(err)
 						}
+						if dm.Stage2Gap() == 0 && rel(got.Stage2Bound, dm.Stage2Bound) > 1e-9 {
+							t.Fatalf("sparse Match: stage 2 bound %.15g, dense %.15g", got.Stage2Bound, dm.Stage2Bound)
+						}
+						if got.Stage2Cost < dm.Stage2Bound*(1-1e-9) {
+							t.Fatalf("sparse Match: stage 2 cost %.15g below the dense bound %.15g", got.Stage2Cost, dm.Stage2Bound)
+						}
+						checkQuads(t, got, len(got.Pairs))
 					})
 				}
 			}
