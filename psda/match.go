@@ -26,8 +26,6 @@ type Matching struct {
 	// Stage2Cost is the sum of C^MM over Quads plus, for a single pair r,
 	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
 	Stage2Cost float64
-	// near holds the sparse Stage 1's candidate lists for Stage 2.
-	near *stage1Lists
 	// Stage2Bound is a lower bound on the optimal Stage2Cost (half the optimum of
 	// the symmetric assignment relaxation); Stage2Cost == Stage2Bound proves
 	// optimality.

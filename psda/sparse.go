@@ -28,7 +28,7 @@ const (
 // sparseK is the number of candidate edges kept per row and per column by
 // the first pass; sparseAdd the number of violating edges added per row by
 // a pricing pass. Variables so that tests can force several pricing rounds.
-var sparseK, sparseAdd = 32, 32
+var sparseK, sparseAdd = 64, 32
 
 // sparseTrace, when set (benchmarks), receives one line per sparse round.
 var sparseTrace func(format string, args ...any)
@@ -218,11 +218,6 @@ func (s *nearest) each(i int, f func(j int, v, aux float64)) {
 	}
 }
 
-// stage1Lists are the candidate lists of Stage 1's first pass: the nearest
-// targets of each source (rows) and sources of each target (cols); Stage 2
-// derives its candidates from them.
-type stage1Lists struct{ rows, cols *nearest }
-
 // edge is a candidate edge to column b with cross part x.
 type edge struct {
 	b int32
@@ -328,7 +323,11 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	resolve := func() (err error) {
 		adj.normalise()
 		g = st.graph(adj)
-		sol, err = assign.SolveSparse(g, sol, hooks)
+		if sol == nil {
+			sol, err = assign.SolveSparse(g, nil, hooks)
+		} else {
+			sol, err = assign.ResolveSparse(g, sol, hooks)
+		}
 		return err
 	}
 	// potentials returns z and w of the current solution.
@@ -480,7 +479,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	for j := 0; j < nt; j++ {
 		cols.each(j, func(i int, x, _ float64) { addST(i, j, x) })
 	}
-	m.near = &stage1Lists{rows, cols}
+	rows, cols = nil, nil
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are.
 	for a := 0; a < nl; a++ {
@@ -582,45 +581,18 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		adj.add(r, q, v)
 		adj.add(q, r, v)
 	}
-	// The per-pair terms come from the sums of a full pass; before one they
-	// are 0, which only shifts whole rows and columns when there is no
-	// dummy node.
-	node, single := make([]float64, p), make([]float64, p)
-	passed := false
-	if m.near != nil && n == p {
-		// Pair q suits pair r when w_q ≈ −w_r: when t_q is near s_r or s_q
-		// near t_r, which Stage 1's candidate lists already know.
-		bySrc, byTgt := make([][]int32, src.N), make([][]int32, tgt.N)
-		for q, pr := range m.Pairs {
-			bySrc[pr.S] = append(bySrc[pr.S], int32(q))
-			byTgt[pr.T] = append(byTgt[pr.T], int32(q))
-		}
-		for r, pr := range m.Pairs {
-			link := func(qs []int32) {
-				for _, q := range qs {
-					if int(q) != r {
-						both(r, int(q), 0)
-					}
-				}
-			}
-			m.near.rows.each(pr.S, func(j int, _, _ float64) { link(byTgt[j]) })
-			m.near.cols.each(pr.T, func(i int, _, _ float64) { link(bySrc[i]) })
-		}
-	} else {
-		near := newNearest(p, min(sparseK, p-1))
-		md.pass(scope{f32: true}, func(r, q0 int, v []float64) {
-			near.offerRow(r, q0, v)
-			near.offerCol(r, q0, v)
-		})
-		if err := mon.err(); err != nil {
-			return fmt.Errorf("psda: stage 2 candidates: %w", err)
-		}
-		for r := 0; r < p; r++ {
-			near.each(r, func(q int, v, _ float64) { both(r, q, v) })
-		}
-		node, single, passed = nil, nil, true
+	near := newNearest(p, min(sparseK, p-1))
+	md.pass(scope{f32: true}, func(r, q0 int, v []float64) {
+		near.offerRow(r, q0, v)
+		near.offerCol(r, q0, v)
+	})
+	if err := mon.err(); err != nil {
+		return fmt.Errorf("psda: stage 2 candidates: %w", err)
 	}
-	m.near = nil
+	for r := 0; r < p; r++ {
+		near.each(r, func(q int, v, _ float64) { both(r, q, v) })
+	}
+	var node, single []float64
 	mon.enter(PhaseStage2Match)
 	// cost is C^MM(r, q) from the cross part v; the dummy node p (odd P)
 	// stands for "no partner".
@@ -652,9 +624,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	st := &pricedStage{
 		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match, shiftOnly: n == p,
 		terms: func() ([]float64, []float64) {
-			if passed {
-				node, single = md.finish()
-			}
+			node, single = md.finish()
 			return node, node
 		},
 		colPot: func(v []float64) []float64 { return slices.Clone(v[:p]) },
@@ -677,7 +647,6 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 					col(r, q0, v, nil)
 				}
 			})
-			passed = passed || sub == nil
 		},
 	}
 	sol, err := st.solve(adj, mon)

@@ -103,6 +103,25 @@ func (g *Graph) check() error {
 // rows (n = 50,000, 32–64 edges per row: under 1.5 s). Memory is O(n)
 // besides g.
 func SolveSparse(g *Graph, warm *Solution, h *Hooks) (*Solution, error) {
+	return solveSparse(g, warm, false, h)
+}
+
+// ResolveSparse is SolveSparse whose warm start (required) is finished by
+// shortest augmenting paths alone, however long they get: rows and columns
+// that no path reaches keep warm's potentials, where SolveSparse's fallback
+// auction would move most of them. A pricing loop needs that: its bounds on
+// the edges outside the graph follow the changes of the potentials, and
+// every potential that moves sends rows back to pricing. The price is time
+// when a row's minimum dropped far (its path then scans thousands of rows).
+func ResolveSparse(g *Graph, warm *Solution, h *Hooks) (*Solution, error) {
+	if warm == nil {
+		return nil, fmt.Errorf("assign: ResolveSparse needs a warm start: use SolveSparse for a cold one")
+	}
+	return solveSparse(g, warm, true, h)
+}
+
+// solveSparse is SolveSparse, and ResolveSparse with pathsOnly.
+func solveSparse(g *Graph, warm *Solution, pathsOnly bool, h *Hooks) (*Solution, error) {
 	if err := g.check(); err != nil {
 		return nil, err
 	}
@@ -121,7 +140,11 @@ func SolveSparse(g *Graph, warm *Solution, h *Hooks) (*Solution, error) {
 		// whose minimum dropped far costs thousands of scanned rows (on
 		// BenchmarkSparse 3,000–5,000, where the warm auction costs about
 		// as much as 200,000): try them for a quarter of the rows first.
-		done, err := s.finish(s.n/4, h.stopOnly())
+		limit := s.n / 4
+		if pathsOnly {
+			limit = 0
+		}
+		done, err := s.finish(limit, h.stopOnly())
 		if err != nil {
 			return nil, err
 		}

@@ -420,7 +420,21 @@ func TestSparseWarm(t *testing.T) {
 			if warm.Cost > first.Cost+1e-9*(1+math.Abs(first.Cost)) {
 				t.Errorf("adding edges raised the optimum from %v to %v", first.Cost, warm.Cost)
 			}
+			// ResolveSparse: paths alone, the same optimum; on the unchanged
+			// graph no potential moves.
+			re, err := ResolveSparse(big, first, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkSparse(t, big, re)
+			sameCost(t, re.Cost, cold.Cost, "cold solve")
+			if tc.wantSame && !slices.Equal(re.V, first.V) {
+				t.Error("ResolveSparse on the unchanged graph moved column potentials")
+			}
 		})
+	}
+	if _, err := ResolveSparse(g, nil, nil); err == nil {
+		t.Error("ResolveSparse without a warm start: no error")
 	}
 }
 
