@@ -344,6 +344,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	if err := resolve(); err != nil {
 		return nil, err
 	}
+	trace("first solve: %d edges, cost %.12g", len(g.Col), sol.Cost)
 	sub := []int(nil) // rows to price; nil: all
 	for pass := 0; ; pass++ {
 		if len(sub) > st.rows/4 {
@@ -453,6 +454,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err := mon.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 candidates: %w", err)
 	}
+	trace("stage 1: candidate pass done")
 	mon.enter(PhaseStage1Assign)
 	// Solver rows a are the larger side, solver columns b the smaller.
 	tr := nt > ns
@@ -589,6 +591,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err := mon.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 candidates: %w", err)
 	}
+	trace("stage 2: candidate pass done")
 	for r := 0; r < p; r++ {
 		near.each(r, func(q int, v, _ float64) { both(r, q, v) })
 	}
