@@ -11,5 +11,6 @@
 // the tests against the paper's formulas evaluated directly.
 //
 // Solvers live in the sub-package assign; this package owns the costs, the
-// two stages and the batch schedule.
+// two stages (dense: match.go; sparse, for sizes whose cost matrices do not
+// fit: sparse.go) and the batch schedule.
 package psda

@@ -2,7 +2,8 @@
 // PSDA: the dense rectangular linear assignment problem with dual potentials
 // and an optimality certificate, its imbalanced (evenly spread) variant, and
 // minimum-weight perfect matching on a complete graph via the symmetric
-// assignment relaxation.
+// assignment relaxation, and a sparse square assignment solver for graphs
+// too large to store densely.
 //
 // How the pieces fit:
 //
@@ -13,6 +14,11 @@
 //	Certify      (certify.go)    LP duality check, O(nr·nc), for both
 //	MinWeightPerfectMatching     symmetric assignment with a forbidden
 //	             (matching.go)   diagonal, rounded to a matching; Bound = L*/2
+//	RoundRelaxation(Near)        the same rounding from a cost oracle, for a
+//	             (matching.go)   relaxation solved elsewhere (sparsely)
+//	SolveSparse  (sparse.go)     sparse square assignment: auction warm start,
+//	                             heap Dijkstra paths; ResolveSparse restarts
+//	                             from a solution by paths alone
 //	Hooks        (hooks.go)      progress and cancellation for the *With
 //	                             variants (RectangularWith, ImbalancedWith,
 //	                             MinWeightPerfectMatchingWith)
