@@ -56,6 +56,13 @@ type stage1Model struct {
 	terms func() (row, col []float64)
 	// at returns X_ij from the features alone (O(d)), for single entries.
 	at func(i, j int) float64
+	// noSelf, set before the first call of terms, leaves out of the RBF
+	// mixture's terms the self-kernel sums Σ_i' κ(s_i, s_i') and
+	// Σ_j' κ(t_j, t_j'), which cost a Gram pass over each domain. When
+	// n_s = n_t they only shift rows and columns, so the optimal assignment
+	// is the same, and the objective misses −(ΣSS + ΣTT)/n·scale, which
+	// Stage 2's pass supplies (see stage2Model.selfSums).
+	noSelf bool
 }
 
 // newStage1Model returns the split of C^st for cfg's discrepancy.
@@ -151,6 +158,11 @@ type stage2Model struct {
 	finish func() (node, single []float64)
 	// at returns V_rq from the features alone (O(d)), for single entries.
 	at func(r, q int) float64
+	// selfSums, when not nil, returns the sums over all pairs of the
+	// self-kernel sums of their sources and of their targets, each weighted
+	// by 1/uses (ΣSS and ΣTT: every source and target counted once); valid
+	// once a float64 full pass has completed.
+	selfSums func() (ss, tt float64)
 }
 
 // newStage2Model returns the split of the MMD's C^MM; factored allows the
@@ -289,9 +301,13 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 			}
 		})
 	}
+	md := &stage1Model{scale: 1 / float64(k*k), pass: pass}
 	var ss, tt []float64 // self-kernel row sums, computed once
-	terms := func() ([]float64, []float64) {
-		if ss == nil {
+	md.terms = func() ([]float64, []float64) {
+		switch {
+		case md.noSelf:
+			ss, tt = make([]float64, ns), make([]float64, nt)
+		case ss == nil:
 			ss, tt = kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
 		}
 		st, ts := rs.total(), cs.total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
@@ -307,8 +323,8 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 		}
 		return rowTerm, colTerm
 	}
-	at := func(i, j int) float64 { return -2 * kern.eval(sqDist(src, i, nil, tgt, j)) }
-	return &stage1Model{scale: 1 / float64(k*k), pass: pass, terms: terms, at: at}
+	md.at = func(i, j int) float64 { return -2 * kern.eval(sqDist(src, i, nil, tgt, j)) }
+	return md
 }
 
 // kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
@@ -403,10 +419,11 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 			}
 		})
 	}
+	var sumSS, sumST, sumTT float64
 	finish := func() ([]float64, []float64) {
 		ss, st, ts, tt := pSS.total(), pST.total(), pTS.total(), pTT.total()
 		fs, ft := float64(src.N), float64(tgt.N)
-		var sumSS, sumST, sumTT float64
+		sumSS, sumST, sumTT = 0, 0, 0
 		for r := range ss {
 			sumSS += ws[r] * ss[r]
 			sumST += ws[r] * st[r]
@@ -422,7 +439,8 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 		return node, w2
 	}
 	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), coef: 2, pass: pass, finish: finish,
-		at: func(r, q int) float64 { return pairKernel(src, tgt, kern, pairs[r], pairs[q]) }}
+		at:       func(r, q int) float64 { return pairKernel(src, tgt, kern, pairs[r], pairs[q]) },
+		selfSums: func() (float64, float64) { return sumSS, sumTT }}
 }
 
 // factorMin is the least ratio P/n_b at which rbfStage2 stores the cross

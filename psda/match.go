@@ -26,6 +26,9 @@ type Matching struct {
 	// Stage2Cost is the sum of C^MM over Quads plus, for a single pair r,
 	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
 	Stage2Cost float64
+	// selfPending reports that Stage1Cost still lacks the self-kernel
+	// term, which the sparse Stage 2 adds (stage1Model.noSelf).
+	selfPending bool
 	// Stage2Bound is a lower bound on the optimal Stage2Cost (half the optimum of
 	// the symmetric assignment relaxation); Stage2Cost == Stage2Bound proves
 	// optimality.
@@ -87,9 +90,14 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	}()
 	m := &Matching{}
 	s1, s2 := stageBytes(src.N, tgt.N)
+	sparse1 := useSparse(cfg, s1)
+	sparse2 := cfg.Stages == 2 && cfg.Discrepancy != CORAL && useSparse(cfg, s2)
 	run1 := stage1
-	if useSparse(cfg, s1) {
+	if sparse1 {
 		run1 = stage1Sparse
+		// Balanced RBF: Stage 2's pass supplies the self-kernel sums of
+		// Stage 1's objective (stage1Model.noSelf).
+		m.selfPending = sparse2 && cfg.Kernel == RBF && src.N == tgt.N
 	}
 	if err := run1(src, tgt, cfg, m); err != nil {
 		return nil, err
@@ -109,7 +117,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		debug.FreeOSMemory()
 	}
 	run2 := stage2
-	if cfg.Discrepancy != CORAL && useSparse(cfg, s2) {
+	if sparse2 {
 		run2 = stage2Sparse
 	}
 	if err := run2(src, tgt, cfg, m); err != nil {

@@ -445,6 +445,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg)
+	md.noSelf = m.selfPending
 	ns, nt := src.N, tgt.N
 	rows, cols := newNearest(ns, min(sparseK, nt)), newNearest(nt, min(sparseK, ns))
 	md.pass(scope{f32: true}, func(i, j0 int, x []float64) {
@@ -655,6 +656,11 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	sol, err := st.solve(adj, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
+	}
+	if m.selfPending { // n_s = n_t = p: every example once
+		ss, tt := md.selfSums()
+		m.Stage1Cost -= (ss + tt) / float64(p) * md.scale
+		m.selfPending = false
 	}
 	oracle := func(r, q int) float64 {
 		if r == p || q == p {
