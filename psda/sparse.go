@@ -60,7 +60,7 @@ func useSparse(cfg Config, bytes int64) bool {
 }
 
 // nearest keeps, for each of n items, the k (value, index, aux) entries with
-// the smallest values offered so far (ties to the smaller index, so that the
+// the smallest values offered so far (ties broken by worse, so that the
 // result does not depend on the order of the offers), as a max-heap per item
 // with the worst entry on top.
 type nearest struct {
@@ -79,8 +79,21 @@ func newNearest(n, k int) *nearest {
 		cnt: make([]int32, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
 }
 
-// worse orders entries by value, then index.
-func worse(a float64, ai int32, b float64, bi int32) bool { return a > b || (a == b && ai > bi) }
+// worse orders the entries of item i by value, then by a hash of (i, index):
+// deterministic, but items with tied values (duplicated feature rows) keep
+// different tied partners, so that their candidates can form a matching.
+func worse(i int, a float64, ai int32, b float64, bi int32) bool {
+	return a > b || (a == b && tieKey(i, ai) > tieKey(i, bi))
+}
+
+// tieKey mixes an item and an index into a pseudo-random 64-bit key
+// (SplitMix64's finaliser).
+func tieKey(i int, j int32) uint64 {
+	z := uint64(i)<<32 ^ uint64(uint32(j))
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
+}
 
 // offer adds (v, j, aux) to item i's list if it is among the k best; the
 // caller holds i's lock.
@@ -92,14 +105,14 @@ func (s *nearest) offer(i int, v float64, j int32, aux float64) {
 		s.cnt[i]++
 		for pos = c; pos > 0; {
 			up := (pos - 1) / 2
-			if !worse(v, j, h[up], x[up]) {
+			if !worse(i, v, j, h[up], x[up]) {
 				break
 			}
 			h[pos], x[pos], a[pos] = h[up], x[up], a[up]
 			pos = up
 		}
 	} else {
-		if !worse(h[0], x[0], v, j) {
+		if !worse(i, h[0], x[0], v, j) {
 			return
 		}
 		for {
@@ -107,10 +120,10 @@ func (s *nearest) offer(i int, v float64, j int32, aux float64) {
 			if l >= s.k {
 				break
 			}
-			if r := l + 1; r < s.k && worse(h[r], x[r], h[l], x[l]) {
+			if r := l + 1; r < s.k && worse(i, h[r], x[r], h[l], x[l]) {
 				l = r
 			}
-			if !worse(h[l], x[l], v, j) {
+			if !worse(i, h[l], x[l], v, j) {
 				break
 			}
 			h[pos], x[pos], a[pos] = h[l], x[l], a[l]
