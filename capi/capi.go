@@ -167,32 +167,26 @@ func psda_set_stages(h C.uintptr_t, stages C.int32_t) C.int {
 
 //export psda_set_discrepancy
 func psda_set_discrepancy(h C.uintptr_t, name *C.char) C.int {
-	return onContext(h, "psda_set_discrepancy", func(c *context) *failure {
-		s, f := goString(name, "discrepancy")
-		if f == nil {
-			c.cfg.Discrepancy = s
-		}
-		return f
-	})
+	return setString(h, "psda_set_discrepancy", name, "discrepancy", func(c *context) *string { return &c.cfg.Discrepancy })
 }
 
 //export psda_set_kernel
 func psda_set_kernel(h C.uintptr_t, name *C.char) C.int {
-	return onContext(h, "psda_set_kernel", func(c *context) *failure {
-		s, f := goString(name, "kernel")
-		if f == nil {
-			c.cfg.Kernel = s
-		}
-		return f
-	})
+	return setString(h, "psda_set_kernel", name, "kernel", func(c *context) *string { return &c.cfg.Kernel })
 }
 
 //export psda_set_solver
 func psda_set_solver(h C.uintptr_t, name *C.char) C.int {
-	return onContext(h, "psda_set_solver", func(c *context) *failure {
-		s, f := goString(name, "solver")
+	return setString(h, "psda_set_solver", name, "solver", func(c *context) *string { return &c.cfg.Solver })
+}
+
+// setString is the body of the string option setters: it copies name (the
+// argument arg of function fn) into the field that field returns.
+func setString(h C.uintptr_t, fn string, name *C.char, arg string, field func(*context) *string) C.int {
+	return onContext(h, fn, func(c *context) *failure {
+		s, f := goString(name, arg)
 		if f == nil {
-			c.cfg.Solver = s
+			*field(c) = s
 		}
 		return f
 	})
