@@ -18,6 +18,8 @@ func TestMonitorProgress(t *testing.T) {
 		{"rbf/imbalanced/2 stages", 300, 120, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}},
 		{"linear/balanced/1 stage", 200, 200, Config{BatchSize: 4, Stages: 1, Discrepancy: MMD, Kernel: Linear}},
 		{"coral/tall target/2 stages", 90, 250, Config{BatchSize: 4, Stages: 2, Discrepancy: CORAL}},
+		{"sparse/rbf/imbalanced/2 stages", 300, 120, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse}},
+		{"sparse/linear/balanced/2 stages", 200, 200, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: Linear, Solver: Sparse}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, tgt := randMatrix(rng, tc.ns, 6, false), randMatrix(rng, tc.nt, 6, false)
@@ -73,9 +75,15 @@ func TestMonitorCancel(t *testing.T) {
 	src, tgt := randMatrix(rng, 1500, 16, true), randMatrix(rng, 1400, 16, true)
 	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
 
-	// Cancel from another goroutine at several points of the run: every
-	// phase must notice within a short time.
-	for _, after := range []time.Duration{0, 5 * time.Millisecond, 50 * time.Millisecond, 200 * time.Millisecond} {
+	// Cancel from another goroutine at several points of the run, on both
+	// paths: every phase must notice within a short time.
+	for _, run := range []struct {
+		solver string
+		after  time.Duration
+	}{{Dense, 0}, {Dense, 5 * time.Millisecond}, {Dense, 50 * time.Millisecond}, {Dense, 200 * time.Millisecond},
+		{Sparse, 5 * time.Millisecond}, {Sparse, 100 * time.Millisecond}, {Sparse, 300 * time.Millisecond}} {
+		after := run.after
+		cfg.Solver = run.solver
 		cfg.Monitor.Reset()
 		var at time.Time
 		timer := time.AfterFunc(after, func() { at = time.Now(); cfg.Monitor.Cancel() })
@@ -84,14 +92,14 @@ func TestMonitorCancel(t *testing.T) {
 		timer.Stop()
 		if err == nil {
 			// The run finished before the cancel: nothing to check.
-			t.Logf("cancel after %v: Match finished first", after)
+			t.Logf("%s, cancel after %v: Match finished first", cfg.Solver, after)
 			continue
 		}
 		if !errors.Is(err, ErrCancelled) || m != nil {
-			t.Fatalf("cancel after %v: got (%v, %v), want (nil, ErrCancelled)", after, m, err)
+			t.Fatalf("%s, cancel after %v: got (%v, %v), want (nil, ErrCancelled)", cfg.Solver, after, m, err)
 		}
 		if lag := end.Sub(at); lag > time.Second {
-			t.Errorf("cancel after %v: Match returned %v after the cancel", after, lag)
+			t.Errorf("%s, cancel after %v: Match returned %v after the cancel", cfg.Solver, after, lag)
 		}
 	}
 	// A cancel with no Match running stops the next one; Reset clears it.
