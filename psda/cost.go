@@ -20,15 +20,18 @@ package psda
 // full cost) and O(n_s·n_t·d + (n_s+n_t)·d²) for CORAL; memory is the result
 // plus O((n_s+n_t)·n/tileSize + d²).
 func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
-	m := newStage1Model(src, tgt, cfg)
-	nt := tgt.N
-	c := make([]float64, src.N*nt)
+	return newStage1Model(src, tgt, cfg).dense(src.N, tgt.N, cfg.Monitor)
+}
+
+// dense returns the n_s×n_t row-major cost matrix of the model.
+func (m *stage1Model) dense(ns, nt int, mon *Monitor) []float64 {
+	c := make([]float64, ns*nt)
 	m.pass(scope{}, func(i, j0 int, x []float64) { copy(c[i*nt+j0:], x) })
-	if cfg.Monitor.err() != nil {
+	if mon.err() != nil {
 		return c
 	}
 	row, col := m.terms()
-	parallelRows(src.N, func(i0, i1 int) {
+	parallelRows(ns, func(i0, i1 int) {
 		for i := i0; i < i1; i++ {
 			r := c[i*nt : (i+1)*nt]
 			for j, x := range r {
@@ -124,17 +127,21 @@ func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
 	if cfg.Discrepancy == CORAL {
 		return coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
 	}
-	md := newStage2Model(src, tgt, cfg, pairs, true)
+	return newStage2Model(src, tgt, cfg, pairs, true).dense(cfg.Monitor)
+}
+
+// dense returns the m×m symmetric row-major cost matrix of the model, and m.
+func (md *stage2Model) dense(mon *Monitor) ([]float64, int) {
 	m := md.m
 	c := make([]float64, m*m)
 	md.pass(scope{}, func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
-	if cfg.Monitor.err() != nil {
+	if mon.err() != nil {
 		return c, m
 	}
 	node, single := md.finish()
 	finishStage2(c, m, md.p, md.scale, func(r, q int, v float64) float64 {
 		return node[r] + node[q] + md.coef*v
-	}, single, cfg.Monitor)
+	}, single, mon)
 	return c, m
 }
 

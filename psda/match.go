@@ -92,12 +92,13 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	s1, s2 := stageBytes(src.N, tgt.N)
 	sparse1 := useSparse(cfg, s1)
 	sparse2 := cfg.Stages == 2 && cfg.Discrepancy != CORAL && useSparse(cfg, s2)
+	// Balanced RBF, two stages: Stage 2's pass supplies the self-kernel
+	// sums of Stage 1's objective (stage1Model.noSelf), which saves Stage 1
+	// a Gram pass over each domain.
+	m.selfPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
 	run1 := stage1
 	if sparse1 {
 		run1 = stage1Sparse
-		// Balanced RBF: Stage 2's pass supplies the self-kernel sums of
-		// Stage 1's objective (stage1Model.noSelf).
-		m.selfPending = sparse2 && cfg.Kernel == RBF && src.N == tgt.N
 	}
 	if err := run1(src, tgt, cfg, m); err != nil {
 		return nil, err
@@ -135,7 +136,9 @@ const freeAbove = 1 << 22
 // assignment uses every row once and spreads the rows evenly over the columns.
 func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
-	c := stage1Costs(src, tgt, cfg)
+	md := newStage1Model(src, tgt, cfg)
+	md.noSelf = m.selfPending
+	c := md.dense(src.N, tgt.N, cfg.Monitor)
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
 	}
@@ -175,7 +178,15 @@ func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 // over pair is chosen optimally, not arbitrarily.
 func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage2Costs)
-	c, n := stage2Costs(src, tgt, cfg, m.Pairs)
+	var c []float64
+	var n int
+	if cfg.Discrepancy == CORAL {
+		c, n = coralStage2(src, tgt, cfg.BatchSize, m.Pairs, cfg.Monitor)
+	} else {
+		md := newStage2Model(src, tgt, cfg, m.Pairs, true)
+		c, n = md.dense(cfg.Monitor)
+		m.addSelf(md)
+	}
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 costs: %w", err)
 	}
@@ -196,6 +207,18 @@ func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound
 	return nil
+}
+
+// addSelf completes a Stage1Cost computed without the self-kernel sums
+// (stage1Model.noSelf) from the sums of md's last float64 full pass: with
+// n_s = n_t = n they change the objective by −(ΣSS + ΣTT)/n·scale.
+func (m *Matching) addSelf(md *stage2Model) {
+	if !m.selfPending {
+		return
+	}
+	ss, tt := md.selfSums()
+	m.Stage1Cost -= (ss + tt) / float64(md.p) * md.scale
+	m.selfPending = false
 }
 
 // transpose returns the nc×nr transpose of the row-major nr×nc matrix c.

@@ -679,11 +679,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
-	if m.selfPending { // n_s = n_t = p: every example once
-		ss, tt := md.selfSums()
-		m.Stage1Cost -= (ss + tt) / float64(p) * md.scale
-		m.selfPending = false
-	}
+	m.addSelf(md)
 	oracle := func(r, q int) float64 {
 		if r == p || q == p {
 			return cost(r, q, 0)
