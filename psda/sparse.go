@@ -10,6 +10,7 @@ package psda
 // is ever stored: memory is O((n_s+n_t)·(d + sparseK)).
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -30,9 +31,10 @@ const (
 // neighbours predict the optimal partners less well (at n = 50,000, d = 512,
 // 64 per row left 100,000 violated edges and a second full pricing pass;
 // at n = 20,000, 192 left 3,500 and a pass over 2% of the rows). sparseAdd
-// is the number of edges a pricing pass keeps per row. Variables so that
+// is the number of edges a pricing pass keeps per row (96: clustered data
+// can have dozens of violated edges per row after the first solve). Variables so that
 // tests can force several pricing rounds.
-var sparseK, sparseAdd = 64, 32
+var sparseK, sparseAdd = 64, 96
 
 // sparseTrace, when set (benchmarks), receives one line per sparse round.
 var sparseTrace func(format string, args ...any)
@@ -320,8 +322,11 @@ type pricedStage struct {
 	// pass runs a Gram pass over the rows in sub (nil: all) and hands every
 	// dense edge's cross part to row (edges (a, b0+k)) or col (edges
 	// (a0+k, b), or (idx[a0+k], b) when idx is not nil), concurrently.
-	pass  func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int))
-	phase int
+	pass func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int))
+	// passCols runs a Gram pass over the columns in cols and calls
+	// visit(a, b, x) for every dense edge into them, concurrently.
+	passCols func(cols []int, visit func(a, b int, x float64))
+	phase    int
 }
 
 // solve solves the stage on the candidate edges adj and prices until the
@@ -397,7 +402,6 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			}
 			rt, ct = rt2, ct2
 		}
-		added := 0
 		for iter := 0; ; iter++ {
 			if dirty {
 				if err := resolve(); err != nil {
@@ -406,15 +410,26 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			}
 			tol := priceTol(g.Cost)
 			z, w := potentials()
-			rise := make([]float64, len(w0))
+			// rise[b]: the largest rise of w[b] since a pass some row's
+			// certificate still rests on; capK[k]: the largest since pass k.
+			rise := slices.Repeat([]float64{math.Inf(-1)}, len(w))
+			capK := slices.Repeat([]float64{math.Inf(-1)}, len(w0))
+			used := make([]bool, len(w0))
+			for _, k := range stamp {
+				used[k] = true
+			}
 			for k, old := range w0 {
-				rise[k] = math.Inf(-1)
-				for b, v := range w {
-					rise[k] = max(rise[k], v-old[b])
+				if used[k] {
+					for b, v := range w {
+						rise[b] = max(rise[b], v-old[b])
+						capK[k] = max(capK[k], v-old[b])
+					}
 				}
 			}
-			added, sub = 0, []int{}
-			for a := 0; a < st.rows; a++ {
+			added := 0
+			slack := make([]float64, st.rows) // top − Δz: the tail's margin
+			limit := make([]float64, st.rows) // the largest rise since its pass
+			for a := range slack {
 				n := len(adj[a])
 				kept.each(a, func(b int, _, x float64) {
 					if st.coef*x*st.scale-z[a]-w[b] < -tol && !adj.has(a, b) {
@@ -422,11 +437,44 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 					}
 				})
 				added += len(adj[a]) - n
-				if int(kept.cnt[a]) == kept.k && kept.val[a*kept.k]-(z[a]-z0[a])-rise[stamp[a]] < -tol {
-					sub = append(sub, a)
+				slack[a], limit[a] = math.Inf(1), capK[stamp[a]]
+				if int(kept.cnt[a]) == kept.k {
+					slack[a] = kept.val[a*kept.k] - (z[a] - z0[a])
 				}
 			}
-			trace("pass %d.%d: %d edges, cost %.12g, %d violating edges added, %d rows to price", pass, iter, len(g.Col), sol.Cost, added, len(sub))
+			var cols []int
+			sub, cols = splitCheck(slack, limit, rise, tol)
+			trace("pass %d.%d: %d edges, cost %.12g, %d violating edges added, %d rows and %d columns to price",
+				pass, iter, len(g.Col), sol.Cost, added, len(sub), len(cols))
+			if added == 0 && len(sub) == 0 && len(cols) > 0 {
+				// The edges into the columns that rose most, priced now;
+				// with the row tails below the others' rise, they complete
+				// the certificate.
+				var mu sync.Mutex
+				var found []edge
+				var from []int
+				st.passCols(cols, func(a, b int, x float64) {
+					if st.noDiag && a == b || st.coef*x*st.scale-z[a]-w[b] >= -tol {
+						return
+					}
+					mu.Lock()
+					found, from = append(found, edge{int32(b), x}), append(from, a)
+					mu.Unlock()
+				})
+				if err := mon.err(); err != nil {
+					return nil, err
+				}
+				for k, e := range found {
+					if !adj.has(from[k], int(e.b)) {
+						adj.add(from[k], int(e.b), e.x)
+						added++
+					}
+				}
+				trace("  column pass over %d: %d violating edges added", len(cols), added)
+				if added > 0 {
+					adj.normalise()
+				}
+			}
 			if added == 0 {
 				break
 			}
@@ -436,6 +484,49 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			return sol, nil
 		}
 	}
+}
+
+// splitCheck decides how to certify the rows' tails after the potentials
+// moved: row a's edges outside the graph and its kept list cost at least
+// slack[a] − rise[b] now, and rise[b] <= limit[a] (the largest rise since
+// the row's pass). With a threshold τ, the columns whose rise exceeds τ are
+// priced by a column pass and the rows with slack[a] − min(τ, limit[a]) <
+// −tol by a row pass. It tries τ at the 0th, 1st, 2nd, 4th, 8th, …
+// largest rise (at most a quarter of the columns in the column pass),
+// keeps the one that prices the fewest lines, and returns the rows and
+// columns.
+func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int) {
+	order := make([]int, len(rise))
+	for b := range order {
+		order[b] = b
+	}
+	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(rise[q], rise[p]) })
+	tauAt := func(c int) float64 {
+		if c < len(order) {
+			return rise[order[c]]
+		}
+		return math.Inf(-1)
+	}
+	failing := func(tau float64, out []int) ([]int, int) {
+		n := 0
+		for a, sl := range slack {
+			if sl-min(tau, limit[a]) < -tol {
+				n++
+				if out != nil {
+					out = append(out, a)
+				}
+			}
+		}
+		return out, n
+	}
+	bestC, bestCost := 0, math.MaxInt
+	for c := 0; c <= len(order)/4; c = max(2*c, c+1) {
+		if _, n := failing(tauAt(c), nil); c+n < bestCost {
+			bestC, bestCost = c, c+n
+		}
+	}
+	rows, _ = failing(tauAt(bestC), []int{})
+	return rows, order[:bestC]
 }
 
 // retarget prepares sol, optimal under the terms (rt, ct), as the warm
@@ -535,6 +626,21 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 				vp[b] = slices.Max(v[b*copies : (b+1)*copies])
 			}
 			return vp
+		},
+		passCols: func(cols []int, visit func(a, b int, x float64)) {
+			if tr { // solver columns are sources: rows of the model's pass
+				md.pass(scope{rows: cols}, func(i, j0 int, xs []float64) {
+					for k, x := range xs {
+						visit(j0+k, cols[i], x)
+					}
+				})
+				return
+			}
+			md.pass(scope{cols: cols}, func(i, j0 int, xs []float64) {
+				for k, x := range xs {
+					visit(i, cols[j0+k], x)
+				}
+			})
 		},
 		pass: func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
 			if tr {
@@ -665,6 +771,14 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 				g.Hi[a] = len(g.Col)
 			}
 			return g
+		},
+		passCols: func(cols []int, visit func(a, b int, x float64)) {
+			// V is symmetric: the rows of cols give the edges into them.
+			md.pass(scope{rows: cols}, func(q, r0 int, v []float64) {
+				for k, x := range v {
+					visit(r0+k, q, x)
+				}
+			})
 		},
 		pass: func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
 			md.pass(scope{rows: sub}, func(r, q0 int, v []float64) {
