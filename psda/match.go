@@ -89,9 +89,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		}
 	}()
 	m := &Matching{}
-	s1, s2 := stageBytes(src.N, tgt.N)
-	sparse1 := useSparse(cfg, s1)
-	sparse2 := cfg.Stages == 2 && cfg.Discrepancy != CORAL && useSparse(cfg, s2)
+	sparse1, sparse2 := sparseStages(src.N, tgt.N, cfg)
 	// Balanced RBF, two stages: Stage 2's pass supplies the self-kernel
 	// sums of Stage 1's objective (stage1Model.noSelf), which saves Stage 1
 	// a Gram pass over each domain.

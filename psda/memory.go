@@ -59,11 +59,12 @@ var availableBytes = func() int64 {
 // kernel's out-of-memory handler part-way through.
 func checkMemory(ns, nt int, cfg Config) error {
 	s1, s2 := stageBytes(ns, nt)
+	sparse1, sparse2 := sparseStages(ns, nt, cfg)
 	need := int64(0)
-	if !useSparse(cfg, s1) {
+	if !sparse1 {
 		need = s1
 	}
-	if cfg.Stages == 2 && (cfg.Discrepancy == CORAL || !useSparse(cfg, s2)) {
+	if cfg.Stages == 2 && !sparse2 {
 		need = max(need, s2)
 	}
 	avail := availableBytes()

@@ -102,12 +102,12 @@ func (m *Monitor) start(ns, nt, d int, cfg Config) {
 	// The sparse path (sparse.go) counts the tiles of its float32 candidate
 	// pass (about half the time of a float64 one) as costs and those of its
 	// pricing passes, about two in all, as the assignment.
-	s1, s2 := stageBytes(ns, nt)
-	if useSparse(cfg, s1) {
+	sparse1, sparse2 := sparseStages(ns, nt, cfg)
+	if sparse1 {
 		m.units[PhaseStage1Assign] = 2 * m.units[PhaseStage1Costs]
 		m.units[PhaseStage1Costs] = fs * ft * fd / 2
 	}
-	if cfg.Stages == 2 && cfg.Discrepancy != CORAL && useSparse(cfg, s2) {
+	if sparse2 {
 		m.units[PhaseStage2Costs] /= 2
 		m.units[PhaseStage2Match] = 2 * 2 * p * p * fd
 	}
