@@ -32,8 +32,8 @@ const (
 // 64 per row left 100,000 violated edges and a second full pricing pass;
 // at n = 20,000, 192 left 3,500 and a pass over 2% of the rows). sparseAdd
 // is the number of edges a pricing pass keeps per row (96: clustered data
-// can have dozens of violated edges per row after the first solve). Variables so that
-// tests can force several pricing rounds.
+// can have dozens of violated edges per row after the first solve).
+// Variables so that tests can force several pricing rounds.
 var sparseK, sparseAdd = 64, 96
 
 // sparseTrace, when set (benchmarks), receives one line per sparse round.
@@ -143,42 +143,8 @@ func (s *nearest) offer(i int, v float64, j int32, aux float64) {
 	h[pos], x[pos], a[pos] = v, j, aux
 }
 
-// full reports whether item i's list holds k entries and v cannot enter it:
-// the cheap test that keeps most offers out of the heap.
-func (s *nearest) full(i int, v float64) bool {
-	return int(s.cnt[i]) == s.k && v > s.val[i*s.k]
-}
-
-// offerRow offers x[j] with index j0+j to item i, for every j.
-func (s *nearest) offerRow(i, j0 int, x []float64) {
-	mu := &s.mu[i/lockBlock]
-	mu.Lock()
-	for j, v := range x {
-		if !s.full(i, v) {
-			s.offer(i, v, int32(j0+j), v)
-		}
-	}
-	mu.Unlock()
-}
-
-// offerCol offers x[j] with index i to item j0+j, for every j, taking the
-// items' locks one block at a time.
-func (s *nearest) offerCol(i, j0 int, x []float64) {
-	for j := 0; j < len(x); {
-		b := (j0 + j) / lockBlock
-		end := min(len(x), (b+1)*lockBlock-j0)
-		s.mu[b].Lock()
-		for ; j < end; j++ {
-			if !s.full(j0+j, x[j]) {
-				s.offer(j0+j, x[j], int32(i), x[j])
-			}
-		}
-		s.mu[b].Unlock()
-	}
-}
-
-// priceSink returns the callbacks of a pricing pass (see pricedStage.pass)
-// that offer every edge (a, b) with cross part x to item a, valued at its
+// priceSink returns the callbacks of a pass (see pricedStage.pass) that
+// offer every edge (a, b) with cross part x to item a, valued at its
 // reduced cost c·x − z[a] − w[b] and with aux x; the edges (a, a) when
 // noDiag and those with skip(a, b) are left out. skip is only asked about
 // edges that would enter the list, so it may cost more than the rest.
@@ -226,6 +192,12 @@ func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a,
 		}
 	}
 	return row, col
+}
+
+// candidates returns the sinks of a candidate pass over nr row items and
+// nc column indices: every entry offered at its cross part.
+func (s *nearest) candidates(nr, nc int) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
+	return s.priceSink(1, make([]float64, nr), make([]float64, nc), false, func(int, int) bool { return false })
 }
 
 // copyRow copies item i's list from o (same n and k).
@@ -569,9 +541,11 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	md.noSelf = m.selfPending
 	ns, nt := src.N, tgt.N
 	rows, cols := newNearest(ns, min(3*sparseK, nt)), newNearest(nt, min(3*sparseK, ns))
+	toRow, _ := rows.candidates(ns, nt)
+	_, toCol := cols.candidates(nt, ns)
 	md.pass(scope{f32: true}, func(i, j0 int, x []float64) {
-		rows.offerRow(i, j0, x)
-		cols.offerCol(i, j0, x)
+		toRow(i, j0, x)
+		toCol(i, j0, x, nil)
 	})
 	if err := mon.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 candidates: %w", err)
@@ -606,12 +580,9 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	rows, cols = nil, nil
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are.
+	// (exactCross below computes every cross part, these included.)
 	for a := 0; a < nl; a++ {
-		if b := a % nsm; tr {
-			addST(b, a, md.at(b, a))
-		} else {
-			addST(a, b, md.at(a, b))
-		}
+		adj.add(a, a%nsm, 0)
 	}
 	exactCross(adj, func(a, b int) float64 {
 		if tr {
@@ -721,9 +692,10 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		adj.add(q, r, v)
 	}
 	near := newNearest(p, min(sparseK, p-1))
+	toRow, toCol := near.candidates(p, p)
 	md.pass(scope{f32: true}, func(r, q0 int, v []float64) {
-		near.offerRow(r, q0, v)
-		near.offerCol(r, q0, v)
+		toRow(r, q0, v)
+		toCol(r, q0, v, nil)
 	})
 	if err := mon.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 candidates: %w", err)
@@ -745,9 +717,10 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 		return (node[r] + node[q] + md.coef*v) * md.scale
 	}
-	// Consecutive nodes paired off: a perfect matching inside the graph.
+	// Consecutive nodes paired off: a perfect matching inside the graph
+	// (exactCross below computes the cross parts).
 	for r := 0; r+1 < p; r += 2 {
-		both(r, r+1, md.at(r, r+1))
+		both(r, r+1, 0)
 	}
 	if n > p { // the dummy may be anyone's partner
 		for r := 0; r < p; r++ {
