@@ -124,10 +124,20 @@ func emitRows(emit func(i, j0 int, x []float64)) func(t *tile) {
 // vectors) and O(P²·d + (n_s+n_t)·d²) for CORAL; memory is the result plus
 // O(P·P/tileSize) for the RBF mixture and O((n_s+n_t)·d + d²) for CORAL.
 func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
+	c, m, _ := stage2Dense(src, tgt, cfg, pairs)
+	return c, m
+}
+
+// stage2Dense is stage2Costs that also returns the MMD's model (nil for
+// CORAL), whose sums Match reads after the pass.
+func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *stage2Model) {
 	if cfg.Discrepancy == CORAL {
-		return coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+		c, m := coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+		return c, m, nil
 	}
-	return newStage2Model(src, tgt, cfg, pairs, true).dense(cfg.Monitor)
+	md := newStage2Model(src, tgt, cfg, pairs, true)
+	c, m := md.dense(cfg.Monitor)
+	return c, m, md
 }
 
 // dense returns the m×m symmetric row-major cost matrix of the model, and m.

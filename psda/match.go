@@ -176,25 +176,26 @@ func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 // over pair is chosen optimally, not arbitrarily.
 func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage2Costs)
-	var c []float64
-	var n int
-	if cfg.Discrepancy == CORAL {
-		c, n = coralStage2(src, tgt, cfg.BatchSize, m.Pairs, cfg.Monitor)
-	} else {
-		md := newStage2Model(src, tgt, cfg, m.Pairs, true)
-		c, n = md.dense(cfg.Monitor)
-		m.addSelf(md)
-	}
+	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs)
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 costs: %w", err)
 	}
+	m.addSelf(md)
 	cfg.Monitor.enter(PhaseStage2Match)
 	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
 	if err != nil {
 		return fmt.Errorf("psda: stage 2: %w", err)
 	}
+	m.group(pm.Mate)
+	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound
+	return nil
+}
+
+// group fills Quads and Singles from a perfect matching of the pairs (and
+// the dummy node len(Pairs) when their number is odd).
+func (m *Matching) group(mate []int) {
 	p := len(m.Pairs)
-	for r, q := range pm.Mate {
+	for r, q := range mate {
 		switch {
 		case r >= p:
 		case q >= p:
@@ -203,15 +204,13 @@ func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 			m.Quads = append(m.Quads, [2]int{r, q})
 		}
 	}
-	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound
-	return nil
 }
 
 // addSelf completes a Stage1Cost computed without the self-kernel sums
 // (stage1Model.noSelf) from the sums of md's last float64 full pass: with
 // n_s = n_t = n they change the objective by −(ΣSS + ΣTT)/n·scale.
 func (m *Matching) addSelf(md *stage2Model) {
-	if !m.selfPending {
+	if !m.selfPending || md == nil {
 		return
 	}
 	ss, tt := md.selfSums()

@@ -792,15 +792,10 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
+	m.group(mate)
 	m.Stage2Cost = 0
 	for r, q := range mate {
-		switch {
-		case r >= p:
-		case q >= p:
-			m.Singles = append(m.Singles, r)
-			m.Stage2Cost += oracle(r, q)
-		case r < q:
-			m.Quads = append(m.Quads, [2]int{r, q})
+		if r < q { // the dummy p is the largest node: singles count once too
 			m.Stage2Cost += oracle(r, q)
 		}
 	}
