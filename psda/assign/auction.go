@@ -177,11 +177,31 @@ func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
 		return w1, math.Min(w2, b.lb[i]), j1
 	}
 	// Full scan keeping the k+1 smallest values in sorted order.
-	topV, topJ, m := b.topV, b.topJ, 0
-	thr := inf // the largest kept value once k+1 are kept
+	topV, topJ := b.topV, b.topJ
+	m := smallestK(row, p, topV, topJ)
+	if m == 0 {
+		return inf, inf, -1
+	}
+	copy(cols, topJ[:b.k])
+	b.lb[i] = inf
+	if m > b.k {
+		b.lb[i] = topV[b.k]
+	}
+	w1, j1 = topV[0], topJ[0]
+	if m > 1 {
+		w2 = topV[1]
+	}
+	return w1, w2, j1
+}
+
+// smallestK fills topV (ascending) and topJ with the len(topV) smallest
+// values of row[j]+p[j] and their indices j, skipping +Inf, and returns how
+// many it kept (fewer when row has fewer finite entries). Time O(len(row))
+// when, as usual, few entries beat the running threshold.
+func smallestK(row, p, topV []float64, topJ []int) int {
+	m, thr := 0, inf // thr: the largest kept value once all slots are full
 	p = p[:len(row)]
-	j := 0
-	for ; j < len(row); j++ {
+	for j := 0; j < len(row); j++ {
 		// Most entries fail the threshold: test four at a time.
 		if j+4 <= len(row) {
 			h0, h1, h2, h3 := row[j]+p[j], row[j+1]+p[j+1], row[j+2]+p[j+2], row[j+3]+p[j+3]
@@ -208,14 +228,5 @@ func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
 			thr = topV[m-1]
 		}
 	}
-	copy(cols, topJ[:b.k])
-	b.lb[i] = inf
-	if m > b.k {
-		b.lb[i] = topV[b.k]
-	}
-	w1, j1 = topV[0], topJ[0]
-	if m > 1 {
-		w2 = topV[1]
-	}
-	return w1, w2, j1
+	return m
 }

@@ -1,0 +1,339 @@
+package assign
+
+import (
+	"errors"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+)
+
+// warmK is the number of candidate columns warmStart keeps per row and the
+// number of candidate rows it keeps per column.
+const warmK = 16
+
+// warmMin is the least n at which solveLSAP tries warmStart: below it the
+// auction takes milliseconds anyway.
+var warmMin = 256
+
+// warmStart is the first warm start of square problems, tried before
+// auctionInit: the pricing loop of the sparse path (METHOD.md) run on the
+// dense matrix. It solves the sparse problem on a few candidate entries of
+// every row and column (SolveSparse), then up to warmRounds times adds each
+// row's warmPrice most violated entries under the sparse potentials and
+// re-solves (ResolveSparse), and hands the potentials and the assignment
+// to tightenWithin and the exact augmentation, which repair whatever the
+// rounds left. Candidates are the warmK smallest entries of each row after
+// column reduction (c[i][j] − min_i' c[i'][j]) and the warmK smallest of
+// each column after the row reduction that follows, plus the cyclic
+// permutation i → i+1, so that a perfect matching exists (the Stage 2
+// relaxation forbids only the diagonal).
+//
+// On psda's n = 4000 costs at d = 512 (BenchmarkSolve) the candidates take
+// 0.04 s, the sparse solves 0.03–0.06 s, two rounds add about 60 entries
+// and leave no row free: 0.13–0.29 s per solve where the auction alone took
+// 0.40–0.47 s. On the paper's 2-D Gaussian linear Stage 1, 0.25 s instead
+// of 1.26 s.
+//
+// The warm start only ever sets potentials and a partial assignment that
+// tightenWithin makes feasible, so correctness rests on the exact phase. It
+// gives up, returning false with s reset, when the sparse problem has no
+// perfect matching (+Inf off the diagonal), when a round finds more than
+// n/warmFree violated entries, or when more than n/warmFree rows end free:
+// tie-heavy costs (ReLU features at d = 2, most 2-D Stage 2 relaxations)
+// give most rows cheaper entries outside their candidates round after
+// round, and the auction is faster there; the attempt costs about 0.1 s at
+// n = 4000. It returns h's Stop error when h stops it.
+func (s *lsap) warmStart(h *Hooks) (bool, error) {
+	n := s.nr
+	if n < warmMin || n != s.nc {
+		return false, nil
+	}
+	g := denseCandidates(s.c, n, warmK)
+	if err := h.stop(); err != nil {
+		return false, err
+	}
+	sol, err := SolveSparse(g, nil, h.stopOnly())
+	for round := 0; err == nil && round < warmRounds; round++ {
+		if err := h.stop(); err != nil {
+			return false, err
+		}
+		var add int
+		if g, add = s.priceInto(g, sol); add == 0 {
+			break
+		}
+		if add > n/warmFree {
+			return s.reset(), nil
+		}
+		sol, err = ResolveSparse(g, sol, h.stopOnly())
+	}
+	if err != nil {
+		if errors.Is(err, ErrNoPerfect) {
+			return s.reset(), nil // +Inf entries beyond the diagonal: let the auction decide
+		}
+		return false, err
+	}
+	copy(s.v, sol.V)
+	for i, j := range sol.Col4Row {
+		s.col4row[i], s.row4col[j] = j, i
+	}
+	s.tightenWithin(tightRel)
+	free := 0
+	for _, j := range s.col4row {
+		if j < 0 {
+			free++
+		}
+	}
+	if free <= n/warmFree {
+		return true, nil
+	}
+	return s.reset(), nil
+}
+
+// reset returns s to its cold state and false, for warmStart's give-ups.
+func (s *lsap) reset() bool {
+	for i := range s.col4row {
+		s.col4row[i], s.row4col[i] = -1, -1
+	}
+	clear(s.u)
+	clear(s.v)
+	return false
+}
+
+// warmRounds is the number of pricing rounds warmStart runs on the sparse
+// problem before the exact dense phase takes over.
+const warmRounds = 4
+
+// priceInto returns g with, for every row of s.c, up to warmPrice of its
+// most violated entries under sol's potentials (reduced cost below −1e-12
+// of the magnitudes involved: rounding noise is left to tighten), and the
+// number of entries added. Adding only the worst few per row keeps the
+// sparse problem small; a later round finds the rest. Time O(n²).
+func (s *lsap) priceInto(g *Graph, sol *Solution) (*Graph, int) {
+	n := s.nr
+	negV := make([]float64, n)
+	for j, v := range sol.V {
+		negV[j] = -v
+	}
+	adds := make([][]int32, nparts(n)) // pairs (i, j), rows ascending within a part
+	inParts(n, func(part, lo, hi int) {
+		topV, topJ := make([]float64, warmPrice), make([]int, warmPrice)
+		var add []int32
+		for i := lo; i < hi; i++ {
+			row, u := s.c[i*n:i*n+n], sol.U[i]
+			m := smallestK(row, negV, topV, topJ)
+			for t, j := range topJ[:m] {
+				if r := topV[t] - u; r < -1e-12*(math.Abs(row[j])+math.Abs(u)+math.Abs(negV[j])) {
+					add = append(add, int32(i), int32(j))
+				}
+			}
+		}
+		adds[part] = add
+	})
+	add := slices.Concat(adds...)
+	if len(add) == 0 {
+		return g, 0
+	}
+	h := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+	extra := make([]int, n+1)
+	for t := 0; t < len(add); t += 2 {
+		extra[add[t]+1]++
+	}
+	e := 0
+	for i := 0; i < n; i++ {
+		h.Lo[i] = e
+		e += g.Hi[i] - g.Lo[i] + extra[i+1]
+	}
+	h.Col, h.Cost = make([]int32, 0, e), make([]float64, 0, e)
+	t := 0
+	for i := 0; i < n; i++ {
+		h.Col = append(h.Col, g.Col[g.Lo[i]:g.Hi[i]]...)
+		h.Cost = append(h.Cost, g.Cost[g.Lo[i]:g.Hi[i]]...)
+		for ; t < len(add) && int(add[t]) == i; t += 2 {
+			h.Col = append(h.Col, add[t+1])
+			h.Cost = append(h.Cost, s.c[i*n+int(add[t+1])])
+		}
+		h.Hi[i] = len(h.Col)
+	}
+	return h, len(add) / 2
+}
+
+// warmPrice is the number of violated entries per row priceInto adds.
+const warmPrice = 8
+
+// warmFree bounds the rows warmStart may leave free, as a fraction 1/warmFree
+// of n: beyond it the dense paths cost more than the auction.
+const warmFree = 8
+
+// denseCandidates returns the candidate graph of warmStart on the finite
+// entries of the row-major n×n matrix c. Time O(n²) in two passes over c,
+// each split over the cores by rows, plus O(k) per insertion into a
+// column's list, which after the first rows is rare; memory O(n·k) per core.
+func denseCandidates(c []float64, n, k int) *Graph {
+	k = min(k, n)
+	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
+	parts := make([][]float64, nparts(n))
+	inParts(n, func(part, lo, hi int) {
+		v := make([]float64, n)
+		for j := range v {
+			v[j] = -inf
+		}
+		for i := lo; i < hi; i++ {
+			row := c[i*n : i*n+n]
+			for j, x := range row {
+				if -x > v[j] {
+					v[j] = -x
+				}
+			}
+		}
+		parts[part] = v
+	})
+	v := parts[0]
+	for _, w := range parts[1:] {
+		for j, x := range w {
+			v[j] = max(v[j], x)
+		}
+	}
+	for j, x := range v {
+		if x == -inf { // a column of +Inf: no candidate, SolveSparse reports it
+			v[j] = 0
+		}
+	}
+	rowJ, rowM := make([]int32, n*(k+1)), make([]int, n) // each row's candidates
+	cols := make([]*colLists, len(parts))
+	inParts(n, func(part, lo, hi int) {
+		cl := newColLists(n, k)
+		topV, topJ := make([]float64, k), make([]int, k)
+		for i := lo; i < hi; i++ {
+			row := c[i*n : i*n+n]
+			m := smallestK(row, v, topV, topJ)
+			for t, j := range topJ[:m] {
+				rowJ[i*(k+1)+t] = int32(j)
+			}
+			rowM[i] = m
+			if next := (i + 1) % n; row[next] < inf {
+				rowJ[i*(k+1)+m] = int32(next)
+				rowM[i]++
+			}
+			if m > 0 {
+				cl.offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
+			}
+		}
+		cols[part] = cl
+	})
+	for _, cl := range cols[1:] {
+		for j := 0; j < n; j++ {
+			for t := 0; t < cl.m[j]; t++ {
+				cols[0].insert(j, cl.v[j*k+t], cl.i[j*k+t])
+			}
+		}
+	}
+	colI, colM := cols[0].i, cols[0].m
+	// Compressed rows: row i's own candidates, then the columns that chose it.
+	g := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+	for j := 0; j < n; j++ {
+		for _, i := range colI[j*k : j*k+colM[j]] {
+			g.Hi[i]++ // picks per row, for now
+		}
+	}
+	e := 0
+	for i := 0; i < n; i++ {
+		g.Lo[i] = e
+		e += rowM[i] + g.Hi[i]
+		g.Hi[i] = g.Lo[i] + rowM[i]
+	}
+	g.Col, g.Cost = make([]int32, e), make([]float64, e)
+	for i := 0; i < n; i++ {
+		copy(g.Col[g.Lo[i]:], rowJ[i*(k+1):i*(k+1)+rowM[i]])
+	}
+	for j := 0; j < n; j++ {
+		for _, i := range colI[j*k : j*k+colM[j]] {
+			g.Col[g.Hi[i]] = int32(j)
+			g.Hi[i]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		row := c[i*n : i*n+n]
+		for e := g.Lo[i]; e < g.Hi[i]; e++ {
+			g.Cost[e] = row[g.Col[e]]
+		}
+	}
+	return g
+}
+
+// colLists keeps the k smallest values offered to each of n columns, with
+// their rows, sorted ascending.
+type colLists struct {
+	k   int
+	v   []float64 // column j's values are v[j*k : j*k+m[j]]
+	i   []int32
+	m   []int
+	thr []float64 // column j's k-th smallest so far, +Inf until it has k
+}
+
+func newColLists(n, k int) *colLists {
+	l := &colLists{k: k, v: make([]float64, n*k), i: make([]int32, n*k), m: make([]int, n), thr: make([]float64, n)}
+	for j := range l.thr {
+		l.thr[j] = inf
+	}
+	return l
+}
+
+// offer offers entry (i, j) of every column j with value row[j] + v[j] − u.
+func (l *colLists) offer(i int, row, v []float64, u float64) {
+	thr := l.thr[:len(row)]
+	v = v[:len(row)]
+	for j, x := range row {
+		if h := x + v[j] - u; h < thr[j] { // most entries: one sequential read of thr
+			l.insert(j, h, int32(i))
+		}
+	}
+}
+
+// insert adds value h of row i to column j's list if it is among the k
+// smallest.
+func (l *colLists) insert(j int, h float64, i int32) {
+	k := l.k
+	if !(h < l.thr[j]) {
+		return
+	}
+	cv, ci := l.v[j*k:j*k+k], l.i[j*k:j*k+k]
+	t := l.m[j]
+	if t == k {
+		t--
+	}
+	l.m[j] = t + 1
+	for t > 0 && cv[t-1] > h {
+		cv[t], ci[t] = cv[t-1], ci[t-1]
+		t--
+	}
+	cv[t], ci[t] = h, i
+	if l.m[j] == k {
+		l.thr[j] = cv[k-1]
+	}
+}
+
+// nparts returns the number of parts inParts splits n rows into: one per
+// core, or one when n is small enough that a goroutine costs more.
+func nparts(n int) int {
+	if n < 1024 {
+		return 1
+	}
+	return min(runtime.GOMAXPROCS(0), 8)
+}
+
+// inParts splits the rows [0, n) into nparts(n) contiguous parts and runs f
+// on each concurrently: warmStart's dense passes would otherwise leave the
+// other cores idle while the solve that follows them is sequential.
+func inParts(n int, f func(part, lo, hi int)) {
+	p := nparts(n)
+	var wg sync.WaitGroup
+	for part := 0; part < p; part++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(part, part*n/p, (part+1)*n/p)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,108 @@
+package assign
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestWarmStart checks that solveLSAP with warmStart returns the optimum the
+// cold auction path returns, with a valid certificate, on matrix kinds where
+// the warm start succeeds and where it gives up (then s must be back in its
+// cold state), at sizes that run its dense passes on one part and on
+// several.
+func TestWarmStart(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	euclid := func(n int, diagInf bool) []float64 {
+		// Squared distances of 2-D points: PSDA's Stage 1 costs at d = 2.
+		x, y := fill(2*n, rng.NormFloat64), fill(2*n, rng.NormFloat64)
+		c := make([]float64, n*n)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				dx, dy := x[2*i]-y[2*j], x[2*i+1]-y[2*j+1]
+				c[i*n+j] = dx*dx + dy*dy
+			}
+		}
+		if diagInf { // symmetric, as the Stage 2 relaxation
+			for i := 0; i < n; i++ {
+				for j := 0; j < i; j++ {
+					c[i*n+j] = c[j*n+i]
+				}
+				c[i*n+i] = inf
+			}
+		}
+		return c
+	}
+	cases := []struct {
+		name     string
+		n        int
+		c        func(n int) []float64
+		mustWarm bool
+	}{
+		{"uniform", 400, func(n int) []float64 { return kinds[0].gen(rng, n, n) }, true},
+		{"uniform/parts", 1100, func(n int) []float64 { return kinds[0].gen(rng, n, n) }, true},
+		{"euclid", 500, func(n int) []float64 { return euclid(n, false) }, false},
+		{"euclid/diagInf", 500, func(n int) []float64 { return euclid(n, true) }, false},
+		{"int0to3", 400, func(n int) []float64 { return kinds[1].gen(rng, n, n) }, false},
+		{"signedWide", 400, func(n int) []float64 { return kinds[3].gen(rng, n, n) }, false},
+		{"constant", 300, func(n int) []float64 { return kinds[2].gen(rng, n, n) }, false},
+	}
+	defer func(m int) { warmMin = m }(warmMin)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			n := tc.n
+			c := tc.c(n)
+			scale := 0.0
+			for _, x := range c {
+				if x < inf {
+					scale = math.Max(scale, math.Abs(x))
+				}
+			}
+			solve := func(min int) *Solution {
+				warmMin = min
+				s, err := solveLSAP(c, n, n, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sol := s.solution()
+				// The certificate by hand (Certify takes finite matrices
+				// only): feasible on every allowed entry, tight on the
+				// assignment, which is a permutation.
+				tol := 1e-9 * (1 + scale)
+				seen := make([]bool, n)
+				for i, j := range sol.Col4Row {
+					if seen[j] || math.Abs(c[i*n+j]-sol.U[i]-sol.V[j]) > tol {
+						t.Fatalf("warmMin = %d: row %d's column %d is taken twice or not tight", min, i, j)
+					}
+					seen[j] = true
+					for j, x := range c[i*n : i*n+n] {
+						if x < inf && x-sol.U[i]-sol.V[j] < -tol {
+							t.Fatalf("warmMin = %d: reduced cost of (%d, %d) is %v", min, i, j, x-sol.U[i]-sol.V[j])
+						}
+					}
+				}
+				return sol
+			}
+			cold, warm := solve(1<<30), solve(256)
+			if math.Abs(cold.Cost-warm.Cost) > 1e-9*(1+scale) {
+				t.Fatalf("cost with warm start %v, cold %v", warm.Cost, cold.Cost)
+			}
+			s := newLSAP(c, n, n)
+			ok, err := s.warmStart(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.mustWarm && !ok {
+				t.Fatal("warmStart gave up on a matrix it should solve")
+			}
+			if !ok {
+				for i := 0; i < n; i++ {
+					if s.col4row[i] != -1 || s.row4col[i] != -1 || s.u[i] != 0 || s.v[i] != 0 {
+						t.Fatalf("after giving up, row/column %d: col4row %d row4col %d u %v v %v: want the cold state", i, s.col4row[i], s.row4col[i], s.u[i], s.v[i])
+					}
+				}
+			}
+			t.Logf("warm start used: %v", ok)
+		})
+	}
+}
