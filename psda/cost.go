@@ -949,45 +949,55 @@ func pairKernel(src, tgt Matrix, kern *rbfMixture, pr, pq Pair) float64 {
 
 // sqDist returns ‖(a_i − shift) − b_j‖² (shift nil means none) by explicit
 // differences, in O(d); the sparse path calls it for every candidate edge,
-// so the common layouts read the rows directly with four accumulators.
+// so the common layouts read the rows directly (sqDiffs, AVX2 where the CPU
+// has it).
 func sqDist(a Matrix, i int, shift []float64, b Matrix, j int) float64 {
 	d := a.D
-	var s [4]float64
 	switch {
 	case shift == nil && a.F64 != nil && b.F64 != nil:
-		x, y := a.F64[i*d:(i+1)*d], b.F64[j*d:(j+1)*d]
-		k := 0
-		for ; k+4 <= d; k += 4 {
-			for l := range s {
-				t := x[k+l] - y[k+l]
-				s[l] += t * t
-			}
-		}
-		for ; k < d; k++ {
-			t := x[k] - y[k]
-			s[0] += t * t
-		}
+		return sqDiffs(a.F64[i*d:(i+1)*d], b.F64[j*d:(j+1)*d])
 	case shift == nil && a.F32 != nil && b.F32 != nil:
-		x, y := a.F32[i*d:(i+1)*d], b.F32[j*d:(j+1)*d]
-		k := 0
-		for ; k+4 <= d; k += 4 {
-			for l := range s {
-				t := float64(x[k+l]) - float64(y[k+l])
-				s[l] += t * t
-			}
+		return sqDiffs(a.F32[i*d:(i+1)*d], b.F32[j*d:(j+1)*d])
+	}
+	var s [4]float64
+	for k := 0; k < d; k++ {
+		t := a.At(i, k) - b.At(j, k)
+		if shift != nil {
+			t -= shift[k]
 		}
-		for ; k < d; k++ {
-			t := float64(x[k]) - float64(y[k])
-			s[0] += t * t
-		}
-	default:
-		for k := 0; k < d; k++ {
-			t := a.At(i, k) - b.At(j, k)
-			if shift != nil {
-				t -= shift[k]
-			}
-			s[k%4] += t * t
-		}
+		s[k%4] += t * t
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+// sqDiffsGeneric returns Σ_k (x[k] − y[k])² in float64, summed in eight
+// lanes (k mod 8) that are folded pairwise, the order of the AVX2 kernels;
+// the conversions keep the compiler from fusing into FMAs, which those
+// kernels do not use either.
+func sqDiffsGeneric[T float32 | float64](x, y []T) float64 {
+	n8 := len(x) &^ 7
+	y = y[:len(x)]
+	var s8 [8]float64
+	for k := 0; k < n8; k += 8 {
+		for l := range s8 {
+			t := float64(x[k+l]) - float64(y[k+l])
+			s8[l] += float64(t * t)
+		}
+	}
+	var s [4]float64
+	for l := range s {
+		s[l] = s8[l] + s8[l+4]
+	}
+	return foldSqDiffs(s, x[n8:], y[n8:])
+}
+
+// foldSqDiffs adds the four lane sums s pairwise and then the tail's
+// squared differences.
+func foldSqDiffs[T float32 | float64](s [4]float64, x, y []T) float64 {
+	tail := 0.0
+	for k := range x {
+		t := float64(x[k]) - float64(y[k])
+		tail += float64(t * t)
+	}
+	return ((s[0] + s[1]) + (s[2] + s[3])) + tail
 }

@@ -197,3 +197,34 @@ func TestMicroKernel32(t *testing.T) {
 		}
 	}
 }
+
+// TestSqDiffs checks sqDiffs (assembly where available) bit for bit against
+// sqDiffsGeneric, whose summation order it promises, and both against a
+// plain sum within rounding, for lengths around the 8-element blocks.
+func TestSqDiffs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	for _, n := range []int{1, 7, 8, 9, 15, 16, 17, 64, 511, 512, 515} {
+		x64, y64 := make([]float64, n), make([]float64, n)
+		x32, y32 := make([]float32, n), make([]float32, n)
+		for k := range x64 {
+			x32[k], y32[k] = float32(rng.NormFloat64()), float32(rng.NormFloat64()*3)
+			x64[k], y64[k] = rng.NormFloat64()*1e3, rng.NormFloat64()
+		}
+		check := func(name string, got, gen float64, x, y func(k int) float64) {
+			want, abs := 0.0, 0.0
+			for k := 0; k < n; k++ {
+				d := x(k) - y(k)
+				want += d * d
+				abs += d * d
+			}
+			if got != gen {
+				t.Errorf("%s n=%d: sqDiffs %v, generic %v: not bit-identical", name, n, got, gen)
+			}
+			if math.Abs(got-want) > float64(n)*1.2e-16*abs {
+				t.Errorf("%s n=%d: %v, plain sum %v", name, n, got, want)
+			}
+		}
+		check("float64", sqDiffs(x64, y64), sqDiffsGeneric(x64, y64), func(k int) float64 { return x64[k] }, func(k int) float64 { return y64[k] })
+		check("float32", sqDiffs(x32, y32), sqDiffsGeneric(x32, y32), func(k int) float64 { return float64(x32[k]) }, func(k int) float64 { return float64(y32[k]) })
+	}
+}

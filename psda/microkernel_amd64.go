@@ -87,3 +87,32 @@ var vectorExp = useFMA
 
 //go:noescape
 func expNegAVX2(dst, src *float64, n int, gamma float64, acc bool)
+
+// sqDiffs returns Σ_k (x[k] − y[k])² over len(x) == len(y) elements in
+// float64, with AVX2 for the multiple-of-8 head when the CPU has it; the
+// result is bit-identical to sqDiffsGeneric's.
+func sqDiffs[T float32 | float64](x, y []T) float64 {
+	n8 := len(x) &^ 7
+	if !useFMA || n8 == 0 {
+		return sqDiffsGeneric(x, y)
+	}
+	_ = y[len(x)-1]
+	var s [4]float64
+	switch x := any(x).(type) {
+	case []float64:
+		sqDiff64(&x[0], &any(y).([]float64)[0], n8, &s)
+	case []float32:
+		sqDiff32(&x[0], &any(y).([]float32)[0], n8, &s)
+	}
+	return foldSqDiffs(s, x[n8:], y[n8:len(x)])
+}
+
+// sqDiff64 is sqDiffsGeneric's head in AVX2 assembly; n % 8 == 0, n >= 8.
+//
+//go:noescape
+func sqDiff64(x, y *float64, n int, s *[4]float64)
+
+// sqDiff32 is sqDiff64 on float32 inputs.
+//
+//go:noescape
+func sqDiff32(x, y *float32, n int, s *[4]float64)

@@ -19,3 +19,6 @@ func expNeg(dst, src []float64, gamma float64, acc bool) { expNegGeneric(dst, sr
 
 // vectorExp reports whether expNeg is a fast vector version.
 const vectorExp = false
+
+// sqDiffs is sqDiffsGeneric without the assembly.
+func sqDiffs[T float32 | float64](x, y []T) float64 { return sqDiffsGeneric(x, y) }
