@@ -3,6 +3,7 @@ package capi
 /*
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 */
 import "C"
 
@@ -12,6 +13,8 @@ import (
 	"runtime/cgo"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/psda-dev/psda/psda"
@@ -28,6 +31,43 @@ type context struct {
 	// mon is read by psda_progress and psda_cancel without taking mu, so
 	// that another thread can follow and stop a computation holding it.
 	mon psda.Monitor
+	// view is C memory holding {done, total, phase}, which compute keeps
+	// equal to mon's progress (psda_progress_view); freed with the context.
+	view *[3]int64
+}
+
+// viewEvery is how often compute copies the progress into the view.
+const viewEvery = 20 * time.Millisecond
+
+// publish copies mon's progress into the view, one atomic store a field.
+func (c *context) publish() {
+	d, ph := c.mon.Progress()
+	atomic.StoreInt64(&c.view[0], d)
+	atomic.StoreInt64(&c.view[2], int64(ph))
+}
+
+// mirror publishes the progress every viewEvery until the returned stop is
+// called, and once more then.
+func (c *context) mirror() (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(viewEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				c.publish()
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		c.publish()
+	}
 }
 
 // lookup returns the context behind h.
@@ -121,6 +161,9 @@ func psda_ctx_new(out *C.uintptr_t) C.int {
 			return fail(errNull, "psda: out is NULL: pass the address of a psda_ctx")
 		}
 		c := &context{cfg: psda.Config{Stages: 2, Discrepancy: psda.MMD, Kernel: psda.RBF}}
+		// C memory, so that C may keep its address (psda_progress_view).
+		c.view = (*[3]int64)(C.calloc(3, 8))
+		c.view[1] = psda.ProgressTotal
 		*out = C.uintptr_t(cgo.NewHandle(c))
 		return nil
 	})
@@ -142,6 +185,8 @@ func psda_ctx_free(h C.uintptr_t) C.int {
 		defer c.mu.Unlock()
 		cgo.Handle(h).Delete()
 		c.res = nil
+		C.free(unsafe.Pointer(c.view))
+		c.view = nil
 		return nil
 	})
 }
@@ -266,7 +311,9 @@ func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
 func (c *context) compute(src, tgt psda.Matrix) *failure {
 	cfg := c.cfg
 	cfg.Monitor = &c.mon
+	stop := c.mirror()
 	m, err := psda.Match(src, tgt, cfg)
+	stop()
 	// A cancel that arrived after the last poll concerned this computation,
 	// which is over: it must not stop the next one.
 	c.mon.Reset()
@@ -426,6 +473,21 @@ func psda_progress(h C.uintptr_t, done, total *C.int64_t, phase *C.int32_t) C.in
 		}
 		d, ph := m.Progress()
 		*done, *total, *phase = C.int64_t(d), C.int64_t(psda.ProgressTotal), C.int32_t(ph)
+		return nil
+	})
+}
+
+//export psda_progress_view
+func psda_progress_view(h C.uintptr_t, view **C.int64_t) C.int {
+	return withoutContext("psda_progress_view", func() *failure {
+		if view == nil {
+			return fail(errNull, "psda: view is NULL: pass the address of a const int64_t pointer")
+		}
+		c, f := lookup(h)
+		if f != nil {
+			return f
+		}
+		*view = (*C.int64_t)(unsafe.Pointer(c.view))
 		return nil
 	})
 }

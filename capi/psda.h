@@ -45,8 +45,9 @@ extern "C" {
 /* PSDA_ABI_MINOR counts compatible additions within one PSDA_ABI_VERSION; a
  * program using a function added in minor m needs psda_abi_minor >= m.
  *   1: psda_abi_minor, psda_progress, psda_cancel, PSDA_ERR_CANCELLED.
- *   2: psda_set_solver. */
-#define PSDA_ABI_MINOR 2
+ *   2: psda_set_solver.
+ *   3: psda_progress_view. */
+#define PSDA_ABI_MINOR 3
 
 /* Status codes. */
 #define PSDA_OK 0            /* success */
@@ -163,6 +164,17 @@ int psda_compute_f64(psda_ctx ctx, const double *source, int64_t n_source,
  * context's lock, so another thread may call it while psda_compute_* runs;
  * it costs a few atomic loads. Errors go to psda_last_error(0, ...). (minor 1) */
 int psda_progress(psda_ctx ctx, int64_t *done, int64_t *total, int32_t *phase);
+
+/* psda_progress_view stores in *view the address of three int64_t, {done,
+ * total, phase} as psda_progress reports them, owned by ctx and valid until
+ * psda_ctx_free: the library copies the progress there about every 20 ms
+ * while a psda_compute_* runs on ctx, and once when it returns. Read each
+ * value with one aligned 64-bit load. Polling this memory costs the
+ * computation nothing, where each psda_progress call from a thread that is
+ * not the library's must wait for a core the computation keeps busy (about
+ * 5 ms a call with 2 cores: a poll every 50 ms slowed an n = 4000 matching
+ * by 15%). Errors go to psda_last_error(0, ...). (minor 3) */
+int psda_progress_view(psda_ctx ctx, const int64_t **view);
 
 /* psda_cancel asks the psda_compute_* running on ctx to stop; it returns at
  * once, without waiting for the computation. The computation notices within

@@ -137,6 +137,8 @@ def test_cancel_from_another_thread_through_the_c_abi():
         assert elapsed < 0.3 + 1.5
         done, total, phase = _native._progress(ctx)
         assert 0 < done < total and phase == "done"
+        # The view (psda_progress_view) holds what psda_progress reports.
+        assert _native._progress_reader(ctx)() == (done, total, phase)
         # The context stays usable.
         small_s, small_t = features(40, 32, 9), features(30, 32, 10)
         _native._check(lib.psda_compute_f32(ctx, small_s.ctypes.data, 40, small_t.ctypes.data, 30, 32), ctx)
@@ -144,5 +146,6 @@ def test_cancel_from_another_thread_through_the_c_abi():
         _native._check(lib.psda_result_sizes(ctx, sizes.ctypes.data, sizes[1:].ctypes.data, sizes[2:].ctypes.data), ctx)
         assert sizes[0] == 40
         assert _native._progress(ctx)[0] == total
+        assert _native._progress_reader(ctx)() == _native._progress(ctx)
     finally:
         lib.psda_ctx_free(ctx)

@@ -366,7 +366,7 @@ struct cancel_arg {
     psda_ctx ctx;
     long ms;
     int status;
-    int64_t done_seen;
+    int64_t done_seen, view_seen;
 };
 
 static void *canceller(void *p) {
@@ -375,8 +375,11 @@ static void *canceller(void *p) {
     int64_t done = 0, total = 0;
     int32_t phase = 0;
     nanosleep(&ts, NULL);
+    const int64_t *view = NULL;
     psda_progress(a->ctx, &done, &total, &phase);
     a->done_seen = done;
+    if (psda_progress_view(a->ctx, &view) == PSDA_OK)
+        a->view_seen = view[0];
     a->status = psda_cancel(a->ctx);
     return NULL;
 }
@@ -391,7 +394,7 @@ static double seconds(void) {
  * the next computation, a cancel from another thread stops a long one
  * promptly, and the context computes normally afterwards. */
 static void test_progress_cancel(void) {
-    enum { M = 2000, DIM = 16 };
+    enum { M = 3000, DIM = 16 }; /* long enough to cancel after 300 ms */
     psda_ctx ctx = 0;
     int64_t done = -1, total = -1, np, nq, ns;
     int32_t phase = -1, minor = -1;
@@ -412,10 +415,18 @@ static void test_progress_cancel(void) {
     expect(psda_progress(ctx, NULL, &total, &phase), PSDA_ERR_NULL, 0, "done", "progress(NULL)");
     expect(psda_progress(ctx, &done, &total, &phase), PSDA_OK, 0, NULL, "progress before compute");
     CHECK(done == 0 && phase == PSDA_PHASE_IDLE, "before compute: done %lld phase %d", (long long)done, phase);
+    const int64_t *view = NULL;
+    expect(psda_progress_view(0, &view), PSDA_ERR_HANDLE, 0, "ctx", "progress_view(0)");
+    expect(psda_progress_view(ctx, NULL), PSDA_ERR_NULL, 0, "view", "progress_view(NULL)");
+    expect(psda_progress_view(ctx, &view), PSDA_OK, 0, NULL, "progress_view");
+    CHECK(view[0] == 0 && view[1] == total && view[2] == PSDA_PHASE_IDLE, "view before compute: %lld/%lld phase %lld",
+          (long long)view[0], (long long)view[1], (long long)view[2]);
 
     expect(psda_compute_f64(ctx, x, 50, y, 40, DIM), PSDA_OK, ctx, NULL, "small compute");
     psda_progress(ctx, &done, &total, &phase);
     CHECK(total > 0 && done == total && phase == PSDA_PHASE_DONE, "after compute: %lld/%lld phase %d", (long long)done, (long long)total, phase);
+    CHECK(view[0] == done && view[1] == total && view[2] == phase, "view after compute: %lld/%lld phase %lld",
+          (long long)view[0], (long long)view[1], (long long)view[2]);
 
     expect(psda_cancel(ctx), PSDA_OK, 0, NULL, "cancel while idle");
     expect(psda_compute_f64(ctx, x, 50, y, 40, DIM), PSDA_ERR_CANCELLED, ctx, "cancel", "pending cancel");
@@ -423,7 +434,7 @@ static void test_progress_cancel(void) {
     expect(psda_compute_f64(ctx, x, 50, y, 40, DIM), PSDA_OK, ctx, NULL, "compute after cancel");
 
     /* A long computation cancelled from another thread after 300 ms. */
-    struct cancel_arg a = {ctx, 300, -1, -1};
+    struct cancel_arg a = {ctx, 300, -1, -1, -1};
     pthread_t th;
     pthread_create(&th, NULL, canceller, &a);
     double t0 = seconds();
@@ -437,6 +448,7 @@ static void test_progress_cancel(void) {
         expect(got, PSDA_ERR_CANCELLED, ctx, "cancel", "cancel from a thread");
         CHECK(took < 0.3 + 2.0, "cancel took effect after %.2f s", took - 0.3);
         CHECK(a.done_seen > 0, "no progress seen after 300 ms (%lld)", (long long)a.done_seen);
+        CHECK(a.view_seen > 0, "no progress in the view after 300 ms (%lld)", (long long)a.view_seen);
     }
     expect(psda_compute_f64(ctx, x, 60, y, 60, DIM), PSDA_OK, ctx, NULL, "compute after a threaded cancel");
     expect(psda_result_sizes(ctx, &np, &nq, &ns), PSDA_OK, ctx, NULL, "sizes after a threaded cancel");
