@@ -6,16 +6,28 @@
 // them lane-wise at the end and store the four lane sums, with separate
 // multiply and add (no FMA): sqDiffGeneric then rounds exactly as they do.
 
+// ARGS loads the arguments (SI = x, DI = y, CX = n/8 blocks, DX = s) and
+// zeroes the accumulators Y0 and Y4.
+#define ARGS \
+	MOVQ x+0(FP), SI; \
+	MOVQ y+8(FP), DI; \
+	MOVQ n+16(FP), CX; \
+	MOVQ s+24(FP), DX; \
+	VXORPD Y0, Y0, Y0; \
+	VXORPD Y4, Y4, Y4; \
+	SHRQ $3, CX
+
+// STORE adds the accumulators lane-wise, stores the four sums at s and returns.
+#define STORE \
+	VADDPD Y4, Y0, Y0; \
+	VMOVUPD Y0, (DX); \
+	VZEROUPPER; \
+	RET
+
 // func sqDiff64(x, y *float64, n int, s *[4]float64)
 // s[l] = sum over k < n, k mod 4 = l of (x[k]-y[k])^2, summed per k mod 8; n % 8 == 0, n >= 8.
 TEXT ·sqDiff64(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), SI
-	MOVQ y+8(FP), DI
-	MOVQ n+16(FP), CX
-	MOVQ s+24(FP), DX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y4, Y4, Y4
-	SHRQ $3, CX
+	ARGS
 
 loop64:
 	VMOVUPD (SI), Y1
@@ -31,21 +43,12 @@ loop64:
 	DECQ CX
 	JNZ loop64
 
-	VADDPD Y4, Y0, Y0
-	VMOVUPD Y0, (DX)
-	VZEROUPPER
-	RET
+	STORE
 
 // func sqDiff32(x, y *float32, n int, s *[4]float64)
 // sqDiff64 on float32 inputs, each converted to float64 first.
 TEXT ·sqDiff32(SB), NOSPLIT, $0-32
-	MOVQ x+0(FP), SI
-	MOVQ y+8(FP), DI
-	MOVQ n+16(FP), CX
-	MOVQ s+24(FP), DX
-	VXORPD Y0, Y0, Y0
-	VXORPD Y4, Y4, Y4
-	SHRQ $3, CX
+	ARGS
 
 loop32:
 	VCVTPS2PD (SI), Y1
@@ -63,7 +66,4 @@ loop32:
 	DECQ CX
 	JNZ loop32
 
-	VADDPD Y4, Y0, Y0
-	VMOVUPD Y0, (DX)
-	VZEROUPPER
-	RET
+	STORE
