@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // TestWarmStart checks that solveLSAP with warmStart returns the optimum the
@@ -103,6 +104,60 @@ func TestWarmStart(t *testing.T) {
 				}
 			}
 			t.Logf("warm start used: %v", ok)
+		})
+	}
+}
+
+// BenchmarkWarmStart times solveLSAP with and without warmStart on the same
+// matrices in one process and reports the ratio (warm/cold, below 1 when the
+// warm start pays): uniform entries, squared distances of Gaussian points in
+// 2 and in 64 dimensions (the shape of PSDA's Stage 1 costs), n = 2000.
+func BenchmarkWarmStart(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	sqdist := func(n, d int) []float64 {
+		x, y := fill(n*d, rng.NormFloat64), fill(n*d, rng.NormFloat64)
+		c := make([]float64, n*n)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				s := 0.0
+				for k := 0; k < d; k++ {
+					t := x[i*d+k] - y[j*d+k]
+					s += t * t
+				}
+				c[i*n+j] = s
+			}
+		}
+		return c
+	}
+	const n = 2000
+	cases := []struct {
+		name string
+		c    []float64
+	}{{"uniform", kinds[0].gen(rng, n, n)}, {"euclid2", sqdist(n, 2)}, {"euclid64", sqdist(n, 64)}}
+	defer func(m int) { warmMin = m }(warmMin)
+	for _, tc := range cases {
+		b.Run(tc.name, func(b *testing.B) {
+			var cold, warm time.Duration
+			for i := 0; i < b.N; i++ {
+				for _, on := range []bool{false, true} {
+					warmMin = 1 << 30
+					if on {
+						warmMin = 256
+					}
+					t0 := time.Now()
+					if _, err := solveLSAP(tc.c, n, n, nil); err != nil {
+						b.Fatal(err)
+					}
+					if on {
+						warm += time.Since(t0)
+					} else {
+						cold += time.Since(t0)
+					}
+				}
+			}
+			b.ReportMetric(cold.Seconds()/float64(b.N), "cold-s/op")
+			b.ReportMetric(warm.Seconds()/float64(b.N), "warm-s/op")
+			b.ReportMetric(warm.Seconds()/cold.Seconds(), "warm/cold")
 		})
 	}
 }
