@@ -214,19 +214,26 @@ func smallestK(row, p, topV []float64, topJ []int) int {
 		if h >= thr {
 			continue
 		}
-		if m == len(topV) {
-			m--
-		}
-		t := m
-		for t > 0 && topV[t-1] > h {
-			topV[t], topJ[t] = topV[t-1], topJ[t-1]
-			t--
-		}
-		topV[t], topJ[t] = h, j
-		m++
-		if m == len(topV) {
+		if m = insertSorted(topV, topJ, m, h, j); m == len(topV) {
 			thr = topV[m-1]
 		}
 	}
 	return m
+}
+
+// insertSorted inserts value h with index j into the ascending list
+// v[:m], ix[:m] of capacity len(v), dropping the largest entry when the list
+// is full (the caller has checked that h is smaller), and returns the new
+// length.
+func insertSorted[I int | int32](v []float64, ix []I, m int, h float64, j I) int {
+	if m == len(v) {
+		m--
+	}
+	t := m
+	for t > 0 && v[t-1] > h {
+		v[t], ix[t] = v[t-1], ix[t-1]
+		t--
+	}
+	v[t], ix[t] = h, j
+	return m + 1
 }

@@ -298,17 +298,7 @@ func (l *colLists) insert(j int, h float64, i int32) {
 		return
 	}
 	cv, ci := l.v[j*k:j*k+k], l.i[j*k:j*k+k]
-	t := l.m[j]
-	if t == k {
-		t--
-	}
-	l.m[j] = t + 1
-	for t > 0 && cv[t-1] > h {
-		cv[t], ci[t] = cv[t-1], ci[t-1]
-		t--
-	}
-	cv[t], ci[t] = h, i
-	if l.m[j] == k {
+	if l.m[j] = insertSorted(cv, ci, l.m[j], h, i); l.m[j] == k {
 		l.thr[j] = cv[k-1]
 	}
 }
