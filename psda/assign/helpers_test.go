@@ -133,3 +133,13 @@ func certifyAndBreak(t *testing.T, c []float64, nr, nc int, s *Solution, breaks 
 		}
 	}
 }
+
+// forbidDiagonal returns a copy of the n×n matrix c with +Inf on the
+// diagonal: the symmetric assignment relaxation's matrix.
+func forbidDiagonal(c []float64, n int) []float64 {
+	cc := append([]float64(nil), c...)
+	for i := 0; i < n; i++ {
+		cc[i*n+i] = inf
+	}
+	return cc
+}

@@ -14,26 +14,6 @@ import (
 // several.
 func TestWarmStart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	euclid := func(n int, diagInf bool) []float64 {
-		// Squared distances of 2-D points: PSDA's Stage 1 costs at d = 2.
-		x, y := fill(2*n, rng.NormFloat64), fill(2*n, rng.NormFloat64)
-		c := make([]float64, n*n)
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				dx, dy := x[2*i]-y[2*j], x[2*i+1]-y[2*j+1]
-				c[i*n+j] = dx*dx + dy*dy
-			}
-		}
-		if diagInf { // symmetric, as the Stage 2 relaxation
-			for i := 0; i < n; i++ {
-				for j := 0; j < i; j++ {
-					c[i*n+j] = c[j*n+i]
-				}
-				c[i*n+i] = inf
-			}
-		}
-		return c
-	}
 	cases := []struct {
 		name     string
 		n        int
@@ -42,8 +22,8 @@ func TestWarmStart(t *testing.T) {
 	}{
 		{"uniform", 400, func(n int) []float64 { return kinds[0].gen(rng, n, n) }, true},
 		{"uniform/parts", 1100, func(n int) []float64 { return kinds[0].gen(rng, n, n) }, true},
-		{"euclid", 500, func(n int) []float64 { return euclid(n, false) }, false},
-		{"euclid/diagInf", 500, func(n int) []float64 { return euclid(n, true) }, false},
+		{"euclid", 500, func(n int) []float64 { return stage1Cost(n, n, 2, 9) }, false},
+		{"stage2/diagInf", 500, func(n int) []float64 { return forbidDiagonal(stage2Cost(n, 10), n) }, false},
 		{"int0to3", 400, func(n int) []float64 { return kinds[1].gen(rng, n, n) }, false},
 		{"signedWide", 400, func(n int) []float64 { return kinds[3].gen(rng, n, n) }, false},
 		{"constant", 300, func(n int) []float64 { return kinds[2].gen(rng, n, n) }, false},
@@ -114,26 +94,11 @@ func TestWarmStart(t *testing.T) {
 // 2 and in 64 dimensions (the shape of PSDA's Stage 1 costs), n = 2000.
 func BenchmarkWarmStart(b *testing.B) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	sqdist := func(n, d int) []float64 {
-		x, y := fill(n*d, rng.NormFloat64), fill(n*d, rng.NormFloat64)
-		c := make([]float64, n*n)
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				s := 0.0
-				for k := 0; k < d; k++ {
-					t := x[i*d+k] - y[j*d+k]
-					s += t * t
-				}
-				c[i*n+j] = s
-			}
-		}
-		return c
-	}
 	const n = 2000
 	cases := []struct {
 		name string
 		c    []float64
-	}{{"uniform", kinds[0].gen(rng, n, n)}, {"euclid2", sqdist(n, 2)}, {"euclid64", sqdist(n, 64)}}
+	}{{"uniform", kinds[0].gen(rng, n, n)}, {"euclid2", stage1Cost(n, n, 2, 3)}, {"euclid64", stage1Cost(n, n, 64, 4)}}
 	defer func(m int) { warmMin = m }(warmMin)
 	for _, tc := range cases {
 		b.Run(tc.name, func(b *testing.B) {
