@@ -444,34 +444,35 @@ func psda_abi_minor(out *C.int32_t) C.int {
 	})
 }
 
-// onMonitor runs body on the Monitor of the context behind h without taking
-// the context's lock (a computation may hold it), recording failures in the
-// global error slot.
-func onMonitor(h C.uintptr_t, fn string, body func(m *psda.Monitor) *failure) C.int {
+// onUnlocked runs body on the context behind h without taking its lock (a
+// computation may hold it), recording failures in the global error slot:
+// for the fields that other threads may read during a computation, the
+// Monitor and the progress view.
+func onUnlocked(h C.uintptr_t, fn string, body func(c *context) *failure) C.int {
 	return withoutContext(fn, func() *failure {
 		c, f := lookup(h)
 		if f != nil {
 			return f
 		}
-		return body(&c.mon)
+		return body(c)
 	})
 }
 
 //export psda_cancel
 func psda_cancel(h C.uintptr_t) C.int {
-	return onMonitor(h, "psda_cancel", func(m *psda.Monitor) *failure {
-		m.Cancel()
+	return onUnlocked(h, "psda_cancel", func(c *context) *failure {
+		c.mon.Cancel()
 		return nil
 	})
 }
 
 //export psda_progress
 func psda_progress(h C.uintptr_t, done, total *C.int64_t, phase *C.int32_t) C.int {
-	return onMonitor(h, "psda_progress", func(m *psda.Monitor) *failure {
+	return onUnlocked(h, "psda_progress", func(c *context) *failure {
 		if done == nil || total == nil || phase == nil {
 			return fail(errNull, "psda: done, total or phase is NULL: pass two int64_t and one int32_t address")
 		}
-		d, ph := m.Progress()
+		d, ph := c.mon.Progress()
 		*done, *total, *phase = C.int64_t(d), C.int64_t(psda.ProgressTotal), C.int32_t(ph)
 		return nil
 	})
@@ -479,13 +480,9 @@ func psda_progress(h C.uintptr_t, done, total *C.int64_t, phase *C.int32_t) C.in
 
 //export psda_progress_view
 func psda_progress_view(h C.uintptr_t, view **C.int64_t) C.int {
-	return withoutContext("psda_progress_view", func() *failure {
+	return onUnlocked(h, "psda_progress_view", func(c *context) *failure {
 		if view == nil {
 			return fail(errNull, "psda: view is NULL: pass the address of a const int64_t pointer")
-		}
-		c, f := lookup(h)
-		if f != nil {
-			return f
 		}
 		*view = (*C.int64_t)(unsafe.Pointer(c.view))
 		return nil
