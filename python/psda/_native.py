@@ -229,8 +229,7 @@ def _progress_reader(ctx: int) -> Callable[[], Tuple[int, int, str]]:
         view = (ctypes.c_int64 * 3).from_address(addr.value)
 
         def read() -> Tuple[int, int, str]:
-            done, total, phase = view[0], view[1], view[2]
-            return done, total, PHASES[phase] if 0 <= phase < len(PHASES) else str(phase)
+            return view[0], view[1], _phase_name(view[2])
 
         return read
 
@@ -242,7 +241,12 @@ def _progress(ctx: int) -> Tuple[int, int, str]:
     v = np.zeros(2, dtype=np.int64)
     phase = ctypes.c_int32()
     _check(_lib.psda_progress(ctx, _addr(v), _addr(v[1:]), ctypes.byref(phase)))
-    return int(v[0]), int(v[1]), PHASES[phase.value] if 0 <= phase.value < len(PHASES) else str(phase.value)
+    return int(v[0]), int(v[1]), _phase_name(phase.value)
+
+
+def _phase_name(phase: int) -> str:
+    """The name in PHASES of a PSDA_PHASE_* value (its number if unknown)."""
+    return PHASES[phase] if 0 <= phase < len(PHASES) else str(phase)
 
 
 def _run(ctx: int, progress: Optional[Callable[[int, int, str], None]], fn, *args) -> int:
