@@ -27,7 +27,7 @@ type Matching struct {
 	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
 	Stage2Cost float64
 	// selfPending reports that Stage1Cost still lacks the self-kernel
-	// term, which the sparse Stage 2 adds (stage1Model.noSelf).
+	// term, which Stage 2 adds from its pass (stage1Model.noSelf, addSelf).
 	selfPending bool
 	// Stage2Bound is a lower bound on the optimal Stage2Cost (half the optimum of
 	// the symmetric assignment relaxation); Stage2Cost == Stage2Bound proves
