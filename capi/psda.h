@@ -135,9 +135,8 @@ int psda_set_gammas(psda_ctx ctx, const double *gammas, size_t n);
  *       O(n * (dim + K)) for K candidates per row. Stage 1 is certified
  *       optimal against every dense edge, so its cost equals the dense
  *       solver's (the pairs may differ only between tied optima); Stage 2
- *       reports a lower bound as the dense path does. The RBF and linear MMD
- *       have both paths; CORAL's Stage 2 is dense only, so "sparse" with
- *       "coral" and 2 stages fails.
+ *       reports a lower bound as the dense path does. Every discrepancy
+ *       and kernel has both paths.
  * An unknown name makes psda_compute_* fail with PSDA_ERR_INVALID. */
 int psda_set_solver(psda_ctx ctx, const char *name);
 

@@ -79,7 +79,7 @@ type Config struct {
 	Gammas      []float64 // RBF mixture; nil means DefaultGammas
 	// Solver picks how each stage is solved: Dense, Sparse, or Auto (also
 	// ""), which goes sparse for a stage whose dense cost matrix would exceed
-	// 3 GiB. Both are exact; CORAL's Stage 2 is dense only.
+	// 3 GiB. Both are exact.
 	Solver string
 	// Monitor, when non-nil, receives Match's progress and lets another
 	// goroutine cancel it.
@@ -117,11 +117,7 @@ func (c Config) validate() error {
 		return fmt.Errorf("psda: discrepancy = %q: want %q or %q", c.Discrepancy, MMD, CORAL)
 	}
 	switch c.Solver {
-	case "", Auto, Dense:
-	case Sparse:
-		if c.Discrepancy == CORAL && c.Stages == 2 {
-			return fmt.Errorf("psda: solver = %q with CORAL and stages = 2: CORAL's Stage 2 has no sparse path; use solver = %q or %q, or stages = 1", Sparse, Auto, Dense)
-		}
+	case "", Auto, Dense, Sparse:
 	default:
 		return fmt.Errorf("psda: solver = %q: want %q, %q or %q", c.Solver, Auto, Dense, Sparse)
 	}

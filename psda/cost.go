@@ -1,5 +1,10 @@
 package psda
 
+import (
+	"slices"
+	"sync"
+)
+
 // This file computes the paper's cost matrices (section "Cost computation"):
 // Stage 1 C^st (n_s×n_t) and Stage 2 C^MM (pairs×pairs), for the MMD with a
 // linear or RBF-mixture kernel and for CORAL. Every entry is the full
@@ -128,13 +133,9 @@ func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
 	return c, m
 }
 
-// stage2Dense is stage2Costs that also returns the MMD's model (nil for
-// CORAL), whose sums Match reads after the pass.
+// stage2Dense is stage2Costs that also returns the model, whose sums Match
+// reads after the pass.
 func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *stage2Model) {
-	if cfg.Discrepancy == CORAL {
-		c, m := coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
-		return c, m, nil
-	}
 	md := newStage2Model(src, tgt, cfg, pairs, true)
 	c, m := md.dense(cfg.Monitor)
 	return c, m, md
@@ -158,8 +159,8 @@ func (md *stage2Model) dense(mon *Monitor) ([]float64, int) {
 // stage2Model is C^MM over the P pairs as
 // c_rq = (node[r] + node[q] + coef·V_rq)·scale, where the cross part V needs
 // a Gram pass over all pairs; single[r]·scale is the cost of leaving pair r
-// alone (the dummy node when P is odd). The MMD only: CORAL's cross part
-// takes two Gram passes.
+// alone (the dummy node when P is odd). CORAL's cross part is its whole cost
+// (node terms 0), from two Gram products per block of pairs.
 type stage2Model struct {
 	p, m        int
 	scale, coef float64
@@ -173,7 +174,8 @@ type stage2Model struct {
 	// finish returns node and single; valid once a full pass has completed
 	// (approximate after a float32 one).
 	finish func() (node, single []float64)
-	// at returns V_rq from the features alone (O(d)), for single entries.
+	// at returns V_rq from the features alone (O(d)), for single entries;
+	// safe for concurrent use.
 	at func(r, q int) float64
 	// selfSums, when not nil, returns the sums over all pairs of the
 	// self-kernel sums of their sources and of their targets, each weighted
@@ -182,10 +184,13 @@ type stage2Model struct {
 	selfSums func() (ss, tt float64)
 }
 
-// newStage2Model returns the split of the MMD's C^MM; factored allows the
+// newStage2Model returns the split of C^MM; factored allows the
 // RBF mixture to store the kernel against the smaller side when that saves
 // work (dense path only: it holds P·n_small values).
 func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, factored bool) *stage2Model {
+	if cfg.Discrepancy == CORAL {
+		return coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+	}
 	if cfg.Kernel == Linear {
 		return linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
 	}
@@ -781,13 +786,16 @@ func coralStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 //
 //	− 2 tr(Ca Gab Ca Gabᵀ),
 //
-// with the 2×2 Gram blocks Gaa = A2ᵀA2, Gbb = B2ᵀB2, Gab = A2ᵀB2. The cross
-// terms come from two symmetric Gram passes: the 2P vectors (a_r, b_r)
-// interleaved, and ψ_rq = a_rᵀF a_q − b_rᵀF b_q as the product of [a_r, b_r]
-// with [F a_q, −F b_q] (F a is stored: (n_s+n_t)·d float64).
-func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64, int) {
-	p, m := len(pairs), stage2Size(len(pairs))
-	d := src.D
+// with the 2×2 Gram blocks Gaa = A2ᵀA2, Gbb = B2ᵀB2, Gab = A2ᵀB2. The
+// model's cross part is all of C_rq (node terms 0): it is not node terms
+// plus one Gram entry. A pass runs two Gram products per block of
+// 2·tileSize pairs: the interleaved vectors (a_q, b_q) against the block's
+// (a_r, b_r), and ψ_rq = a_rᵀF a_q − b_rᵀF b_q as
+// [F a_q, −F b_q]·[a_r, b_r] (F a is stored: (n_s+n_t)·d float64). The
+// block is the narrow side so that the tiles of the other spread over the
+// cores; a full pass visits q >= r (the block's first pair) only.
+func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Model {
+	p, d := len(pairs), src.D
 	ms, mt := colMeans(src), colMeans(tgt)
 	fk := float64(k)
 	fcoef := func(n int) float64 { return (fk-2)/(fk-1)*float64(n-1)/float64(n) - 1 }
@@ -806,6 +814,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64,
 		psi[r] = dot(ra, fa[is[r]*d:(is[r]+1)*d]) - dot(rb, fb[js[r]*d:(js[r]+1)*d])
 	}
 	ca0, ca1 := 1/fk, -1/(fk*(fk-1))
+	f2, beta := dot(f, f), 1/(fk*(fk-1))
 	// rank returns ‖A2 Ca A2ᵀ − B2 Ca B2ᵀ‖_F² from the Gram entries among a_r, a_q, b_r, b_q.
 	rank := func(r int, aq, bq, arbq, aqbr, aqq, bqq, aqbq float64) float64 {
 		gaa := [4]float64{naa[r], aq, aq, aqq}
@@ -814,56 +823,112 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) ([]float64,
 		gba := [4]float64{nab[r], aqbr, arbq, aqbq}
 		return trCGCH(ca0, ca1, gaa, gaa) + trCGCH(ca0, ca1, gbb, gbb) - 2*trCGCH(ca0, ca1, gab, gba)
 	}
-	c := make([]float64, m*m)
-	z := vectors{n: 2 * p, d: d, fill: func(r int, dst []float64) {
-		if r%2 == 0 {
-			ap.fill(r/2, dst)
-		} else {
-			bp.fill(r/2, dst)
+	// z_2r = a_r, z_2r+1 = b_r; x_r = [a_r, b_r]; y_r = [F a_r, −F b_r].
+	// z(nil, from) holds the pairs from..p−1, z(idx, 0) the pairs idx.
+	z := func(idx []int, from int) vectors {
+		n := 2 * (p - from)
+		if idx != nil {
+			n = 2 * len(idx)
 		}
-	}}
-	gram(z, z, true, dots, mon, func(t *tile) {
-		r0, q0 := t.i0/2, t.j0/2
-		for ri := 0; ri < t.ni/2; ri++ {
-			r := r0 + ri
-			ga, gb := t.g[2*ri*t.ld:], t.g[(2*ri+1)*t.ld:]
-			for qi := upperFrom(t, ri); qi < t.nj/2; qi++ {
-				q := q0 + qi
-				// ga[2qi] = a_r·a_q, ga[2qi+1] = a_r·b_q, gb[2qi] = b_r·a_q, gb[2qi+1] = b_r·b_q.
-				v := rank(r, ga[2*qi], gb[2*qi+1], ga[2*qi+1], gb[2*qi], naa[q], nbb[q], nab[q])
-				c[r*m+q] = v
-				c[q*m+r] = v
+		return vectors{n: n, d: d, fill: func(i int, dst []float64) {
+			r := from + i/2
+			if idx != nil {
+				r = idx[i/2]
 			}
-		}
-	})
-	// ψ_rq = [a_r, b_r]·[F a_q, −F b_q].
-	x := vectors{n: p, d: 2 * d, fill: func(r int, dst []float64) {
-		ap.fill(r, dst[:d])
-		bp.fill(r, dst[d:])
-	}}
-	y := vectors{n: p, d: 2 * d, fill: func(r int, dst []float64) {
-		copy(dst[:d], fa[is[r]*d:(is[r]+1)*d])
-		for k, v := range fb[js[r]*d : (js[r]+1)*d] {
-			dst[d+k] = -v
-		}
-	}}
-	f2, beta := dot(f, f), 1/(fk*(fk-1))
-	gram(x, y, true, dots, mon, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			r := t.i0 + i
-			for j := upperFrom(t, i); j < t.nj; j++ {
-				q := t.j0 + j
-				c[r*m+q] += f2 + 2*(psi[r]+psi[q])/fk - 4*beta*t.g[i*t.ld+j]
-				c[q*m+r] = c[r*m+q]
+			if i%2 == 0 {
+				ap.fill(r, dst)
+			} else {
+				bp.fill(r, dst)
 			}
+		}}
+	}
+	x := func(idx []int) vectors {
+		return vectors{n: len(idx), d: 2 * d, fill: func(i int, dst []float64) {
+			ap.fill(idx[i], dst[:d])
+			bp.fill(idx[i], dst[d:])
+		}}
+	}
+	y := func(from int) vectors {
+		return vectors{n: p - from, d: 2 * d, fill: func(i int, dst []float64) {
+			r := from + i
+			copy(dst[:d], fa[is[r]*d:(is[r]+1)*d])
+			for k, v := range fb[js[r]*d : (js[r]+1)*d] {
+				dst[d+k] = -v
+			}
+		}}
+	}
+	pass := func(sc scope, emit func(r, q0 int, v []float64)) {
+		// Blocks of 2·tileSize pairs: four tiles of z vectors, the buffer
+		// 2·tileSize·P float64.
+		rows, nb := indices(sc.rows, p), 2*tileSize
+		buf := make([]float64, min(nb, len(rows))*p)
+		for b0 := 0; b0 < len(rows); b0 += nb {
+			blk := rows[b0:min(len(rows), b0+nb)]
+			from := 0
+			if sc.rows == nil {
+				from = blk[0]
+			}
+			nq := p - from
+			v := buf[:len(blk)*nq]
+			// Tile rows: a_q, b_q (q = from + (t.i0+i)/2); columns: a_r, b_r of the block.
+			// The epilogues walk the tiles by column so that they write
+			// the buffer's rows in order.
+			sc.gram(z(nil, from), z(blk, 0), false, dots, mon, func(t *tile) {
+				for ri := 0; ri < t.nj/2; ri++ {
+					r, out := blk[t.j0/2+ri], v[(t.j0/2+ri)*nq+t.i0/2:][:t.ni/2]
+					for qi := range out {
+						q := from + t.i0/2 + qi
+						ga, gb := t.g[2*qi*t.ld:], t.g[(2*qi+1)*t.ld:]
+						out[qi] = rank(r, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], naa[q], nbb[q], nab[q])
+					}
+				}
+			})
+			sc.gram(y(from), x(blk), false, dots, mon, func(t *tile) {
+				for j := 0; j < t.nj; j++ {
+					r, out := blk[t.j0+j], v[(t.j0+j)*nq+t.i0:][:t.ni]
+					for i := range out {
+						q := from + t.i0 + i
+						out[i] += f2 + 2*(psi[r]+psi[q])/fk - 4*beta*t.g[i*t.ld+j]
+					}
+				}
+			})
+			if mon.err() != nil {
+				return
+			}
+			parallelRows(len(blk), func(i0, i1 int) {
+				for i := i0; i < i1; i++ {
+					r, row := blk[i], v[i*nq:(i+1)*nq]
+					if sc.rows == nil {
+						emit(r, r+1, row[r+1-from:])
+					} else {
+						emit(r, 0, row)
+					}
+				}
+			})
 		}
-	})
+	}
 	single := make([]float64, p)
 	for r := range single {
 		single[r] = f2 + 2*psi[r]/fk + rank(r, 0, 0, 0, 0, 0, 0, 0)
 	}
-	finishStage2(c, m, p, 1, func(r, q int, v float64) float64 { return v }, single, mon)
-	return c, m
+	bufs := sync.Pool{New: func() any { return new([4][]float64) }}
+	return &stage2Model{p: p, m: stage2Size(p), scale: 1, coef: 1, pass: pass,
+		finish: func() ([]float64, []float64) { return make([]float64, p), single },
+		at: func(r, q int) float64 {
+			bs := bufs.Get().(*[4][]float64)
+			defer bufs.Put(bs)
+			for i := range bs {
+				bs[i] = slices.Grow(bs[i][:0], d)[:d]
+			}
+			ar, br, aq, bq := bs[0], bs[1], bs[2], bs[3]
+			ap.fill(r, ar)
+			bp.fill(r, br)
+			ap.fill(q, aq)
+			bp.fill(q, bq)
+			pq := dot(ar, fa[is[q]*d:(is[q]+1)*d]) - dot(br, fb[js[q]*d:(js[q]+1)*d])
+			return rank(r, dot(ar, aq), dot(br, bq), dot(ar, bq), dot(aq, br), naa[q], nbb[q], nab[q]) +
+				f2 + 2*(psi[r]+psi[q])/fk - 4*beta*pq
+		}}
 }
 
 // trCGCH returns tr(C G C H) for 2×2 matrices stored row-major, with

@@ -73,6 +73,6 @@ func checkMemory(ns, nt int, cfg Config) error {
 	}
 	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %.1f GB for its dense cost matrices, "+
 		"but only %.1f GB of memory is available: match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, "+
-		"use solver = \"sparse\" (MMD; CORAL with stages = 1), or run on a machine with more memory",
+		"use solver = \"sparse\", or run on a machine with more memory",
 		ns, nt, cfg.Stages, float64(need)/1e9, float64(avail)/1e9)
 }

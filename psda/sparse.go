@@ -62,11 +62,10 @@ func useSparse(cfg Config, bytes int64) bool {
 }
 
 // sparseStages reports which stages of a Match of these sizes run on the
-// sparse path; CORAL's Stage 2 never does (no sparse model), and sparse2 is
-// false with one stage.
+// sparse path; sparse2 is false with one stage.
 func sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 	s1, s2 := stageBytes(ns, nt)
-	return useSparse(cfg, s1), cfg.Stages == 2 && cfg.Discrepancy != CORAL && useSparse(cfg, s2)
+	return useSparse(cfg, s1), cfg.Stages == 2 && useSparse(cfg, s2)
 }
 
 // nearest keeps, for each of n items, the k (value, index, aux) entries with

@@ -3,6 +3,8 @@ package psda
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
+	"sync/atomic"
 	"testing"
 )
 
@@ -23,8 +25,12 @@ func TestSparseEqualsDense(t *testing.T) {
 	}{
 		{"rbf", Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Stages: 2}},
 		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear, Stages: 2}},
-		{"coral", Config{BatchSize: 4, Discrepancy: CORAL, Stages: 1}},
+		{"coral", Config{BatchSize: 4, Discrepancy: CORAL, Stages: 2}},
 	}
+	// Small tiles: CORAL's Stage 2 passes take the pairs in blocks of two
+	// tiles, so that several blocks and partial blocks run.
+	defer func(ts int) { tileSize = ts }(tileSize)
+	tileSize = 48
 	for _, kc := range [][2]int{{32, 32}, {2, 1}} {
 		defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
 		sparseK, sparseAdd = kc[0], kc[1]
@@ -126,5 +132,84 @@ func checkQuads(t *testing.T, m *Matching, p int) {
 	}
 	if len(m.Singles) != p%2 {
 		t.Fatalf("%d singles for %d pairs", len(m.Singles), p)
+	}
+}
+
+// TestModelPasses checks the cost models' contract that the sparse path
+// rests on, against their dense matrices (themselves checked against the
+// paper's formulas in cost_test.go): a pass over some rows (Stage 1: or some
+// columns) and single entries give the same costs as the full pass. Small
+// tiles, so that passes span several tiles and CORAL's several blocks.
+func TestModelPasses(t *testing.T) {
+	defer func(ts int) { tileSize = ts }(tileSize)
+	tileSize = 48
+	cfgs := []struct {
+		name string
+		cfg  Config
+	}{
+		{"rbf", Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF}},
+		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear}},
+		{"coral", Config{BatchSize: 4, Discrepancy: CORAL}},
+	}
+	rel := func(a, b float64) float64 { return math.Abs(a-b) / (1 + math.Abs(b)) }
+	for _, sh := range [][2]int{{150, 150}, {151, 120}, {90, 203}} {
+		for _, cc := range cfgs {
+			t.Run(fmt.Sprintf("%dx%d/%s", sh[0], sh[1], cc.name), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(sh[0]), uint64(sh[1])))
+				src, tgt := benchFeatures(sh[0], 24, 1), benchFeatures(sh[1], 24, 2)
+				ns, nt := src.N, tgt.N
+				m1 := newStage1Model(src, tgt, cc.cfg)
+				c1 := m1.dense(ns, nt, nil)
+				rt, ct := m1.terms()
+				rows, cols := rng.Perm(ns)[:ns/3], rng.Perm(nt)[:nt/3]
+				check1 := func(what string, i, j int, x float64) {
+					if got := (rt[i] + ct[j] + x) * m1.scale; rel(got, c1[i*nt+j]) > 1e-12 {
+						t.Errorf("stage 1 %s (%d, %d): %.15g, dense %.15g", what, i, j, got, c1[i*nt+j])
+					}
+				}
+				m1.pass(scope{rows: rows}, func(i, j0 int, x []float64) {
+					for k, v := range x {
+						check1("row pass", rows[i], j0+k, v)
+					}
+				})
+				m1.pass(scope{cols: cols}, func(i, j0 int, x []float64) {
+					for k, v := range x {
+						check1("column pass", i, cols[j0+k], v)
+					}
+				})
+				for range 50 {
+					i, j := rng.IntN(ns), rng.IntN(nt)
+					check1("entry", i, j, m1.at(i, j))
+				}
+				pairs := coveringPairs(rng, ns, nt)
+				m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
+				c2, m := m2.dense(nil)
+				node, _ := m2.finish()
+				p := len(pairs)
+				check2 := func(what string, r, q int, v float64) {
+					if r == q {
+						return
+					}
+					if got := (node[r] + node[q] + m2.coef*v) * m2.scale; rel(got, c2[r*m+q]) > 1e-12 {
+						t.Errorf("stage 2 %s (%d, %d): %.15g, dense %.15g", what, r, q, got, c2[r*m+q])
+					}
+				}
+				sub := rng.Perm(p)[:p/2]
+				var seen atomic.Int64 // emit runs concurrently (hence Errorf above)
+				m2.pass(scope{rows: sub}, func(r, q0 int, v []float64) {
+					for k, x := range v {
+						check2("row pass", r, q0+k, x)
+					}
+					seen.Add(int64(len(v)))
+				})
+				if int(seen.Load()) != len(sub)*p {
+					t.Fatalf("stage 2 row pass emitted %d entries, want %d", seen.Load(), len(sub)*p)
+				}
+				for range 50 {
+					r, q := rng.IntN(p), rng.IntN(p)
+					check2("entry", r, q, m2.at(r, q))
+				}
+			})
+		}
 	}
 }

@@ -107,6 +107,8 @@ SOLVER_CASES = {
     "90x200 linear": (90, 200, 4, "mmd", "linear", 2, np.float64),
     "121x121 rbf float32": (121, 121, 6, "mmd", "rbf", 2, np.float32),
     "133x47 coral stages 1": (133, 47, 3, "coral", "rbf", 1, np.float64),
+    "140x90 coral": (140, 90, 6, "coral", "rbf", 2, np.float64),
+    "101x101 coral float32": (101, 101, 5, "coral", "rbf", 2, np.float32),
     "20x150 rbf stages 1": (20, 150, 3, "mmd", "rbf", 1, np.float64),
 }
 
@@ -314,8 +316,6 @@ BAD_MATCH = {
     "unknown solver": (S, T, {"solver": "simplex"}, ValueError, ["solver = 'simplex'", "'auto'", "'dense'", "'sparse'"]),
     "solver None": (S, T, {"solver": None}, ValueError, ["solver = None", "'auto'"]),
     "solver checked before the data": (_with_nan(S, 1, 1), T, {"solver": "lu"}, ValueError, ["solver = 'lu'"]),
-    "sparse coral stages 2": (S, T, {"discrepancy": "coral", "solver": "sparse"}, ValueError,
-                              ["solver = 'sparse'", "coral", "stages=2", "stages=1"]),
 }
 
 
@@ -359,8 +359,6 @@ def test_go_core_validates_too(rng):
         _native.match(s, t, batch_size=4, **{**kw, "kernel": "poly"})
     with pytest.raises(ValueError, match="solver"):
         _native.match(s, t, batch_size=4, **kw, solver="simplex")
-    with pytest.raises(ValueError, match="solver.*CORAL"):
-        _native.match(s, t, batch_size=4, **{**kw, "discrepancy": "coral"}, solver="sparse")
 
 
 def test_library_without_solver_choice(rng, monkeypatch):

@@ -515,8 +515,6 @@ BAD_SAMPLER = {
     "drop_last not bool": ((S, T, 4), {"drop_last": "yes"}, TypeError, ["drop_last = 'yes'"]),
     "seed not int": ((S, T, 4), {"seed": "0"}, TypeError, ["seed = '0'"]),
     "unknown solver": ((S, T, 4), {"solver": "fast"}, ValueError, ["solver = 'fast'", "'auto'", "'dense'", "'sparse'"]),
-    "sparse coral stages 2": ((S, T, 4), {"solver": "sparse", "discrepancy": "coral"}, ValueError,
-                              ["solver = 'sparse'", "coral", "stages=1"]),
 }
 
 

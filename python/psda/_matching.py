@@ -369,20 +369,14 @@ def _check_config(
     return batch_size, stages, discrepancy, kernel, gammas
 
 
-def _check_solver(solver: Any, discrepancy: str, stages: int) -> str:
-    """Validates solver (after _check_config) and returns it in lower case."""
+def _check_solver(solver: Any) -> str:
+    """Validates solver and returns it in lower case."""
     if not isinstance(solver, str) or solver.lower() not in _SOLVERS:
         raise ValueError(
             f"solver = {solver!r}: want 'auto' (dense while a stage's cost matrix fits in 3 GiB, sparse beyond), "
             "'dense' or 'sparse'"
         )
-    solver = solver.lower()
-    if solver == "sparse" and discrepancy == "coral" and stages == 2:
-        raise ValueError(
-            "solver = 'sparse' with discrepancy='coral' and stages=2: CORAL's Stage 2 has no sparse path; "
-            "use solver='auto' or 'dense', or stages=1"
-        )
-    return solver
+    return solver.lower()
 
 
 def _check_batch_fits(batch_size: int, n_source: int, n_target: int) -> None:
@@ -569,8 +563,7 @@ def match(
             lower bound ``stage2_bound``. Memory O(P·(d + K)), so 50,000 per
             domain fit; slower than dense on small inputs. ``"auto"``
             (default) is dense for a stage whose cost matrix takes at most
-            3 GiB, sparse beyond. CORAL's Stage 2 has no sparse path:
-            ``"sparse"`` with ``discrepancy="coral"`` needs ``stages=1``.
+            3 GiB, sparse beyond.
 
     Returns:
         A :class:`Matching`.
@@ -594,7 +587,7 @@ def match(
         True
     """
     batch_size, stages, discrepancy, kernel, gammas = _check_config(batch_size, stages, discrepancy, kernel, gammas)
-    solver = _check_solver(solver, discrepancy, stages)
+    solver = _check_solver(solver)
     progress = _check_progress(progress)
     s, t = _as_pair(source, target, ("source", "target"))
     _check_batch_fits(batch_size, s.shape[0], t.shape[0])

@@ -185,8 +185,6 @@ def _na_reason(method: str, k: int, args) -> Optional[str]:
         return "odd k"
     if args.discrepancy == "coral" and k < 2:
         return "CORAL needs k >= 2"
-    if method == "double-paired" and args.discrepancy == "coral" and args.solver == "sparse":
-        return "no sparse CORAL Stage 2"
     return None
 
 

@@ -122,8 +122,7 @@ class PairedBatchSampler(_Base):
             matrix takes at most 3 GiB, sparse beyond), ``"dense"`` or
             ``"sparse"`` (candidate edges plus pricing passes, memory
             O(P·(d + K)) instead of n_source·n_target and P² floats). Both are
-            exact; see :func:`psda.match`. ``"sparse"`` with CORAL needs
-            ``stages=1``.
+            exact; see :func:`psda.match`.
 
     Raises:
         TypeError, ValueError: for invalid features or settings, naming the
@@ -165,7 +164,7 @@ class PairedBatchSampler(_Base):
         # changed across versions), so it is not called.
         cfg = _check_config(batch_size, stages, discrepancy, kernel, gammas)
         self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas = cfg
-        self.solver = _check_solver(solver, self.discrepancy, self.stages)
+        self.solver = _check_solver(solver)
         self.seed = _check_int(seed, "seed", "0") % (1 << 64)
         self.drop_last = _check_bool(drop_last, "drop_last")
         if num_replicas is None or rank is None:

@@ -153,9 +153,6 @@ static void test_errors(void) {
     expect(psda_set_solver(ctx, "simplex"), PSDA_OK, ctx, NULL, "set_solver(simplex)");
     expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "solver", "unknown solver");
     expect(psda_set_solver(ctx, "sparse"), PSDA_OK, ctx, NULL, "set_solver(sparse)");
-    psda_set_discrepancy(ctx, "coral");
-    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "solver", "sparse CORAL with 2 stages");
-    psda_set_discrepancy(ctx, "mmd");
     expect(psda_set_solver(ctx, "auto"), PSDA_OK, ctx, NULL, "set_solver(auto)");
 
     psda_set_batch_size(ctx, 3);
