@@ -11,9 +11,10 @@ within-class noise and a domain shift, closer to penultimate-layer features.
     python benchmarks/scale.py                       # paper scale + a small sweep
     python benchmarks/scale.py --cases 15000x2000 30000x2000
     python benchmarks/scale.py --cases 50000x50000 --solver sparse
+    python benchmarks/scale.py --cases 20000x20000 --solver sparse --cost coral
     python benchmarks/scale.py --markdown            # a table for README.md
 
-Columns: data, solver, n_s, n_t, d, stages, wall seconds, CPU seconds
+Columns: data, cost (discrepancy and kernel), solver, n_s, n_t, d, stages, wall seconds, CPU seconds
 (user+sys of the child: more than wall when both cores work), peak RSS in GB,
 the Stage 1 cost, and the Stage 2 gap ((cost - bound) / bound; 0 proves
 optimality).
@@ -34,7 +35,8 @@ import json, os, resource, sys, time
 import numpy as np
 import psda
 ns, nt, d, stages, k, seed = (int(x) for x in sys.argv[1:7])
-data, solver = sys.argv[7], sys.argv[8]
+data, solver, cost = sys.argv[7], sys.argv[8], sys.argv[9]
+discrepancy, _, kernel = cost.partition("-")
 rng = np.random.default_rng(seed)
 if data == "classes":
     centres = rng.normal(0.0, 1.0, size=(65, d)).astype(np.float32)
@@ -48,7 +50,8 @@ else:
 # (gammas 0.001..10) then has informative terms, as with normalised features.
 src /= np.sqrt(d); tgt /= np.sqrt(d)
 t0, c0 = time.perf_counter(), time.process_time()
-m = psda.match(src, tgt, batch_size=k, stages=stages, solver=solver, progress=False)
+m = psda.match(src, tgt, batch_size=k, stages=stages, solver=solver, discrepancy=discrepancy,
+               kernel=kernel or "rbf", progress=False)
 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
 peak = None
 try:
@@ -64,8 +67,8 @@ print(json.dumps(dict(wall=wall, cpu=cpu, peak=peak, stage1=m.stage1_cost, gap=m
 """
 
 
-def run(ns: int, nt: int, d: int, stages: int, k: int, data: str, solver: str, timeout: float) -> dict:
-    cmd = [sys.executable, "-c", CHILD, str(ns), str(nt), str(d), str(stages), str(k), "0", data, solver]
+def run(ns: int, nt: int, d: int, stages: int, k: int, data: str, solver: str, cost: str, timeout: float) -> dict:
+    cmd = [sys.executable, "-c", CHILD, str(ns), str(nt), str(d), str(stages), str(k), "0", data, solver, cost]
     start = time.perf_counter()
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -86,21 +89,22 @@ def main(argv=None) -> None:
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--data", choices=["gaussian", "classes"], default="gaussian")
     ap.add_argument("--solver", choices=["auto", "dense", "sparse"], default="auto")
+    ap.add_argument("--cost", choices=["mmd-rbf", "mmd-linear", "coral"], default="mmd-rbf")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = ap.parse_args(argv)
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print("# psda %s, %d CPUs, load average %.1f at start" % (_version(), os.cpu_count() or 0, load), file=sys.stderr)
-    header = ["data", "solver", "n_s", "n_t", "d", "stages", "wall s", "CPU s", "peak RSS GB", "stage 1 cost", "stage 2 gap"]
+    header = ["data", "cost", "solver", "n_s", "n_t", "d", "stages", "wall s", "CPU s", "peak RSS GB", "stage 1 cost", "stage 2 gap"]
     rows = []
     for case in args.cases:
         ns, nt = (int(x) for x in case.lower().split("x"))
-        r = run(ns, nt, args.dim, args.stages, args.batch_size, args.data, args.solver, args.timeout)
+        r = run(ns, nt, args.dim, args.stages, args.batch_size, args.data, args.solver, args.cost, args.timeout)
         if "error" in r:
-            row = [args.data, args.solver, ns, nt, args.dim, args.stages, r["error"], "", "", "", ""]
+            row = [args.data, args.cost, args.solver, ns, nt, args.dim, args.stages, r["error"], "", "", "", ""]
         else:
-            row = [args.data, args.solver, ns, nt, args.dim, args.stages, "%.1f" % r["wall"], "%.1f" % r["cpu"],
+            row = [args.data, args.cost, args.solver, ns, nt, args.dim, args.stages, "%.1f" % r["wall"], "%.1f" % r["cpu"],
                    "%.2f" % (r["peak"] / 1e9), "%.6g" % r["stage1"], "%.2g" % r["gap"]]
         rows.append([str(x) for x in row])
         print("  ".join(rows[-1]), file=sys.stderr, flush=True)

@@ -823,6 +823,16 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 		gba := [4]float64{nab[r], aqbr, arbq, aqbq}
 		return trCGCH(ca0, ca1, gaa, gaa) + trCGCH(ca0, ca1, gbb, gbb) - 2*trCGCH(ca0, ca1, gab, gba)
 	}
+	// rank(r, q) = rank0[r] + rank0[q] + terms in the cross Gram entries
+	// (rank0[r] = rank(r, 0, …) = ‖a_r‖⁴ + ‖b_r‖⁴ − 2(a_r·b_r)², times 1/k²);
+	// node[r] collects every term of C_rq that depends on r alone, so that
+	// the cross part ranks candidates by what pairs r and q together.
+	rank0, node, single := make([]float64, p), make([]float64, p), make([]float64, p)
+	for r := range rank0 {
+		rank0[r] = rank(r, 0, 0, 0, 0, 0, 0, 0)
+		node[r] = f2/2 + 2*psi[r]/fk + rank0[r]
+		single[r] = node[r] + f2/2 // C(r, ∅): a_∅ = b_∅ = 0
+	}
 	// z_2r = a_r, z_2r+1 = b_r; x_r = [a_r, b_r]; y_r = [F a_r, −F b_r].
 	// z(nil, from) holds the pairs from..p−1, z(idx, 0) the pairs idx.
 	z := func(idx []int, from int) vectors {
@@ -879,16 +889,15 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 					for qi := range out {
 						q := from + t.i0/2 + qi
 						ga, gb := t.g[2*qi*t.ld:], t.g[(2*qi+1)*t.ld:]
-						out[qi] = rank(r, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], naa[q], nbb[q], nab[q])
+						out[qi] = rank(r, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], naa[q], nbb[q], nab[q]) - rank0[r] - rank0[q]
 					}
 				}
 			})
 			sc.gram(y(from), x(blk), false, dots, mon, func(t *tile) {
 				for j := 0; j < t.nj; j++ {
-					r, out := blk[t.j0+j], v[(t.j0+j)*nq+t.i0:][:t.ni]
+					out := v[(t.j0+j)*nq+t.i0:][:t.ni]
 					for i := range out {
-						q := from + t.i0 + i
-						out[i] += f2 + 2*(psi[r]+psi[q])/fk - 4*beta*t.g[i*t.ld+j]
+						out[i] -= 4 * beta * t.g[i*t.ld+j]
 					}
 				}
 			})
@@ -907,13 +916,9 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 			})
 		}
 	}
-	single := make([]float64, p)
-	for r := range single {
-		single[r] = f2 + 2*psi[r]/fk + rank(r, 0, 0, 0, 0, 0, 0, 0)
-	}
 	bufs := sync.Pool{New: func() any { return new([4][]float64) }}
 	return &stage2Model{p: p, m: stage2Size(p), scale: 1, coef: 1, pass: pass,
-		finish: func() ([]float64, []float64) { return make([]float64, p), single },
+		finish: func() ([]float64, []float64) { return node, single },
 		at: func(r, q int) float64 {
 			bs := bufs.Get().(*[4][]float64)
 			defer bufs.Put(bs)
@@ -926,8 +931,8 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 			ap.fill(q, aq)
 			bp.fill(q, bq)
 			pq := dot(ar, fa[is[q]*d:(is[q]+1)*d]) - dot(br, fb[js[q]*d:(js[q]+1)*d])
-			return rank(r, dot(ar, aq), dot(br, bq), dot(ar, bq), dot(aq, br), naa[q], nbb[q], nab[q]) +
-				f2 + 2*(psi[r]+psi[q])/fk - 4*beta*pq
+			return rank(r, dot(ar, aq), dot(br, bq), dot(ar, bq), dot(aq, br), naa[q], nbb[q], nab[q]) - rank0[r] - rank0[q] -
+				4*beta*pq
 		}}
 }
 
