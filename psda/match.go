@@ -2,7 +2,6 @@ package psda
 
 import (
 	"fmt"
-	"math"
 	"runtime/debug"
 
 	"github.com/psda-dev/psda/psda/assign"
@@ -152,11 +151,7 @@ func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	// The dual certificate costs one pass over c and turns "the solver says
 	// optimal" into a checked fact; a failure would be a solver bug.
-	scale := 0.0
-	for _, x := range c {
-		scale = max(scale, math.Abs(x))
-	}
-	if err := assign.Certify(c, nr, nc, sol, 1e-9*(1+scale)); err != nil {
+	if err := assign.Certify(c, nr, nc, sol, priceTol(c)); err != nil {
 		return fmt.Errorf("psda: stage 1 optimality certificate failed (a bug: please report it): %w", err)
 	}
 	m.Pairs = make([]Pair, nr)

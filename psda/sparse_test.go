@@ -18,7 +18,7 @@ func TestSparseEqualsDense(t *testing.T) {
 		name string
 		feat func(n, d int, seed uint64) Matrix
 		d    int
-	}{{"relu8", benchFeatures, 8}, {"gauss2", gaussFeatures, 2}, {"relu40", benchFeatures, 40}}
+	}{{"relu8", benchFeatures, 8}, {"gauss2", gaussFeatures, 2}, {"relu40", benchFeatures, 40}, {"tiny2", tinyFeatures, 2}}
 	cfgs := []struct {
 		name string
 		cfg  Config
@@ -51,7 +51,6 @@ func TestSparseEqualsDense(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						rel := func(a, b float64) float64 { return math.Abs(a-b) / (1 + math.Abs(b)) }
 						if rel(got.Stage1Cost, want.Stage1Cost) > 1e-9 {
 							t.Fatalf("stage 1 cost %.15g, dense %.15g", got.Stage1Cost, want.Stage1Cost)
 						}
@@ -92,6 +91,25 @@ func TestSparseEqualsDense(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tinyFeatures are gaussFeatures times 1e-3: costs of order 1e-12, so that
+// a tolerance with an absolute part would accept suboptimal duals.
+func tinyFeatures(n, d int, seed uint64) Matrix {
+	m := gaussFeatures(n, d, seed)
+	for i := range m.F64 {
+		m.F64[i] *= 1e-3
+	}
+	return m
+}
+
+// rel returns |a − b|/|b| (|a − b| when b = 0): relative, whatever the
+// scale of the costs.
+func rel(a, b float64) float64 {
+	if b == 0 {
+		return math.Abs(a)
+	}
+	return math.Abs(a-b) / math.Abs(b)
 }
 
 // checkPairs checks the Stage 1 constraints: every example used, the larger
@@ -151,7 +169,6 @@ func TestModelPasses(t *testing.T) {
 		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear}},
 		{"coral", Config{BatchSize: 4, Discrepancy: CORAL}},
 	}
-	rel := func(a, b float64) float64 { return math.Abs(a-b) / (1 + math.Abs(b)) }
 	for _, sh := range [][2]int{{150, 150}, {151, 120}, {90, 203}} {
 		for _, cc := range cfgs {
 			t.Run(fmt.Sprintf("%dx%d/%s", sh[0], sh[1], cc.name), func(t *testing.T) {
