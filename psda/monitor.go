@@ -99,17 +99,15 @@ func (m *Monitor) start(ns, nt, d int, cfg Config) {
 		m.units[PhaseStage2Costs] = 2 * p * p * fd
 		m.units[PhaseStage2Match] = assignWork * p * p
 	}
-	// The sparse path (sparse.go) counts the tiles of its float32 candidate
-	// pass (about half the time of a float64 one) as costs and those of its
-	// pricing passes, about two in all, as the assignment.
+	// The sparse path (sparse.go) counts the tiles of its candidate pass as
+	// costs and those of its pricing passes, about one in all (none on
+	// Gaussian data, two on clustered data), as the assignment.
 	sparse1, sparse2 := sparseStages(ns, nt, cfg)
 	if sparse1 {
-		m.units[PhaseStage1Assign] = 2 * m.units[PhaseStage1Costs]
-		m.units[PhaseStage1Costs] = fs * ft * fd / 2
+		m.units[PhaseStage1Assign] = fs * ft * fd
 	}
 	if sparse2 {
-		m.units[PhaseStage2Costs] /= 2
-		m.units[PhaseStage2Match] = 2 * 2 * p * p * fd
+		m.units[PhaseStage2Match] = m.units[PhaseStage2Costs]
 	}
 	total := 0.0
 	for _, u := range m.units {

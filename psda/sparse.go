@@ -3,9 +3,11 @@ package psda
 // This file is the sparse exact path (METHOD.md, "Certificates and scale"):
 // for sizes whose dense cost matrices do not fit, each stage keeps only
 // candidate edges (the sparseK cheapest of every row and column under the
-// cross part of the cost, found in one Gram pass), solves the assignment on
-// them, then prices every dense edge from the features in another pass and
-// adds the violators until the duals are feasible for the full problem. The
+// cross part of the cost, found in one float64 Gram pass that also yields
+// the exact row and column terms), solves the assignment on them, checks
+// every other edge against the lists' thresholds, and prices the rows that
+// check cannot clear from the features in further passes, adding the
+// violators until the duals are feasible for the full problem. The
 // result is then the dense optimum, certified, and no n_s×n_t or P×P matrix
 // is ever stored: memory is O((n_s+n_t)·(d + sparseK)).
 
@@ -257,7 +259,8 @@ func (e edges) has(a, b int) bool {
 }
 
 // exactCross replaces the cross part of every edge by at(a, b), computed
-// from the features in float64: the candidate pass runs in float32.
+// from the features by explicit differences: the Gram pass expands squared
+// distances, which cancels digits the objective should keep.
 func exactCross(adj edges, at func(a, b int) float64) {
 	parallelRows(len(adj), func(a0, a1 int) {
 		for a := a0; a < a1; a++ {
@@ -309,6 +312,60 @@ type pricedStage struct {
 	// visit(a, b, x) for every dense edge into them, concurrently.
 	passCols func(cols []int, visit func(a, b int, x float64))
 	phase    int
+	// tauR[a] and tauC[b] bound from below the cross part of every edge
+	// (a, b) outside the candidate graph: the largest of the K kept by the
+	// float64 candidate pass for row a and for column b (+Inf when the list
+	// holds the whole line).
+	tauR, tauC []float64
+}
+
+// screen sets tail[a] to a lower bound on the reduced cost of every edge of
+// row a outside the candidate graph, min_b cs·max(tauR[a], tauC[b]) − z[a] −
+// w[b] with cs = coef·scale > 0 (such an edge is in neither its row's nor its
+// column's list), in O((rows + cols)·log cols): over the columns sorted by
+// tauC, a prefix maximum of w serves those with tauC[b] <= tauR[a] and a
+// suffix minimum of cs·tauC[b] − w[b] the others.
+//
+// Handing the columns of largest w to a column pass (as splitCheck does)
+// cleared more rows here but left their tails without margin, so that the
+// next re-solve sent them to a full pass: n = 10,000, 12.7 → 13.4 s.
+func (st *pricedStage) screen(z, w, tail []float64) {
+	cs := st.coef * st.scale
+	order := make([]int, len(w))
+	for b := range order {
+		order[b] = b
+	}
+	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(st.tauC[p], st.tauC[q]) })
+	pre := make([]float64, len(order)+1) // max w over order[:k]
+	pre[0] = math.Inf(-1)
+	for k, b := range order {
+		pre[k+1] = max(pre[k], w[b])
+	}
+	suf := make([]float64, len(order)+1) // min of cs·tauC − w over order[k:]
+	suf[len(order)] = math.Inf(1)
+	for k := len(order) - 1; k >= 0; k-- {
+		b := order[k]
+		suf[k] = min(suf[k+1], cs*st.tauC[b]-w[b])
+	}
+	for a, ta := range st.tauR {
+		k, _ := slices.BinarySearchFunc(order, ta, func(b int, t float64) int { return cmp.Compare(st.tauC[b], t) })
+		// For k = 0 the first term is +Inf; for ta = +Inf the tail is +Inf.
+		tail[a] = min(cs*ta-pre[k], suf[k]) - z[a]
+	}
+}
+
+// thresholds returns, for each item of s, the largest value it keeps
+// when its list is full and +Inf otherwise (the list then holds every
+// value offered).
+func (s *nearest) thresholds() []float64 {
+	tau := make([]float64, len(s.cnt))
+	for i := range tau {
+		tau[i] = math.Inf(1)
+		if int(s.cnt[i]) == s.k {
+			tau[i] = s.val[i*s.k]
+		}
+	}
+	return tau
 }
 
 // solve solves the stage on the candidate edges adj and prices until the
@@ -324,12 +381,17 @@ type pricedStage struct {
 // frees) the kept edges are checked exactly, violators join the graph, and a
 // row stays certified while top − Δz[a] − max_b Δw[b] >= 0 (changes since
 // its pricing); only the rows where that fails are priced again, by a pass
-// over those rows alone. A full pass also makes the terms exact (the
-// candidate pass runs in float32); new terms only move z and w.
+// over those rows alone. The candidate lists serve as the first pricing
+// (screen): a row whose bound from them is feasible needs no pass, so that
+// when the candidates hold the optimum, as they mostly do, no full pricing
+// pass runs. A full pass recomputes the terms; new terms only move z and w.
 func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) {
 	hooks := mon.hooks(st.phase)
 	kept := newNearest(st.rows, sparseAdd)
-	z0, stamp := make([]float64, st.rows), make([]int, st.rows)
+	// tail[a]: a lower bound, at the potentials of pass stamp[a] (z0[a],
+	// w0[stamp[a]]), on the reduced cost of every edge of row a outside the
+	// graph and its kept list.
+	z0, stamp, tail := make([]float64, st.rows), make([]int, st.rows), make([]float64, st.rows)
 	var w0 [][]float64 // w at each pass
 	rt, ct := st.terms()
 	var sol *assign.Solution
@@ -360,29 +422,48 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	}
 	trace("first solve: %d edges, cost %.12g", len(g.Col), sol.Cost)
 	sub := []int(nil) // rows to price; nil: all
+	if st.tauR != nil && st.coef*st.scale > 0 {
+		z, w := potentials()
+		st.screen(z, w, tail)
+		tol := priceTol(g.Cost)
+		sub = []int{}
+		for a, t := range tail {
+			if z0[a] = z[a]; t < -tol {
+				sub = append(sub, a)
+			}
+		}
+		w0 = append(w0, w)
+		trace("screen: %d of %d rows to price", len(sub), st.rows)
+	}
 	for pass := 0; ; pass++ {
 		if len(sub) > st.rows/4 {
 			sub = nil // a full pass costs little more and visits each tile once
 		}
-		z, w := potentials()
-		best := newNearest(st.rows, sparseAdd)
-		row, col := best.priceSink(st.coef*st.scale, z, w, st.noDiag, adj.has)
-		st.pass(sub, row, col)
-		if err := mon.err(); err != nil {
-			return nil, err
-		}
-		for _, a := range indices(sub, st.rows) {
-			kept.copyRow(best, a)
-			z0[a], stamp[a] = z[a], len(w0)
-		}
-		w0 = append(w0, w)
 		dirty := false
-		if sub == nil {
-			rt2, ct2 := st.terms()
-			if dirty = !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2); dirty {
-				st.retarget(sol, rt, ct, rt2, ct2)
+		if sub == nil || len(sub) > 0 {
+			z, w := potentials()
+			best := newNearest(st.rows, sparseAdd)
+			row, col := best.priceSink(st.coef*st.scale, z, w, st.noDiag, adj.has)
+			st.pass(sub, row, col)
+			if err := mon.err(); err != nil {
+				return nil, err
 			}
-			rt, ct = rt2, ct2
+			for _, a := range indices(sub, st.rows) {
+				kept.copyRow(best, a)
+				z0[a], stamp[a], tail[a] = z[a], len(w0), math.Inf(1)
+				if int(kept.cnt[a]) == kept.k {
+					tail[a] = kept.val[a*kept.k]
+				}
+			}
+			w0 = append(w0, w)
+			if sub == nil {
+				rt2, ct2 := st.terms()
+				if !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2) {
+					st.retarget(sol, rt, ct, rt2, ct2)
+					dirty = true
+				}
+				rt, ct = rt2, ct2
+			}
 		}
 		for iter := 0; ; iter++ {
 			if dirty {
@@ -419,10 +500,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 					}
 				})
 				added += len(adj[a]) - n
-				slack[a], limit[a] = math.Inf(1), capK[stamp[a]]
-				if int(kept.cnt[a]) == kept.k {
-					slack[a] = kept.val[a*kept.k] - (z[a] - z0[a])
-				}
+				slack[a], limit[a] = tail[a]-(z[a]-z0[a]), capK[stamp[a]]
 			}
 			var cols []int
 			sub, cols = splitCheck(slack, limit, rise, tol)
@@ -432,30 +510,11 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 				// The edges into the columns that rose most, priced now;
 				// with the row tails below the others' rise, they complete
 				// the certificate.
-				var mu sync.Mutex
-				var found []edge
-				var from []int
-				st.passCols(cols, func(a, b int, x float64) {
-					if st.noDiag && a == b || st.coef*x*st.scale-z[a]-w[b] >= -tol {
-						return
-					}
-					mu.Lock()
-					found, from = append(found, edge{int32(b), x}), append(from, a)
-					mu.Unlock()
-				})
+				added = st.priceCols(cols, z, w, tol, adj)
 				if err := mon.err(); err != nil {
 					return nil, err
 				}
-				for k, e := range found {
-					if !adj.has(from[k], int(e.b)) {
-						adj.add(from[k], int(e.b), e.x)
-						added++
-					}
-				}
 				trace("  column pass over %d: %d violating edges added", len(cols), added)
-				if added > 0 {
-					adj.normalise()
-				}
 			}
 			if added == 0 {
 				break
@@ -466,6 +525,33 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			return sol, nil
 		}
 	}
+}
+
+// priceCols runs a column pass over cols, adds to adj every edge into them
+// whose reduced cost under (z, w) is below −tol and returns their number.
+func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj edges) int {
+	var mu sync.Mutex
+	var found []edge
+	var from []int
+	st.passCols(cols, func(a, b int, x float64) {
+		if st.noDiag && a == b || st.coef*x*st.scale-z[a]-w[b] >= -tol {
+			return
+		}
+		mu.Lock()
+		found, from = append(found, edge{int32(b), x}), append(from, a)
+		mu.Unlock()
+	})
+	added := 0
+	for k, e := range found {
+		if !adj.has(from[k], int(e.b)) {
+			adj.add(from[k], int(e.b), e.x)
+			added++
+		}
+	}
+	if added > 0 {
+		adj.normalise()
+	}
+	return added
 }
 
 // splitCheck decides how to certify the rows' tails after the potentials
@@ -545,7 +631,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	rows, cols := newNearest(ns, min(3*sparseK, nt)), newNearest(nt, min(3*sparseK, ns))
 	toRow, _ := rows.candidates(ns, nt)
 	_, toCol := cols.candidates(nt, ns)
-	md.pass(scope{f32: true}, func(i, j0 int, x []float64) {
+	md.pass(scope{}, func(i, j0 int, x []float64) {
 		toRow(i, j0, x)
 		toCol(i, j0, x, nil)
 	})
@@ -579,6 +665,10 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	for j := 0; j < nt; j++ {
 		cols.each(j, func(i int, x, _ float64) { addST(i, j, x) })
 	}
+	tauR, tauC := rows.thresholds(), cols.thresholds()
+	if tr {
+		tauR, tauC = tauC, tauR
+	}
 	rows, cols = nil, nil
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are.
@@ -594,6 +684,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	})
 	st := &pricedStage{
 		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign, shiftOnly: copies == 1 && dummies == 0,
+		tauR: tauR, tauC: tauC,
 		terms: func() ([]float64, []float64) {
 			rt, ct := md.terms()
 			if tr {
@@ -695,7 +786,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	near := newNearest(p, min(sparseK, p-1))
 	toRow, toCol := near.candidates(p, p)
-	md.pass(scope{f32: true}, func(r, q0 int, v []float64) {
+	md.pass(scope{}, func(r, q0 int, v []float64) {
 		toRow(r, q0, v)
 		toCol(r, q0, v, nil)
 	})
@@ -706,6 +797,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	for r := 0; r < p; r++ {
 		near.each(r, func(q int, v, _ float64) { both(r, q, v) })
 	}
+	tau := near.thresholds()
 	var node, single []float64
 	mon.enter(PhaseStage2Match)
 	// cost is C^MM(r, q) from the cross part v; the dummy node p (odd P)
@@ -738,6 +830,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	})
 	st := &pricedStage{
 		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match, shiftOnly: n == p,
+		tauR: tau, tauC: tau,
 		terms: func() ([]float64, []float64) {
 			node, single = md.finish()
 			return node, node

@@ -230,3 +230,46 @@ func TestModelPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestScreen checks pricedStage.screen against the bound evaluated edge by
+// edge: min_b cs·max(tauR[a], tauC[b]) − z[a] − w[b], with ties among the
+// thresholds and lists that hold their whole line (+Inf).
+func TestScreen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sh := range [][2]int{{1, 1}, {7, 3}, {40, 40}, {25, 60}} {
+		rows, cols := sh[0], sh[1]
+		st := &pricedStage{coef: 2, scale: 0.25, tauR: make([]float64, rows), tauC: make([]float64, cols)}
+		draw := func(tau []float64) {
+			for i := range tau {
+				switch rng.IntN(6) {
+				case 0:
+					tau[i] = math.Inf(1)
+				case 1:
+					tau[i] = 0.5 // ties
+				default:
+					tau[i] = rng.NormFloat64()
+				}
+			}
+		}
+		draw(st.tauR)
+		draw(st.tauC)
+		z, w := make([]float64, rows), make([]float64, cols)
+		for a := range z {
+			z[a] = rng.NormFloat64()
+		}
+		for b := range w {
+			w[b] = rng.NormFloat64()
+		}
+		tail := make([]float64, rows)
+		st.screen(z, w, tail)
+		for a := range tail {
+			want := math.Inf(1)
+			for b := range w {
+				want = min(want, 0.5*max(st.tauR[a], st.tauC[b])-z[a]-w[b])
+			}
+			if tail[a] != want && math.Abs(tail[a]-want) > 1e-12 {
+				t.Fatalf("%dx%d: tail[%d] = %v, want %v", rows, cols, a, tail[a], want)
+			}
+		}
+	}
+}
