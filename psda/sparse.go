@@ -320,20 +320,19 @@ type pricedStage struct {
 }
 
 // screen sets tail[a] to a lower bound on the reduced cost of every edge of
-// row a outside the candidate graph, min_b cs·max(tauR[a], tauC[b]) − z[a] −
-// w[b] with cs = coef·scale > 0 (such an edge is in neither its row's nor its
-// column's list), in O((rows + cols)·log cols): over the columns sorted by
-// tauC, a prefix maximum of w serves those with tauC[b] <= tauR[a] and a
-// suffix minimum of cs·tauC[b] − w[b] the others.
-//
-// Handing the columns of largest w to a column pass (as splitCheck does)
-// cleared more rows here but left their tails without margin, so that the
-// next re-solve sent them to a full pass: n = 10,000, 12.7 → 13.4 s.
-func (st *pricedStage) screen(z, w, tail []float64) {
+// row a outside the candidate graph into the columns b with !skip[b] (skip
+// nil: all), min_b cs·max(tauR[a], tauC[b]) − z[a] − w[b] with cs =
+// coef·scale > 0 (such an edge is in neither its row's nor its column's
+// list), in O((rows + cols)·log cols): over the columns sorted by tauC, a
+// prefix maximum of w serves those with tauC[b] <= tauR[a] and a suffix
+// minimum of cs·tauC[b] − w[b] the others.
+func (st *pricedStage) screen(z, w, tail []float64, skip []bool) {
 	cs := st.coef * st.scale
-	order := make([]int, len(w))
-	for b := range order {
-		order[b] = b
+	order := make([]int, 0, len(w))
+	for b := range w {
+		if skip == nil || !skip[b] {
+			order = append(order, b)
+		}
 	}
 	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(st.tauC[p], st.tauC[q]) })
 	pre := make([]float64, len(order)+1) // max w over order[:k]
@@ -424,8 +423,36 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	sub := []int(nil) // rows to price; nil: all
 	if st.tauR != nil && st.coef*st.scale > 0 {
 		z, w := potentials()
-		st.screen(z, w, tail)
 		tol := priceTol(g.Cost)
+		hubs := st.screenSplit(z, w, tail, tol)
+		if len(hubs) > 0 {
+			// The edges into the columns of largest w, priced by a column
+			// pass into kept lists: the rows' kept edges are checked after
+			// every re-solve, and their tails cover the hubs with margin.
+			best := newNearest(st.rows, sparseAdd)
+			cs := st.coef * st.scale
+			st.passCols(hubs, func(a, b int, x float64) {
+				if st.noDiag && a == b {
+					return
+				}
+				r := cs*x - z[a] - w[b]
+				mu := &best.mu[a/lockBlock]
+				mu.Lock()
+				if (int(best.cnt[a]) < best.k || r <= best.val[a*best.k]) && !adj.has(a, b) {
+					best.offer(a, r, int32(b), x)
+				}
+				mu.Unlock()
+			})
+			if err := mon.err(); err != nil {
+				return nil, err
+			}
+			for a := range tail {
+				kept.copyRow(best, a)
+				if int(kept.cnt[a]) == kept.k {
+					tail[a] = min(tail[a], kept.val[a*kept.k])
+				}
+			}
+		}
 		sub = []int{}
 		for a, t := range tail {
 			if z0[a] = z[a]; t < -tol {
@@ -525,6 +552,46 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			return sol, nil
 		}
 	}
+}
+
+// screenSplit fills tail from the candidate lists (screen), leaving out the
+// columns it returns, which the caller prices by a column pass: the 0, 1,
+// 2, 4, … (at most a quarter) columns of largest w, whose potential fails
+// most rows, chosen so that the column pass (rows entries a column) and the
+// row pass over the rows that still fail (cols entries a row; all rows
+// beyond a quarter) price the fewest entries.
+func (st *pricedStage) screenSplit(z, w, tail []float64, tol float64) []int {
+	order := make([]int, len(w))
+	for b := range order {
+		order[b] = b
+	}
+	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(w[q], w[p]) })
+	skip := make([]bool, len(w))
+	work := func(c int) int64 {
+		clear(skip)
+		for _, b := range order[:c] {
+			skip[b] = true
+		}
+		st.screen(z, w, tail, skip)
+		fail := 0
+		for _, t := range tail {
+			if t < -tol {
+				fail++
+			}
+		}
+		if fail > st.rows/4 {
+			fail = st.rows
+		}
+		return int64(c)*int64(st.rows) + int64(fail)*int64(len(w))
+	}
+	best, bestWork := 0, int64(math.MaxInt64)
+	for c := 0; c <= len(order)/4; c = max(2*c, c+1) {
+		if wk := work(c); wk < bestWork {
+			best, bestWork = c, wk
+		}
+	}
+	work(best)
+	return order[:best]
 }
 
 // priceCols runs a column pass over cols, adds to adj every edge into them

@@ -261,7 +261,7 @@ func TestScreen(t *testing.T) {
 			w[b] = rng.NormFloat64()
 		}
 		tail := make([]float64, rows)
-		st.screen(z, w, tail)
+		st.screen(z, w, tail, nil)
 		for a := range tail {
 			want := math.Inf(1)
 			for b := range w {
