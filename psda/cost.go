@@ -87,6 +87,10 @@ func newStage1Model(src, tgt Matrix, cfg Config) *stage1Model {
 
 // scope restricts a Gram pass of a cost model to some rows and columns
 // (nil: all) and may run it in float32 (then its values are approximate).
+// No pass runs in float32 at present: the sparse path's candidate pass did
+// until its float64 values (exact terms, thresholds that certify rows)
+// saved more than the float32 engine's 2× (sparse.go); float32 screening
+// needs the error bound documented at gram32 carried into the thresholds.
 type scope struct {
 	rows, cols []int
 	f32        bool
