@@ -80,6 +80,7 @@ func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 // augmentations the second.
 func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 	s := newLSAP(c, nr, nc)
+	free := func(i int) bool { return s.col4row[i] < 0 }
 	if nr == nc {
 		warm, err := s.warmStart(h)
 		if err != nil {
@@ -89,10 +90,31 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 			if err := s.auctionInit(h.sub(0, 0.5)); err != nil {
 				return nil, err
 			}
+			// Augment until the paths have settled plateauScans·n columns
+			// in all (each settled column costs a scan of its row); beyond
+			// that the matrix is tie-heavy, and auctionDeep places the rows
+			// left much faster than more paths would.
+			budget := plateauScans * nr
+			s.settled = 0
+			err := augmentFree(nr, free, func(i int) bool { return s.settled > budget || s.augment(i) }, h.sub(0.5, 0.75))
+			if err != nil {
+				return nil, err
+			}
+			if s.settled > budget {
+				if err := s.auctionDeep(h.sub(0.75, 0.75)); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
-	return s, augmentFree(nr, func(i int) bool { return s.col4row[i] < 0 }, s.augment, h.sub(0.5, 1))
+	return s, augmentFree(nr, free, s.augment, h.sub(0.75, 1))
 }
+
+// plateauScans bounds the settled columns, per row, of solveLSAP's exact
+// phase after the auction before it switches to auctionDeep: psda's 2-D
+// Gaussian costs settle about 2 per row, tie-heavy ReLU ones about 600
+// (BenchmarkSolve, n = 4000).
+var plateauScans = 25
 
 // augmentFree augments every person p in [0, n) for which free(p) holds, in
 // order, polling h between paths; augment reports infeasibility with false.
@@ -132,6 +154,8 @@ type lsap struct {
 	u, v    []float64
 	col4row []int
 	row4col []int
+
+	settled int // columns settled by augment so far (solveLSAP's budget)
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts
@@ -212,6 +236,7 @@ func (s *lsap) augment(cur int) bool {
 			i = row4col[j]
 		}
 		s.sc, s.scD, s.scV = append(s.sc, j), append(s.scD, lowest), append(s.scV, v[j])
+		s.settled++
 		v[j], d[j] = -inf, inf // settled: out of every later scan
 	}
 	for k, j := range s.sc {

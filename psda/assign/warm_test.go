@@ -11,7 +11,8 @@ import (
 // cold auction path returns, with a valid certificate, on matrix kinds where
 // the warm start succeeds and where it gives up (then s must be back in its
 // cold state), at sizes that run its dense passes on one part and on
-// several.
+// several; and so does the cold path that switches to auctionDeep after its
+// first augmenting path (plateauScans = 0).
 func TestWarmStart(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	cases := []struct {
@@ -28,7 +29,7 @@ func TestWarmStart(t *testing.T) {
 		{"signedWide", 400, func(n int) []float64 { return kinds[3].gen(rng, n, n) }, false},
 		{"constant", 300, func(n int) []float64 { return kinds[2].gen(rng, n, n) }, false},
 	}
-	defer func(m int) { warmMin = m }(warmMin)
+	defer func(m, p int) { warmMin, plateauScans = m, p }(warmMin, plateauScans)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			n := tc.n
@@ -39,8 +40,8 @@ func TestWarmStart(t *testing.T) {
 					scale = math.Max(scale, math.Abs(x))
 				}
 			}
-			solve := func(min int) *Solution {
-				warmMin = min
+			solve := func(min, scans int) *Solution {
+				warmMin, plateauScans = min, scans
 				s, err := solveLSAP(c, n, n, nil)
 				if err != nil {
 					t.Fatal(err)
@@ -64,9 +65,12 @@ func TestWarmStart(t *testing.T) {
 				}
 				return sol
 			}
-			cold, warm := solve(1<<30), solve(256)
+			deep, cold, warm := solve(1<<30, 0), solve(1<<30, 1<<30), solve(256, 1<<30)
 			if math.Abs(cold.Cost-warm.Cost) > 1e-9*(1+scale) {
 				t.Fatalf("cost with warm start %v, cold %v", warm.Cost, cold.Cost)
+			}
+			if math.Abs(cold.Cost-deep.Cost) > 1e-9*(1+scale) {
+				t.Fatalf("cost with auctionDeep %v, cold %v", deep.Cost, cold.Cost)
 			}
 			s := newLSAP(c, n, n)
 			ok, err := s.warmStart(nil)
