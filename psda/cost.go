@@ -163,8 +163,8 @@ func (md *stage2Model) dense(mon *Monitor) ([]float64, int) {
 // stage2Model is C^MM over the P pairs as
 // c_rq = (node[r] + node[q] + coef·V_rq)·scale, where the cross part V needs
 // a Gram pass over all pairs; single[r]·scale is the cost of leaving pair r
-// alone (the dummy node when P is odd). CORAL's cross part is its whole cost
-// (node terms 0), from two Gram products per block of pairs.
+// alone (the dummy node when P is odd). CORAL's cross part takes two Gram
+// products per block of pairs (coralStage2).
 type stage2Model struct {
 	p, m        int
 	scale, coef float64
@@ -791,8 +791,8 @@ func coralStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 //	− 2 tr(Ca Gab Ca Gabᵀ),
 //
 // with the 2×2 Gram blocks Gaa = A2ᵀA2, Gbb = B2ᵀB2, Gab = A2ᵀB2. The
-// model's cross part is all of C_rq (node terms 0): it is not node terms
-// plus one Gram entry. A pass runs two Gram products per block of
+// model's cross part is every term of C_rq that involves both pairs, not
+// one Gram entry. A pass runs two Gram products per block of
 // 2·tileSize pairs: the interleaved vectors (a_q, b_q) against the block's
 // (a_r, b_r), and ψ_rq = a_rᵀF a_q − b_rᵀF b_q as
 // [F a_q, −F b_q]·[a_r, b_r] (F a is stored: (n_s+n_t)·d float64). The
@@ -836,6 +836,11 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 		rank0[r] = rank(r, 0, 0, 0, 0, 0, 0, 0)
 		node[r] = f2/2 + 2*psi[r]/fk + rank0[r]
 		single[r] = node[r] + f2/2 // C(r, ∅): a_∅ = b_∅ = 0
+	}
+	// cross is the cross part from the Gram entries among a_r, b_r, a_q, b_q
+	// and ψ_rq = a_rᵀF a_q − b_rᵀF b_q.
+	cross := func(r, q int, aq, bq, arbq, aqbr, psiRQ float64) float64 {
+		return rank(r, aq, bq, arbq, aqbr, naa[q], nbb[q], nab[q]) - rank0[r] - rank0[q] - 4*beta*psiRQ
 	}
 	// z_2r = a_r, z_2r+1 = b_r; x_r = [a_r, b_r]; y_r = [F a_r, −F b_r].
 	// z(nil, from) holds the pairs from..p−1, z(idx, 0) the pairs idx.
@@ -893,7 +898,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 					for qi := range out {
 						q := from + t.i0/2 + qi
 						ga, gb := t.g[2*qi*t.ld:], t.g[(2*qi+1)*t.ld:]
-						out[qi] = rank(r, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], naa[q], nbb[q], nab[q]) - rank0[r] - rank0[q]
+						out[qi] = cross(r, q, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], 0) // ψ below
 					}
 				}
 			})
@@ -901,7 +906,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 				for j := 0; j < t.nj; j++ {
 					out := v[(t.j0+j)*nq+t.i0:][:t.ni]
 					for i := range out {
-						out[i] -= 4 * beta * t.g[i*t.ld+j]
+						out[i] -= 4 * beta * t.g[i*t.ld+j] // cross's ψ term
 					}
 				}
 			})
@@ -934,9 +939,8 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 			bp.fill(r, br)
 			ap.fill(q, aq)
 			bp.fill(q, bq)
-			pq := dot(ar, fa[is[q]*d:(is[q]+1)*d]) - dot(br, fb[js[q]*d:(js[q]+1)*d])
-			return rank(r, dot(ar, aq), dot(br, bq), dot(ar, bq), dot(aq, br), naa[q], nbb[q], nab[q]) - rank0[r] - rank0[q] -
-				4*beta*pq
+			psiRQ := dot(ar, fa[is[q]*d:(is[q]+1)*d]) - dot(br, fb[js[q]*d:(js[q]+1)*d])
+			return cross(r, q, dot(ar, aq), dot(br, bq), dot(ar, bq), dot(aq, br), psiRQ)
 		}}
 }
 

@@ -150,13 +150,7 @@ func (s *nearest) offer(i int, v float64, j int32, aux float64) {
 // noDiag and those with skip(a, b) are left out. skip is only asked about
 // edges that would enter the list, so it may cost more than the rest.
 func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a, b int) bool) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
-	// limit is the value an entry of item i must beat (its worst, once full).
-	limit := func(i int) float64 {
-		if int(s.cnt[i]) < s.k {
-			return math.Inf(1)
-		}
-		return s.val[i*s.k]
-	}
+	limit := s.limit
 	row := func(a, b0 int, xs []float64) {
 		mu := &s.mu[a/lockBlock]
 		mu.Lock()
@@ -353,16 +347,22 @@ func (st *pricedStage) screen(z, w, tail []float64, skip []bool) {
 	}
 }
 
-// thresholds returns, for each item of s, the largest value it keeps
-// when its list is full and +Inf otherwise (the list then holds every
-// value offered).
+// limit returns the value an entry must beat to enter item i's list: the
+// largest it keeps when the list is full, +Inf otherwise (the list then
+// holds every value offered). Every value offered and not kept is at least
+// limit(i).
+func (s *nearest) limit(i int) float64 {
+	if int(s.cnt[i]) < s.k {
+		return math.Inf(1)
+	}
+	return s.val[i*s.k]
+}
+
+// thresholds returns limit(i) for every item of s.
 func (s *nearest) thresholds() []float64 {
 	tau := make([]float64, len(s.cnt))
 	for i := range tau {
-		tau[i] = math.Inf(1)
-		if int(s.cnt[i]) == s.k {
-			tau[i] = s.val[i*s.k]
-		}
+		tau[i] = s.limit(i)
 	}
 	return tau
 }
@@ -438,7 +438,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 				r := cs*x - z[a] - w[b]
 				mu := &best.mu[a/lockBlock]
 				mu.Lock()
-				if (int(best.cnt[a]) < best.k || r <= best.val[a*best.k]) && !adj.has(a, b) {
+				if r <= best.limit(a) && !adj.has(a, b) {
 					best.offer(a, r, int32(b), x)
 				}
 				mu.Unlock()
@@ -448,9 +448,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			}
 			for a := range tail {
 				kept.copyRow(best, a)
-				if int(kept.cnt[a]) == kept.k {
-					tail[a] = min(tail[a], kept.val[a*kept.k])
-				}
+				tail[a] = min(tail[a], kept.limit(a))
 			}
 		}
 		sub = []int{}
@@ -477,10 +475,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			}
 			for _, a := range indices(sub, st.rows) {
 				kept.copyRow(best, a)
-				z0[a], stamp[a], tail[a] = z[a], len(w0), math.Inf(1)
-				if int(kept.cnt[a]) == kept.k {
-					tail[a] = kept.val[a*kept.k]
-				}
+				z0[a], stamp[a], tail[a] = z[a], len(w0), kept.limit(a)
 			}
 			w0 = append(w0, w)
 			if sub == nil {
