@@ -1,6 +1,7 @@
 package psda
 
 import (
+	"math"
 	"slices"
 	"sync"
 )
@@ -59,11 +60,13 @@ type stage1Model struct {
 	// goroutines (two calls never share an i at the same time); x is only
 	// valid during the call.
 	pass func(sc scope, emit func(i, j0 int, x []float64))
-	// terms returns row and col; valid once a full pass has completed
-	// (approximate after a float32 one).
+	// terms returns row and col; valid once a full pass has completed.
 	terms func() (row, col []float64)
 	// at returns X_ij from the features alone (O(d)), for single entries.
 	at func(i, j int) float64
+	// err32, nil when the model has no float32 pass, returns es and et with
+	// |X̃_ij − X_ij| <= es[i] + et[j] for X̃ from a float32 pass and X from at.
+	err32 func() (es, et []float64)
 	// noSelf, set before the first call of terms, leaves out of the RBF
 	// mixture's terms the self-kernel sums Σ_i' κ(s_i, s_i') and
 	// Σ_j' κ(t_j, t_j'), which cost a Gram pass over each domain. When
@@ -86,19 +89,97 @@ func newStage1Model(src, tgt Matrix, cfg Config) *stage1Model {
 }
 
 // scope restricts a Gram pass of a cost model to some rows and columns
-// (nil: all) and may run it in float32 (then its values are approximate).
-// No pass runs in float32 at present: the sparse path's candidate pass did
-// until its float64 values (exact terms, thresholds that certify rows)
-// saved more than the float32 engine's 2× (sparse.go); float32 screening
-// needs the error bound documented at gram32 carried into the thresholds.
+// (nil: all) and may run it in float32 (gram32), about 1.5× faster with
+// the epilogue; its values are then within the model's err32 bound of the
+// float64 ones. The sparse path's pricing passes run in float32 (sparse.go);
+// its candidate pass runs in float64 because it also yields the exact sums
+// behind the terms, which a float32 pass never updates.
 type scope struct {
 	rows, cols []int
 	f32        bool
 }
 
-// full reports whether the pass covers every entry, so that it may update
-// the sums behind the model's row and column terms.
-func (sc scope) full() bool { return sc.rows == nil && sc.cols == nil }
+// full reports whether the pass covers every entry in float64, so that it
+// may update the sums behind the model's row and column terms.
+func (sc scope) full() bool { return sc.rows == nil && sc.cols == nil && !sc.f32 }
+
+// err32 returns c·‖v‖² for each of the vectors v, c = err32Coef(d): a
+// bound on a float32 pass's error in a squared distance ‖x − y‖² is then
+// err[x] + err[y] (2‖x‖‖y‖ <= ‖x‖² + ‖y‖²), which is how the models state
+// the bounds of their cross parts.
+func err32(v vectors) []float64 { return scaled(sqNorms(v), err32Coef(v.d)) }
+
+// minDists keeps, for each of n vectors, the least squared distance to
+// another vector seen by float64 passes, which bounds the slope of the RBF
+// mixture wherever its float32 error matters (rbfErr32).
+type minDists struct {
+	d  []float64
+	mu []sync.Mutex // one per lockBlock vectors
+}
+
+func newMinDists(n int) *minDists {
+	return &minDists{d: slices.Repeat([]float64{math.Inf(1)}, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
+}
+
+// tileMins lowers rows.d[t.i0+i] and cols.d[t.j0+j] to the least squared
+// distance of each row and column of the sqdists tile t; with self (rows and
+// cols the same vectors) the entries of a vector with itself are left out.
+func tileMins(t *tile, rows, cols *minDists, self bool) {
+	rm, cm := slices.Repeat([]float64{math.Inf(1)}, t.ni), slices.Repeat([]float64{math.Inf(1)}, t.nj)
+	for i := 0; i < t.ni; i++ {
+		g := t.g[i*t.ld:][:t.nj]
+		for j, v := range g {
+			if self && t.i0+i == t.j0+j {
+				continue
+			}
+			rm[i] = min(rm[i], v)
+			cm[j] = min(cm[j], v)
+		}
+	}
+	rows.lower(t.i0, rm)
+	cols.lower(t.j0, cm)
+}
+
+// lower sets d[i0+k] = min(d[i0+k], v[k]).
+func (m *minDists) lower(i0 int, v []float64) {
+	for k := 0; k < len(v); {
+		l := (i0 + k) / lockBlock
+		end := min(len(v), (l+1)*lockBlock-i0)
+		m.mu[l].Lock()
+		for ; k < end; k++ {
+			m.d[i0+k] = min(m.d[i0+k], v[k])
+		}
+		m.mu[l].Unlock()
+	}
+}
+
+// rbfErr32 returns, for vectors v of which no two are closer than md (nil:
+// unknown) and whose partners have err32 at most emax, e[i]·slope so that a
+// float32 pass moves κ(v_i, y) by at most rbfErr32[i] + rbfErr32[y]: the
+// squared distance, off by at most e[i] + e[y] <= e[i] + emax, is at least
+// md[i] − (e[i] + emax) (and the float64 pass that found md was off by as
+// much again), and |Δκ| <= (e[i] + e[y])·min(slope_i, slope_y).
+func rbfErr32(e []float64, emax float64, md *minDists, kern *rbfMixture) []float64 {
+	out := make([]float64, len(e))
+	for i, x := range e {
+		d := 0.0
+		if md != nil {
+			d = md.d[i] - 2*(x+emax)
+		}
+		out[i] = x * kern.slope(d)
+	}
+	return out
+}
+
+// err32Coef is the c with |D̃ − D| <= c·(‖x‖² + ‖y‖²) for a squared
+// distance D̃ from gram32 (its documented bound, (min(d, kBlock)+3)·u·2‖x‖‖y‖
+// + 4u·(‖x‖² + ‖y‖²), with 5% to spare for second-order terms), plus the
+// float64 rounding of the explicit difference that the exact value (at)
+// computes, d·2^-52·(‖x‖² + ‖y‖²).
+func err32Coef(d int) float64 {
+	const u = 0x1p-24
+	return 1.05*float64(min(d, kBlock)+3+4)*u + float64(d)*0x1p-52
+}
 
 // gram is the engine in sc's precision.
 func (sc scope) gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)) {
@@ -181,6 +262,9 @@ type stage2Model struct {
 	// at returns V_rq from the features alone (O(d)), for single entries;
 	// safe for concurrent use.
 	at func(r, q int) float64
+	// err32, nil when the model has no float32 pass, returns e with
+	// |Ṽ_rq − V_rq| <= e[r] + e[q] for Ṽ from a float32 pass and V from at.
+	err32 func() []float64
 	// selfSums, when not nil, returns the sums over all pairs of the
 	// self-kernel sums of their sources and of their targets, each weighted
 	// by 1/uses (ΣSS and ΣTT: every source and target counted once); valid
@@ -228,6 +312,7 @@ func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 		},
 		terms: func() ([]float64, []float64) { return zr, zc },
 		at:    func(i, j int) float64 { return sqDist(src, i, delta, tgt, j) },
+		err32: func() ([]float64, []float64) { return err32(rowsOf(src, nil, delta)), err32(rowsOf(tgt, nil, nil)) },
 	}
 }
 
@@ -273,6 +358,7 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mod
 			}
 			return make([]float64, p), single
 		},
+		err32: func() []float64 { return err32(wp) },
 		at: func(r, q int) float64 {
 			// ‖w_r + w_q‖² = ‖(s_r + s_q − 2δ) − (t_r + t_q)‖².
 			v := 0.0
@@ -302,12 +388,17 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 	S, T := rowsOf(src, nil, nil), rowsOf(tgt, nil, nil)
 	ns, nt := src.N, tgt.N
 	var rs, cs partials
+	var minS, minT *minDists // nearest target of each source and source of each target
 	pass := func(sc scope, emit func(i, j0 int, x []float64)) {
 		full := sc.full()
 		if full {
 			rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
+			minS, minT = newMinDists(ns), newMinDists(nt)
 		}
 		sc.gram(rowsOf(src, sc.rows, nil), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, func(t *tile) {
+			if full {
+				tileMins(t, minS, minT, false)
+			}
 			x, e := make([]float64, t.nj), make([]float64, t.nj)
 			for i := 0; i < t.ni; i++ {
 				kern.row(x, t.g[i*t.ld:][:t.nj], e)
@@ -350,6 +441,12 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 		return rowTerm, colTerm
 	}
 	md.at = func(i, j int) float64 { return -2 * kern.eval(sqDist(src, i, nil, tgt, j)) }
+	md.err32 = func() ([]float64, []float64) {
+		// X = −2κ(D).
+		es, et := err32(S), err32(T)
+		emax := max(slices.Max(es), slices.Max(et))
+		return scaled(rbfErr32(es, emax, minS, kern), 2), scaled(rbfErr32(et, emax, minT, kern), 2)
+	}
 	return md
 }
 
@@ -398,15 +495,21 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 	// Per pair r: SS = Σ_i' κ(s_r, s_i'), ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j').
 	var pSS, pST, pTS, pTT partials
 	vrr := make([]float64, p) // V_rr, for ‖w_r‖²
+	var near *minDists        // nearest other paired vector of each z
 	pass := func(sc scope, emit func(r, q0 int, v []float64)) {
 		if sc.rows != nil {
 			rbfPairRows(z, sc, kern, mon, emit)
 			return
 		}
-		pSS, pST, pTS, pTT = newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
+		sums := sc.full() // not from a float32 pass
+		if sums {
+			pSS, pST, pTS, pTT = newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
+			near = newMinDists(2 * p)
+		}
 		sc.gram(z, z, true, sqdists, mon, func(t *tile) {
-			rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
-			cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
+			if sums {
+				tileMins(t, near, near, true)
+			}
 			r0, q0 := t.i0/2, t.j0/2
 			ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
 			out := make([]float64, t.nj/2)
@@ -416,12 +519,22 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 				j0 := 2 * upperFrom(t, ri)
 				kern.row(ks[j0:], t.g[2*ri*t.ld+j0:][:t.nj-j0], e[j0:])
 				kern.row(kt[j0:], t.g[(2*ri+1)*t.ld+j0:][:t.nj-j0], e[j0:])
+				from := j0/2 + b2i(t.diag)
+				if !sums {
+					for qi := j0 / 2; qi < t.nj/2; qi++ {
+						out[qi] = pairV(ks, kt, qi)
+					}
+					emit(r, q0+from, out[from:])
+					continue
+				}
+				rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
+				cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
 				var sSS, sST, sTS, sTT float64
 				for qi := j0 / 2; qi < t.nj/2; qi++ {
 					q := q0 + qi
 					kss, kst := ks[2*qi], ks[2*qi+1]
 					kts, ktt := kt[2*qi], kt[2*qi+1]
-					v := kss - kst - kts + ktt
+					v := pairV(ks, kt, qi)
 					out[qi] = v
 					sSS += ws[q] * kss
 					sST += wt[q] * kst
@@ -440,7 +553,6 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 				rST[r] += sST
 				rTS[r] += sTS
 				rTT[r] += sTT
-				from := j0/2 + b2i(t.diag)
 				emit(r, q0+from, out[from:])
 			}
 		})
@@ -465,7 +577,19 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 		return node, w2
 	}
 	return &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), coef: 2, pass: pass, finish: finish,
-		at:       func(r, q int) float64 { return pairKernel(src, tgt, kern, pairs[r], pairs[q]) },
+		at: func(r, q int) float64 { return pairKernel(src, tgt, kern, pairs[r], pairs[q]) },
+		err32: func() []float64 {
+			// V_rq adds four kernel values, κ(s_r, s_q), κ(s_r, t_q),
+			// κ(t_r, s_q), κ(t_r, t_q), each off by at most k[x] + k[y]
+			// (rbfErr32): 2(k[s_r] + k[t_r]) per pair.
+			e := err32(z)
+			k := rbfErr32(e, slices.Max(e), near, kern)
+			out := make([]float64, p)
+			for r := range out {
+				out[r] = 2 * (k[2*r] + k[2*r+1])
+			}
+			return out
+		},
 		selfSums: func() (float64, float64) { return sumSS, sumTT }}
 }
 
@@ -1011,11 +1135,17 @@ func rbfPairRows(z vectors, sc scope, kern *rbfMixture, mon *Monitor, emit func(
 			kern.row(ks, t.g[2*ri*t.ld:][:t.nj], e)
 			kern.row(kt, t.g[(2*ri+1)*t.ld:][:t.nj], e)
 			for qi := range out {
-				out[qi] = ks[2*qi] - ks[2*qi+1] - kt[2*qi] + kt[2*qi+1]
+				out[qi] = pairV(ks, kt, qi)
 			}
 			emit(sc.rows[t.i0/2+ri], t.j0/2, out)
 		}
 	})
+}
+
+// pairV returns V_rq from the kernel rows ks of s_r and kt of t_r against
+// interleaved (s_q, t_q) at 2·qi and 2·qi+1.
+func pairV(ks, kt []float64, qi int) float64 {
+	return ks[2*qi] - ks[2*qi+1] - kt[2*qi] + kt[2*qi+1]
 }
 
 // pairKernel returns V_rq = ⟨φ(s_r) − φ(t_r), φ(s_q) − φ(t_q)⟩ for the pairs

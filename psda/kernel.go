@@ -509,6 +509,17 @@ func planRBF(gammas []float64, powers bool) *rbfMixture {
 // terms are set to 0 (exactly what they are to within 1e-300).
 const expUnderflow = 690
 
+// slope returns Σγ·exp(−γ·max(d, 0)), which bounds |κ'(D)| for every
+// D >= d: a squared distance at least d and off by δ moves κ by at most
+// slope(d − δ)·δ. slope(0) = Σγ bounds it everywhere.
+func (k *rbfMixture) slope(d float64) float64 {
+	s := 0.0
+	for _, g := range k.gammas {
+		s += g * math.Exp(-g*max(d, 0))
+	}
+	return s
+}
+
 // eval returns κ for the squared distance d (through row, so that single
 // entries and rows agree to the bit).
 func (k *rbfMixture) eval(d float64) float64 {

@@ -287,11 +287,7 @@ type pricedStage struct {
 	rows, cols  int
 	scale, coef float64
 	noDiag      bool // edge (a, a) does not exist
-	// shiftOnly reports that every row and column of the assignment is a
-	// priced one (no copies, no dummies), so that a change of terms shifts
-	// whole rows and columns and leaves the optimal assignment optimal.
-	shiftOnly bool
-	terms     func() (r, c []float64)
+	terms       func() (r, c []float64)
 	// colPot returns, for each priced column b, the largest potential among
 	// the assignment columns that stand for b (its copies), in a new slice.
 	colPot func(v []float64) []float64
@@ -300,8 +296,9 @@ type pricedStage struct {
 	graph func(adj edges) *assign.Graph
 	// pass runs a Gram pass over the rows in sub (nil: all) and hands every
 	// dense edge's cross part to row (edges (a, b0+k)) or col (edges
-	// (a0+k, b), or (idx[a0+k], b) when idx is not nil), concurrently.
-	pass func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int))
+	// (a0+k, b), or (idx[a0+k], b) when idx is not nil), concurrently; in
+	// float32 with f32 (cross parts then within eR[a] + eC[b]).
+	pass func(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int))
 	// passCols runs a Gram pass over the columns in cols and calls
 	// visit(a, b, x) for every dense edge into them, concurrently.
 	passCols func(cols []int, visit func(a, b int, x float64))
@@ -311,6 +308,11 @@ type pricedStage struct {
 	// float64 candidate pass for row a and for column b (+Inf when the list
 	// holds the whole line).
 	tauR, tauC []float64
+	// eR and eC, when not nil, bound a float32 pass's error in the cross
+	// part of edge (a, b) by eR[a] + eC[b]; the pricing passes then run in
+	// float32 (price). at returns the exact cross part of edge (a, b).
+	eR, eC []float64
+	at     func(a, b int) float64
 }
 
 // screen sets tail[a] to a lower bound on the reduced cost of every edge of
@@ -383,7 +385,10 @@ func (s *nearest) thresholds() []float64 {
 // over those rows alone. The candidate lists serve as the first pricing
 // (screen): a row whose bound from them is feasible needs no pass, so that
 // when the candidates hold the optimum, as they mostly do, no full pricing
-// pass runs. A full pass recomputes the terms; new terms only move z and w.
+// pass runs; after a re-solve the same bound, at the new potentials, clears
+// rows whose tails the moves used up. The terms come from the float64
+// candidate pass and stay fixed: pricing passes (float32 where the model
+// bounds their error, see price) never change them.
 func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) {
 	hooks := mon.hooks(st.phase)
 	kept := newNearest(st.rows, sparseAdd)
@@ -391,16 +396,29 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	// w0[stamp[a]]), on the reduced cost of every edge of row a outside the
 	// graph and its kept list.
 	z0, stamp, tail := make([]float64, st.rows), make([]int, st.rows), make([]float64, st.rows)
-	var w0 [][]float64 // w at each pass
+	need64 := make([]bool, st.rows) // rows whose next pricing runs in float64 (see price)
+	var w0 [][]float64              // w at each pass
 	rt, ct := st.terms()
 	var sol *assign.Solution
 	var g *assign.Graph
+	bulk := false // the last check added many violators per row in many rows
 	resolve := func() (err error) {
 		adj.normalise()
 		g = st.graph(adj)
-		if sol == nil {
+		switch {
+		case sol == nil:
 			sol, err = assign.SolveSparse(g, nil, hooks)
-		} else {
+		case bulk:
+			// Dozens of violators a row in many rows: their minima dropped
+			// far, so their augmenting paths are long, and the potentials
+			// move nearly everywhere anyway, sending most rows back to
+			// pricing; a warm auction spreads the change at once (n =
+			// 50,000 clustered Stage 1: 2.2 M edges added in 22,000 rows,
+			// 1.8 s instead of 37 s). With a few violators a row (its
+			// Stage 2: 133,000 in 37,000 rows) the paths take 8 s and keep
+			// most tails valid, where the auction cost a full pricing pass.
+			sol, err = assign.SolveSparse(g, sol, hooks)
+		default:
 			sol, err = assign.ResolveSparse(g, sol, hooks)
 		}
 		return err
@@ -458,7 +476,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			}
 		}
 		w0 = append(w0, w)
-		trace("screen: %d of %d rows to price", len(sub), st.rows)
+		trace("screen: %d of %d rows to price, %d hub columns priced", len(sub), st.rows, len(hubs))
 	}
 	for pass := 0; ; pass++ {
 		if len(sub) > st.rows/4 {
@@ -468,9 +486,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 		if sub == nil || len(sub) > 0 {
 			z, w := potentials()
 			best := newNearest(st.rows, sparseAdd)
-			row, col := best.priceSink(st.coef*st.scale, z, w, st.noDiag, adj.has)
-			st.pass(sub, row, col)
-			if err := mon.err(); err != nil {
+			if err := st.price(best, sub, z, w, adj.has, need64, priceTol(g.Cost), mon); err != nil {
 				return nil, err
 			}
 			for _, a := range indices(sub, st.rows) {
@@ -478,14 +494,6 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 				z0[a], stamp[a], tail[a] = z[a], len(w0), kept.limit(a)
 			}
 			w0 = append(w0, w)
-			if sub == nil {
-				rt2, ct2 := st.terms()
-				if !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2) {
-					st.retarget(sol, rt, ct, rt2, ct2)
-					dirty = true
-				}
-				rt, ct = rt2, ct2
-			}
 		}
 		for iter := 0; ; iter++ {
 			if dirty {
@@ -511,7 +519,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 					}
 				}
 			}
-			added := 0
+			added, violRows := 0, 0
 			slack := make([]float64, st.rows) // top − Δz: the tail's margin
 			limit := make([]float64, st.rows) // the largest rise since its pass
 			for a := range slack {
@@ -522,10 +530,20 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 					}
 				})
 				added += len(adj[a]) - n
+				violRows += b2i(len(adj[a]) > n)
 				slack[a], limit[a] = tail[a]-(z[a]-z0[a]), capK[stamp[a]]
 			}
 			var cols []int
 			sub, cols = splitCheck(slack, limit, rise, tol)
+			if len(sub) > 0 && st.tauR != nil && st.coef*st.scale > 0 {
+				// The candidate lists' bound at the current potentials
+				// certifies rows whose tails the potentials' moves used up.
+				scr := make([]float64, st.rows)
+				st.screen(z, w, scr, nil)
+				n0 := len(sub)
+				sub = slices.DeleteFunc(sub, func(a int) bool { return scr[a] >= -tol })
+				trace("  screen: %d of %d rows cleared", n0-len(sub), n0)
+			}
 			trace("pass %d.%d: %d edges, cost %.12g, %d violating edges added, %d rows and %d columns to price",
 				pass, iter, len(g.Col), sol.Cost, added, len(sub), len(cols))
 			if added == 0 && len(sub) == 0 && len(cols) > 0 {
@@ -541,12 +559,72 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			if added == 0 {
 				break
 			}
-			dirty = true
+			dirty, bulk = true, violRows > st.rows/4 && added > 8*violRows
 		}
 		if len(sub) == 0 {
 			return sol, nil
 		}
 	}
+}
+
+// price runs a pricing pass over the rows sub (nil: all) into best: each
+// row keeps the sparseAdd edges outside adj (has) of least reduced cost
+// under (z, w). When the stage has float32 bounds (eR), the pass runs in
+// float32 (about 1.5× faster) and offers lower bounds,
+// cs·x̃ − z[a] − w[b] − cs·(eR[a] + eC[b]), so that every edge a row does
+// not keep still costs at least its list's limit; the kept edges then get
+// their exact cross parts (aux, from at), which the violator checks read.
+// A row whose float32 list holds no violator and yet cannot certify it
+// (limit below −tol: more than sparseAdd edges within the error bound of
+// tight) is marked in need64 and priced in float64 the next time, as are
+// the rows marked before.
+func (st *pricedStage) price(best *nearest, sub []int, z, w []float64, has func(a, b int) bool, need64 []bool, tol float64, mon *Monitor) error {
+	cs := st.coef * st.scale
+	if st.eR == nil {
+		row, col := best.priceSink(cs, z, w, st.noDiag, has)
+		st.pass(sub, false, row, col)
+		return mon.err()
+	}
+	zl, wl := slices.Clone(z), slices.Clone(w)
+	for a, e := range st.eR {
+		zl[a] += cs * e
+	}
+	for b, e := range st.eC {
+		wl[b] += cs * e
+	}
+	row, col := best.priceSink(cs, zl, wl, st.noDiag, has)
+	st.pass(sub, true, row, col)
+	if err := mon.err(); err != nil {
+		return err
+	}
+	rows := indices(sub, st.rows)
+	redo := []int{}
+	for _, a := range rows {
+		if need64[a] {
+			redo = append(redo, a)
+			best.cnt[a] = 0
+		}
+	}
+	parallelRows(len(rows), func(k0, k1 int) {
+		for _, a := range rows[k0:k1] {
+			clean := true // no violator among the kept edges
+			for t := a * best.k; t < a*best.k+int(best.cnt[a]); t++ {
+				b := int(best.idx[t])
+				best.aux[t] = st.at(a, b)
+				clean = clean && cs*best.aux[t]-z[a]-w[b] >= -tol
+			}
+			need64[a] = clean && best.limit(a) < -tol
+		}
+	})
+	if len(redo) > 0 {
+		trace("  %d rows priced in float64", len(redo))
+		row, col := best.priceSink(cs, z, w, st.noDiag, has)
+		st.pass(redo, false, row, col)
+		for _, a := range redo {
+			need64[a] = false
+		}
+	}
+	return mon.err()
 }
 
 // screenSplit fills tail from the candidate lists (screen), leaving out the
@@ -659,27 +737,6 @@ func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int) {
 	return rows, order[:bestC]
 }
 
-// retarget prepares sol, optimal under the terms (rt, ct), as the warm
-// start of a solve under (rt2, ct2), which changes the costs of the graph's
-// edges (SolveSparse's warm start assumes unchanged costs). On a shift-only
-// stage the potentials move with the terms, which keeps every reduced cost
-// and the assignment optimal; otherwise every row starts free from the old
-// column potentials.
-func (st *pricedStage) retarget(sol *assign.Solution, rt, ct, rt2, ct2 []float64) {
-	if !st.shiftOnly {
-		for a := range sol.Col4Row {
-			sol.Col4Row[a] = -1
-		}
-		return
-	}
-	for a := range sol.U {
-		sol.U[a] += (rt2[a] - rt[a]) * st.scale
-	}
-	for b := range sol.V {
-		sol.V[b] += (ct2[b] - ct[b]) * st.scale
-	}
-}
-
 // stage1Sparse is stage1 on the sparse path: the same assignment (METHOD.md's
 // square model of eqs. 3–5, the larger side as rows, q or q+1 copies of each
 // column and dummy rows on the extra copies), solved on candidate edges and
@@ -738,15 +795,16 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	for a := 0; a < nl; a++ {
 		adj.add(a, a%nsm, 0)
 	}
-	exactCross(adj, func(a, b int) float64 {
+	at := func(a, b int) float64 {
 		if tr {
 			return md.at(b, a)
 		}
 		return md.at(a, b)
-	})
+	}
+	exactCross(adj, at)
 	st := &pricedStage{
-		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign, shiftOnly: copies == 1 && dummies == 0,
-		tauR: tauR, tauC: tauC,
+		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign,
+		tauR: tauR, tauC: tauC, at: at,
 		terms: func() ([]float64, []float64) {
 			rt, ct := md.terms()
 			if tr {
@@ -776,18 +834,24 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 				}
 			})
 		},
-		pass: func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+		pass: func(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
 			if tr {
-				md.pass(scope{cols: sub}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
+				md.pass(scope{cols: sub, f32: f32}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
 				return
 			}
-			md.pass(scope{rows: sub}, func(i, j0 int, x []float64) {
+			md.pass(scope{rows: sub, f32: f32}, func(i, j0 int, x []float64) {
 				if sub != nil {
 					i = sub[i]
 				}
 				row(i, j0, x)
 			})
 		},
+	}
+	if md.err32 != nil {
+		st.eR, st.eC = md.err32()
+		if tr {
+			st.eR, st.eC = st.eC, st.eR
+		}
 	}
 	st.graph = func(adj edges) *assign.Graph {
 		rt, ct := st.terms()
@@ -891,8 +955,8 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		return md.at(r, q)
 	})
 	st := &pricedStage{
-		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match, shiftOnly: n == p,
-		tauR: tau, tauC: tau,
+		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match,
+		tauR: tau, tauC: tau, at: md.at,
 		terms: func() ([]float64, []float64) {
 			node, single = md.finish()
 			return node, node
@@ -918,14 +982,18 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 				}
 			})
 		},
-		pass: func(sub []int, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
-			md.pass(scope{rows: sub}, func(r, q0 int, v []float64) {
+		pass: func(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+			md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
 				row(r, q0, v)
 				if sub == nil { // the full pass visits the upper triangle only
 					col(r, q0, v, nil)
 				}
 			})
 		},
+	}
+	if md.err32 != nil {
+		st.eR = md.err32()
+		st.eC = st.eR
 	}
 	sol, err := st.solve(adj, mon)
 	if err != nil {

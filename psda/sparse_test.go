@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -228,6 +230,84 @@ func TestModelPasses(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestModelPasses32 checks the float32 passes of the MMD models against
+// their exact single entries: every entry of a full and of a row pass is
+// within the model's err32 bound (sums of per-vector terms), for d above
+// and below directDim, for features with a large common offset (the
+// squared distances then cancel in the Gram expansion) and spread out (the
+// RBF bound then rests on the kernel's small slope far from 0); a float32
+// full pass leaves the terms alone. CORAL has no float32 pass (err32 nil).
+func TestModelPasses32(t *testing.T) {
+	defer func(ts int) { tileSize = ts }(tileSize)
+	tileSize = 48
+	for _, cc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"rbf", Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF}},
+		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear}},
+	} {
+		for _, d := range []int{6, 40} {
+			for _, sh := range [][2]float64{{1, 0}, {1, 30}, {3, 0}} { // spread, offset
+				t.Run(fmt.Sprintf("%s/d=%d/spread=%g/offset=%g", cc.name, d, sh[0], sh[1]), func(t *testing.T) {
+					rng := rand.New(rand.NewPCG(uint64(d), 3))
+					src, tgt := benchFeatures(130, d, 1), benchFeatures(110, d, 2)
+					for _, m := range []Matrix{src, tgt} {
+						for k := range m.F64 {
+							m.F64[k] = m.F64[k]*sh[0] + sh[1] + 0.1*rng.NormFloat64()
+						}
+					}
+					var mu sync.Mutex
+					worst := 0.0 // largest error relative to its bound
+					within := func(what string, got, want, bound float64) {
+						mu.Lock()
+						defer mu.Unlock()
+						if math.Abs(got-want) > bound {
+							t.Errorf("%s: float32 %.15g, exact %.15g, error %.3g above the bound %.3g", what, got, want, math.Abs(got-want), bound)
+						}
+						if bound > 0 {
+							worst = max(worst, math.Abs(got-want)/bound)
+						}
+					}
+					m1 := newStage1Model(src, tgt, cc.cfg)
+					m1.dense(src.N, tgt.N, nil)
+					rt, ct := m1.terms()
+					es, et := m1.err32()
+					m1.pass(scope{f32: true}, func(i, j0 int, x []float64) {
+						for k, v := range x {
+							within(fmt.Sprintf("stage 1 (%d, %d)", i, j0+k), v, m1.at(i, j0+k), es[i]+et[j0+k])
+						}
+					})
+					if rt2, ct2 := m1.terms(); !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2) {
+						t.Errorf("stage 1: a float32 full pass changed the terms")
+					}
+					pairs := coveringPairs(rng, src.N, tgt.N)
+					m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
+					m2.dense(nil)
+					node, _ := m2.finish()
+					e := m2.err32()
+					check := func(r, q0 int, v []float64) {
+						for k, x := range v {
+							if q := q0 + k; q != r {
+								within(fmt.Sprintf("stage 2 (%d, %d)", r, q), x, m2.at(r, q), e[r]+e[q])
+							}
+						}
+					}
+					m2.pass(scope{f32: true}, check)
+					m2.pass(scope{rows: rng.Perm(len(pairs))[:40], f32: true}, check)
+					if node2, _ := m2.finish(); !slices.Equal(node, node2) {
+						t.Errorf("stage 2: a float32 full pass changed the node terms")
+					}
+					t.Logf("largest error / bound: %.3g", worst)
+				})
+			}
+		}
+	}
+	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}); m.err32 != nil {
+		t.Errorf("CORAL stage 1 has err32 but no float32 bound was checked for it")
 	}
 }
 
