@@ -1,7 +1,6 @@
 package psda
 
 import (
-	"math"
 	"slices"
 	"sync"
 )
@@ -109,62 +108,46 @@ func (sc scope) full() bool { return sc.rows == nil && sc.cols == nil && !sc.f32
 // the bounds of their cross parts.
 func err32(v vectors) []float64 { return scaled(sqNorms(v), err32Coef(v.d)) }
 
-// minDists keeps, for each of n vectors, the least squared distance to
-// another vector seen by float64 passes, which bounds the slope of the RBF
-// mixture wherever its float32 error matters (rbfErr32).
-type minDists struct {
-	d  []float64
+// nearKernel keeps, for each of n vectors, the largest kernel value
+// κ(v, y) with another vector y seen by a float64 pass (the nearest y): it
+// bounds the slope of the RBF mixture wherever the float32 error of a
+// kernel value with v matters (rbfErr32). Passes fill a tile's maxima
+// locally and merge them under striped locks.
+type nearKernel struct {
+	k  []float64
 	mu []sync.Mutex // one per lockBlock vectors
 }
 
-func newMinDists(n int) *minDists {
-	return &minDists{d: slices.Repeat([]float64{math.Inf(1)}, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
+func newNearKernel(n int) *nearKernel {
+	return &nearKernel{k: make([]float64, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
 }
 
-// tileMins lowers rows.d[t.i0+i] and cols.d[t.j0+j] to the least squared
-// distance of each row and column of the sqdists tile t; with self (rows and
-// cols the same vectors) the entries of a vector with itself are left out.
-func tileMins(t *tile, rows, cols *minDists, self bool) {
-	rm, cm := slices.Repeat([]float64{math.Inf(1)}, t.ni), slices.Repeat([]float64{math.Inf(1)}, t.nj)
-	for i := 0; i < t.ni; i++ {
-		g := t.g[i*t.ld:][:t.nj]
-		for j, v := range g {
-			if self && t.i0+i == t.j0+j {
-				continue
-			}
-			rm[i] = min(rm[i], v)
-			cm[j] = min(cm[j], v)
-		}
-	}
-	rows.lower(t.i0, rm)
-	cols.lower(t.j0, cm)
-}
-
-// lower sets d[i0+k] = min(d[i0+k], v[k]).
-func (m *minDists) lower(i0 int, v []float64) {
-	for k := 0; k < len(v); {
-		l := (i0 + k) / lockBlock
+// raise sets k[i0+j] = max(k[i0+j], v[j]).
+func (m *nearKernel) raise(i0 int, v []float64) {
+	for j := 0; j < len(v); {
+		l := (i0 + j) / lockBlock
 		end := min(len(v), (l+1)*lockBlock-i0)
 		m.mu[l].Lock()
-		for ; k < end; k++ {
-			m.d[i0+k] = min(m.d[i0+k], v[k])
+		for ; j < end; j++ {
+			m.k[i0+j] = max(m.k[i0+j], v[j])
 		}
 		m.mu[l].Unlock()
 	}
 }
 
-// rbfErr32 returns, for vectors v of which no two are closer than md (nil:
-// unknown) and whose partners have err32 at most emax, e[i]·slope so that a
-// float32 pass moves κ(v_i, y) by at most rbfErr32[i] + rbfErr32[y]: the
-// squared distance, off by at most e[i] + e[y] <= e[i] + emax, is at least
-// md[i] − (e[i] + emax) (and the float64 pass that found md was off by as
-// much again), and |Δκ| <= (e[i] + e[y])·min(slope_i, slope_y).
-func rbfErr32(e []float64, emax float64, md *minDists, kern *rbfMixture) []float64 {
+// rbfErr32 returns, for vectors v with err32 e whose partners have err32 at
+// most emax and whose kernel values with them are at most near.k (nil:
+// unknown), e[i]·slope so that a float32 pass moves κ(v_i, y) by at most
+// rbfErr32[i] + rbfErr32[y]: the squared distance is at least the D_i with
+// κ(D_i) = near.k[i], the float32 one is off by at most e[i] + e[y] <=
+// e[i] + emax (and the float64 pass that found near.k by as much again), and
+// |Δκ| <= (e[i] + e[y])·min(slope_i, slope_y).
+func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []float64 {
 	out := make([]float64, len(e))
 	for i, x := range e {
 		d := 0.0
-		if md != nil {
-			d = md.d[i] - 2*(x+emax)
+		if near != nil {
+			d = kern.distBelow(near.k[i]) - 2*(x+emax)
 		}
 		out[i] = x * kern.slope(d)
 	}
@@ -388,33 +371,37 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 	S, T := rowsOf(src, nil, nil), rowsOf(tgt, nil, nil)
 	ns, nt := src.N, tgt.N
 	var rs, cs partials
-	var minS, minT *minDists // nearest target of each source and source of each target
+	var nearS, nearT *nearKernel // nearest target of each source and source of each target
 	pass := func(sc scope, emit func(i, j0 int, x []float64)) {
 		full := sc.full()
 		if full {
 			rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
-			minS, minT = newMinDists(ns), newMinDists(nt)
+			nearS, nearT = newNearKernel(ns), newNearKernel(nt)
 		}
 		sc.gram(rowsOf(src, sc.rows, nil), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, func(t *tile) {
-			if full {
-				tileMins(t, minS, minT, false)
-			}
 			x, e := make([]float64, t.nj), make([]float64, t.nj)
+			rmax, cmax := make([]float64, t.ni), make([]float64, t.nj)
 			for i := 0; i < t.ni; i++ {
 				kern.row(x, t.g[i*t.ld:][:t.nj], e)
 				if full {
 					rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
-					s := 0.0
+					s, m := 0.0, 0.0
 					for j, v := range x {
 						s += v
+						m = max(m, v)
 						csum[t.j0+j] += v
+						cmax[j] = max(cmax[j], v)
 					}
-					rsum[t.i0+i] = s
+					rsum[t.i0+i], rmax[i] = s, m
 				}
 				for j, v := range x {
 					x[j] = -2 * v
 				}
 				emit(t.i0+i, t.j0, x)
+			}
+			if full {
+				nearS.raise(t.i0, rmax)
+				nearT.raise(t.j0, cmax)
 			}
 		})
 	}
@@ -445,7 +432,7 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 		// X = −2κ(D).
 		es, et := err32(S), err32(T)
 		emax := max(slices.Max(es), slices.Max(et))
-		return scaled(rbfErr32(es, emax, minS, kern), 2), scaled(rbfErr32(et, emax, minT, kern), 2)
+		return scaled(rbfErr32(es, emax, nearS, kern), 2), scaled(rbfErr32(et, emax, nearT, kern), 2)
 	}
 	return md
 }
@@ -495,7 +482,7 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 	// Per pair r: SS = Σ_i' κ(s_r, s_i'), ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j').
 	var pSS, pST, pTS, pTT partials
 	vrr := make([]float64, p) // V_rr, for ‖w_r‖²
-	var near *minDists        // nearest other paired vector of each z
+	var near *nearKernel      // nearest other paired vector of each z
 	pass := func(sc scope, emit func(r, q0 int, v []float64)) {
 		if sc.rows != nil {
 			rbfPairRows(z, sc, kern, mon, emit)
@@ -504,15 +491,13 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 		sums := sc.full() // not from a float32 pass
 		if sums {
 			pSS, pST, pTS, pTT = newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
-			near = newMinDists(2 * p)
+			near = newNearKernel(2 * p)
 		}
 		sc.gram(z, z, true, sqdists, mon, func(t *tile) {
-			if sums {
-				tileMins(t, near, near, true)
-			}
 			r0, q0 := t.i0/2, t.j0/2
 			ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
 			out := make([]float64, t.nj/2)
+			rmax, cmax := make([]float64, t.ni), make([]float64, t.nj) // by z index
 			for ri := 0; ri < t.ni/2; ri++ {
 				r := r0 + ri
 				// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
@@ -529,7 +514,7 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 				}
 				rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
 				cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
-				var sSS, sST, sTS, sTT float64
+				var sSS, sST, sTS, sTT, mS, mT float64
 				for qi := j0 / 2; qi < t.nj/2; qi++ {
 					q := q0 + qi
 					kss, kst := ks[2*qi], ks[2*qi+1]
@@ -542,18 +527,26 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 					sTT += wt[q] * ktt
 					if q == r { // on a diagonal tile the c slots are the r slots
 						vrr[r] = v
+						mS, mT = max(mS, kst), max(mT, kst) // κ(s_r, s_r) is not another vector's
 						continue
 					}
 					cSS[q] += ws[r] * kss
 					cST[q] += wt[r] * kts
 					cTS[q] += ws[r] * kst
 					cTT[q] += wt[r] * ktt
+					mS, mT = max(mS, kss, kst), max(mT, kts, ktt)
+					cmax[2*qi], cmax[2*qi+1] = max(cmax[2*qi], kss, kts), max(cmax[2*qi+1], kst, ktt)
 				}
 				rSS[r] += sSS
 				rST[r] += sST
 				rTS[r] += sTS
 				rTT[r] += sTT
+				rmax[2*ri], rmax[2*ri+1] = mS, mT
 				emit(r, q0+from, out[from:])
+			}
+			if sums {
+				near.raise(t.i0, rmax)
+				near.raise(t.j0, cmax)
 			}
 		})
 	}

@@ -520,6 +520,27 @@ func (k *rbfMixture) slope(d float64) float64 {
 	return s
 }
 
+// distBelow returns a squared distance D no larger than any D' >= 0 with
+// κ(D') <= k, by bisection on the decreasing κ: 0 when k >= κ(0).
+func (k *rbfMixture) distBelow(kv float64) float64 {
+	if kv >= k.nterms {
+		return 0
+	}
+	lo, hi := 0.0, 1.0
+	for k.eval(hi) > kv && hi < 1e300 {
+		lo, hi = hi, 2*hi
+	}
+	for range 60 {
+		mid := lo + (hi-lo)/2
+		if k.eval(mid) > kv {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo // κ(lo) > kv >= κ(D'), so lo < D'
+}
+
 // eval returns κ for the squared distance d (through row, so that single
 // entries and rows agree to the bit).
 func (k *rbfMixture) eval(d float64) float64 {
