@@ -89,6 +89,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	}()
 	m := &Matching{}
 	sparse1, sparse2 := sparseStages(src.N, tgt.N, cfg)
+	sparse2 = sparse2 || lowDimSparse(src, tgt, cfg)
 	// Balanced RBF, two stages: Stage 2's pass supplies the self-kernel
 	// sums of Stage 1's objective (stage1Model.noSelf), which saves Stage 1
 	// a Gram pass over each domain.

@@ -66,17 +66,20 @@ func BenchmarkSolve(b *testing.B) {
 
 // BenchmarkMatchGauss times the whole Double-paired matching (costs, Stage 1,
 // Stage 2) on the paper's variance experiment: 2-D standard normal source and
-// target, linear-kernel MMD.
+// target, linear-kernel MMD, with the dense path and with Auto (which solves
+// Stage 2 on the sparse path from 2,000 pairs, lowDimSparse).
 func BenchmarkMatchGauss(b *testing.B) {
 	for _, n := range []int{1000, 4000} {
 		src, tgt := gaussFeatures(n, 2, 1), gaussFeatures(n, 2, 2)
-		cfg := Config{BatchSize: 64, Discrepancy: MMD, Kernel: Linear, Stages: 2}
-		b.Run(fmt.Sprintf("n=%d/d=2/linear", n), func(b *testing.B) {
-			loopCPU(b, func() {
-				if _, err := Match(src, tgt, cfg); err != nil {
-					b.Fatal(err)
-				}
+		for _, solver := range []string{Dense, Auto} {
+			cfg := Config{BatchSize: 64, Discrepancy: MMD, Kernel: Linear, Stages: 2, Solver: solver}
+			b.Run(fmt.Sprintf("n=%d/d=2/linear/%s", n, solver), func(b *testing.B) {
+				loopCPU(b, func() {
+					if _, err := Match(src, tgt, cfg); err != nil {
+						b.Fatal(err)
+					}
+				})
 			})
-		})
+		}
 	}
 }

@@ -353,3 +353,45 @@ func TestScreen(t *testing.T) {
 		}
 	}
 }
+
+// TestLowDimSparse checks Auto's rule for a sparse Stage 2 below the size
+// limit: linear MMD, d <= directDim, at least lowDimPairs pairs, at most 1%
+// duplicated rows per domain, and never when the user forced a path.
+func TestLowDimSparse(t *testing.T) {
+	withDups := func(m Matrix, k int) Matrix { // rows 1..k copy row 0
+		c := Matrix{N: m.N, D: m.D, F64: slices.Clone(m.F64)}
+		for i := 1; i <= k; i++ {
+			copy(c.F64[i*m.D:(i+1)*m.D], c.F64[:m.D])
+		}
+		return c
+	}
+	n := lowDimPairs
+	src, tgt := gaussFeatures(n, 2, 1), gaussFeatures(n-5, 2, 2)
+	linear := Config{Discrepancy: MMD, Kernel: Linear, Stages: 2}
+	with := func(f func(*Config)) Config { c := linear; f(&c); return c }
+	for _, tc := range []struct {
+		name     string
+		src, tgt Matrix
+		cfg      Config
+		want     bool
+	}{
+		{"gaussian 2-D linear", src, tgt, linear, true},
+		{"auto spelled out", src, tgt, with(func(c *Config) { c.Solver = Auto }), true},
+		{"forced dense", src, tgt, with(func(c *Config) { c.Solver = Dense }), false},
+		{"forced sparse", src, tgt, with(func(c *Config) { c.Solver = Sparse }), false},
+		{"rbf", src, tgt, with(func(c *Config) { c.Kernel = RBF }), false},
+		{"coral", src, tgt, Config{Discrepancy: CORAL, Stages: 2}, false},
+		{"one stage", src, tgt, with(func(c *Config) { c.Stages = 1 }), false},
+		{"too few pairs", gaussFeatures(n-1, 2, 1), gaussFeatures(n-1, 2, 2), linear, false},
+		{"too many features", gaussFeatures(n, directDim+1, 1), gaussFeatures(n, directDim+1, 2), linear, false},
+		{"1% duplicated sources", withDups(src, n/100), tgt, linear, true},
+		{"over 1% duplicated targets", src, withDups(tgt, n/100+1), linear, false},
+	} {
+		if got := lowDimSparse(tc.src, tc.tgt, tc.cfg); got != tc.want {
+			t.Errorf("%s: lowDimSparse = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := duplicates(Matrix{N: 4, D: 1, F64: []float64{0, math.Copysign(0, -1), 1, 1}}); got != 2 {
+		t.Errorf("duplicates of {0, -0, 1, 1} = %d, want 2 (-0 equals 0)", got)
+	}
+}

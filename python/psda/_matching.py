@@ -373,7 +373,8 @@ def _check_solver(solver: Any) -> str:
     """Validates solver and returns it in lower case."""
     if not isinstance(solver, str) or solver.lower() not in _SOLVERS:
         raise ValueError(
-            f"solver = {solver!r}: want 'auto' (dense while a stage's cost matrix fits in 3 GiB, sparse beyond), "
+            f"solver = {solver!r}: want 'auto' (dense while a stage's cost matrix fits in 3 GiB, sparse beyond; "
+            "also sparse for Stage 2 of a linear MMD with d <= 16), "
             "'dense' or 'sparse'"
         )
     return solver.lower()
@@ -563,7 +564,11 @@ def match(
             lower bound ``stage2_bound``. Memory O(P·(d + K)), so 50,000 per
             domain fit; slower than dense on small inputs. ``"auto"``
             (default) is dense for a stage whose cost matrix takes at most
-            3 GiB, sparse beyond.
+            3 GiB, sparse beyond; it also solves Stage 2 of a linear-kernel
+            MMD with d <= 16, at least 2,000 pairs and at most 1% duplicated
+            rows per domain on the sparse path, which is faster there (the
+            paper's 2-D experiment at n = 4000: Stage 2 median 1.5 s instead
+            of 2.2 s over six seeds).
 
     Returns:
         A :class:`Matching`.
