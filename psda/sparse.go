@@ -279,12 +279,12 @@ type edges [][]edge
 // add appends edge (a, b) with cross part x; normalise restores the order.
 func (e edges) add(a, b int, x float64) { e[a] = append(e[a], edge{int32(b), x}) }
 
-// normalise sorts every row by column and drops repeated columns; it
-// returns the number of edges.
+// normalise sorts every row by column and drops repeated columns, keeping
+// the first added; it returns the number of edges.
 func (e edges) normalise() int {
 	n := 0
 	for a, row := range e {
-		slices.SortFunc(row, func(p, q edge) int { return int(p.b) - int(q.b) })
+		slices.SortStableFunc(row, func(p, q edge) int { return int(p.b) - int(q.b) })
 		e[a] = slices.CompactFunc(row, func(p, q edge) bool { return p.b == q.b })
 		n += len(e[a])
 	}
@@ -295,19 +295,6 @@ func (e edges) normalise() int {
 func (e edges) has(a, b int) bool {
 	_, ok := slices.BinarySearchFunc(e[a], int32(b), func(p edge, b int32) int { return int(p.b) - int(b) })
 	return ok
-}
-
-// exactCross replaces the cross part of every edge by at(a, b), computed
-// from the features by explicit differences: the Gram pass expands squared
-// distances, which cancels digits the objective should keep.
-func exactCross(adj edges, at func(a, b int) float64) {
-	parallelRows(len(adj), func(a0, a1 int) {
-		for a := a0; a < a1; a++ {
-			for k, e := range adj[a] {
-				adj[a][k].x = at(a, int(e.b))
-			}
-		}
-	})
 }
 
 // priceTol is the dual-feasibility tolerance of a pricing pass, the one
@@ -835,18 +822,19 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	rows, cols = nil, nil
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
-	// complete assignment inside the graph whatever the candidates are.
-	// (exactCross below computes every cross part, these included.)
-	for a := 0; a < nl; a++ {
-		adj.add(a, a%nsm, 0)
-	}
+	// complete assignment inside the graph whatever the candidates are. The
+	// candidates keep the cross parts of the float64 pass, the dense path's
+	// own values (explicit differences, at, for 14 M candidate edges cost 5 s
+	// at n = 50,000); an edge found twice keeps those (normalise).
 	at := func(a, b int) float64 {
 		if tr {
 			return md.at(b, a)
 		}
 		return md.at(a, b)
 	}
-	exactCross(adj, at)
+	for a := 0; a < nl; a++ {
+		adj.add(a, a%nsm, at(a, a%nsm))
+	}
 	st := &pricedStage{
 		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign,
 		tauR: tauR, tauC: tauC, at: at,
@@ -983,9 +971,10 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		return (node[r] + node[q] + md.coef*v) * md.scale
 	}
 	// Consecutive nodes paired off: a perfect matching inside the graph
-	// (exactCross below computes the cross parts).
+	// (an edge that is also a candidate keeps the pass's value, as in
+	// stage1Sparse).
 	for r := 0; r+1 < p; r += 2 {
-		both(r, r+1, 0)
+		both(r, r+1, md.at(r, r+1))
 	}
 	if n > p { // the dummy may be anyone's partner
 		for r := 0; r < p; r++ {
@@ -993,12 +982,6 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	adj.normalise()
-	exactCross(adj, func(r, q int) float64 {
-		if r == p || q == p {
-			return 0
-		}
-		return md.at(r, q)
-	})
 	st := &pricedStage{
 		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match,
 		tauR: tau, tauC: tau, at: md.at,
