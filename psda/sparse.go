@@ -39,6 +39,20 @@ const (
 // Variables so that tests can force several pricing rounds.
 var sparseK, sparseAdd = 64, 96
 
+// stage2K is the number of Stage 2 candidates per row and column for
+// features of dimension d: sparseK, and three times that (Stage 1's) when
+// d <= directDim, where the candidate pass costs little and 64 nearest
+// reflections −w_r miss the partners of the points at the rim of the cloud
+// (the paper's 2-D experiment, n = 4000, six seeds: Stage 2 0.56–2.13 s with
+// 64, the worst seed after three full pricing rounds, 1.09–1.64 s with 192,
+// 1.21–1.79 s with 256, 2.2–2.4 s with 384).
+func stage2K(d int) int {
+	if d <= directDim {
+		return 3 * sparseK
+	}
+	return sparseK
+}
+
 // sparseTrace, when set (benchmarks), receives one line per sparse round.
 var sparseTrace func(format string, args ...any)
 
@@ -80,7 +94,7 @@ const lowDimPairs = 2000
 // directDim dimensions, at least lowDimPairs pairs and at most 1% duplicated
 // rows in either domain. There the dense relaxation is auction-bound; on the
 // paper's 2-D Gaussian experiment (n = 4000, six seeds, same bounds) Stage 2
-// took 1.8–2.9 s dense (median 2.2 s) and 0.6–2.4 s sparse (median 1.5 s);
+// took 1.7–3.1 s dense (median 2.3 s) and 1.0–1.55 s sparse (stage2K);
 // at n = 2000 the whole matching 0.8–1.0 s and 0.4–0.65 s (three seeds).
 // Not for the RBF mixture (the same data, whole matching: 1.6–2.1 s dense,
 // 2.3–2.4 s sparse), nor when many rows
@@ -943,7 +957,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		adj.add(r, q, v)
 		adj.add(q, r, v)
 	}
-	near := newNearest(p, min(sparseK, p-1))
+	near := newNearest(p, min(stage2K(src.D), p-1))
 	toRow, toCol := near.candidates(p, p)
 	md.pass(scope{}, func(r, q0 int, v []float64) {
 		toRow(r, q0, v)

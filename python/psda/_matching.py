@@ -567,8 +567,8 @@ def match(
             3 GiB, sparse beyond; it also solves Stage 2 of a linear-kernel
             MMD with d <= 16, at least 2,000 pairs and at most 1% duplicated
             rows per domain on the sparse path, which is faster there (the
-            paper's 2-D experiment at n = 4000: Stage 2 median 1.5 s instead
-            of 2.2 s over six seeds).
+            paper's 2-D experiment at n = 4000: Stage 2 1.0–1.55 s instead
+            of 1.7–3.1 s over six seeds).
 
     Returns:
         A :class:`Matching`.
