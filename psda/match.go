@@ -80,16 +80,16 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	if err := checkSizes(src, tgt, cfg); err != nil {
 		return nil, err
 	}
+	sparse1, sparse2 := sparseStages(src.N, tgt.N, cfg)
+	sparse2 = sparse2 || lowDimSparse(src, tgt, cfg)
 	mon := cfg.Monitor
-	mon.start(src.N, tgt.N, src.D, cfg)
+	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2)
 	defer func() {
 		if mon != nil {
 			mon.phase.Store(PhaseDone)
 		}
 	}()
 	m := &Matching{}
-	sparse1, sparse2 := sparseStages(src.N, tgt.N, cfg)
-	sparse2 = sparse2 || lowDimSparse(src, tgt, cfg)
 	// Balanced RBF, two stages: Stage 2's pass supplies the self-kernel
 	// sums of Stage 1's objective (stage1Model.noSelf), which saves Stage 1
 	// a Gram pass over each domain.

@@ -77,8 +77,9 @@ func (m *Monitor) err() error {
 }
 
 // start estimates the work of each phase of a Match with these sizes (in
-// multiply-adds) and resets the progress, keeping a pending cancellation.
-func (m *Monitor) start(ns, nt, d int, cfg Config) {
+// multiply-adds), sparse1 and sparse2 telling which stages run on the
+// sparse path, and resets the progress, keeping a pending cancellation.
+func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2 bool) {
 	if m == nil {
 		return
 	}
@@ -102,7 +103,6 @@ func (m *Monitor) start(ns, nt, d int, cfg Config) {
 	// The sparse path (sparse.go) counts the tiles of its candidate pass as
 	// costs and those of its pricing passes, about one in all (none on
 	// Gaussian data, two on clustered data), as the assignment.
-	sparse1, sparse2 := sparseStages(ns, nt, cfg)
 	if sparse1 {
 		m.units[PhaseStage1Assign] = fs * ft * fd
 	}

@@ -485,7 +485,9 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	}
 	trace("first solve: %d edges, cost %.12g", len(g.Col), sol.Cost)
 	sub := []int(nil) // rows to price; nil: all
-	if st.tauR != nil && st.coef*st.scale > 0 {
+	// screens: the candidate lists' thresholds bound the edges outside them.
+	screens := st.tauR != nil && st.coef*st.scale > 0
+	if screens {
 		z, w := potentials()
 		tol := priceTol(g.Cost)
 		hubs := st.screenSplit(z, w, tail, tol)
@@ -581,7 +583,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			}
 			var cols []int
 			sub, cols = splitCheck(slack, limit, rise, tol)
-			if len(sub) > 0 && st.tauR != nil && st.coef*st.scale > 0 {
+			if len(sub) > 0 && screens {
 				// The candidate lists' bound at the current potentials
 				// certifies rows whose tails the potentials' moves used up.
 				scr := make([]float64, st.rows)
