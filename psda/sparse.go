@@ -333,6 +333,7 @@ type pricedStage struct {
 	rows, cols  int
 	scale, coef float64
 	noDiag      bool // edge (a, a) does not exist
+	symmetric   bool // the full pass computes the upper triangle only
 	terms       func() (r, c []float64)
 	// colPot returns, for each priced column b, the largest potential among
 	// the assignment columns that stand for b (its copies), in a new slice.
@@ -527,8 +528,12 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 		trace("screen: %d of %d rows to price, %d hub columns priced", len(sub), st.rows, len(hubs))
 	}
 	for pass := 0; ; pass++ {
-		if len(sub) > st.rows/4 {
-			sub = nil // a full pass costs little more and visits each tile once
+		if st.symmetric && len(sub) > st.rows/2 {
+			// A pass over some rows costs their share of a full pass, but a
+			// symmetric full pass computes half the Gram matrix only (n =
+			// 20,000 clustered, Stage 2: full pass 12.6 s, 5,709 rows 5.6 s;
+			// Stage 1: all rows 6.4 s, 15,719 of them 4.0 s).
+			sub = nil
 		}
 		dirty := false
 		if sub == nil || len(sub) > 0 {
@@ -999,7 +1004,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	adj.normalise()
 	st := &pricedStage{
-		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, phase: PhaseStage2Match,
+		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, symmetric: true, phase: PhaseStage2Match,
 		tauR: tau, tauC: tau, at: md.at,
 		terms: func() ([]float64, []float64) {
 			node, single = md.finish()
