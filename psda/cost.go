@@ -141,7 +141,8 @@ func (m *nearKernel) raise(i0 int, v []float64) {
 // rbfErr32[i] + rbfErr32[y]: the squared distance is at least the D_i with
 // κ(D_i) = near.k[i], the float32 one is off by at most e[i] + e[y] <=
 // e[i] + emax (and the float64 pass that found near.k by as much again), and
-// |Δκ| <= (e[i] + e[y])·min(slope_i, slope_y).
+// |Δκ| <= (e[i] + e[y])·min(slope_i, slope_y), plus chainErr32 for the
+// power chains of the float32 passes (row32), half of it on each side.
 func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []float64 {
 	out := make([]float64, len(e))
 	for i, x := range e {
@@ -149,7 +150,7 @@ func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []f
 		if near != nil {
 			d = kern.distBelow(near.k[i]) - 2*(x+emax)
 		}
-		out[i] = x * kern.slope(d)
+		out[i] = x*kern.slope(d) + kern.chainErr32()/2
 	}
 	return out
 }
@@ -162,6 +163,15 @@ func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []f
 func err32Coef(d int) float64 {
 	const u = 0x1p-24
 	return 1.05*float64(min(d, kBlock)+3+4)*u + float64(d)*0x1p-52
+}
+
+// kernelRow returns the RBF mixture's row evaluation in sc's precision:
+// row32 in float32 passes.
+func (sc scope) kernelRow(k *rbfMixture) func(out, d, e []float64) {
+	if sc.f32 {
+		return k.row32
+	}
+	return k.row
 }
 
 // gram is the engine in sc's precision.
@@ -378,11 +388,12 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 			rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
 			nearS, nearT = newNearKernel(ns), newNearKernel(nt)
 		}
+		kappa := sc.kernelRow(kern)
 		sc.gram(rowsOf(src, sc.rows, nil), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, func(t *tile) {
 			x, e := make([]float64, t.nj), make([]float64, t.nj)
 			rmax, cmax := make([]float64, t.ni), make([]float64, t.nj)
 			for i := 0; i < t.ni; i++ {
-				kern.row(x, t.g[i*t.ld:][:t.nj], e)
+				kappa(x, t.g[i*t.ld:][:t.nj], e)
 				if full {
 					rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
 					s, m := 0.0, 0.0
@@ -493,6 +504,7 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 			pSS, pST, pTS, pTT = newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
 			near = newNearKernel(2 * p)
 		}
+		kappa := sc.kernelRow(kern)
 		sc.gram(z, z, true, sqdists, mon, func(t *tile) {
 			r0, q0 := t.i0/2, t.j0/2
 			ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
@@ -502,8 +514,8 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 				r := r0 + ri
 				// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
 				j0 := 2 * upperFrom(t, ri)
-				kern.row(ks[j0:], t.g[2*ri*t.ld+j0:][:t.nj-j0], e[j0:])
-				kern.row(kt[j0:], t.g[(2*ri+1)*t.ld+j0:][:t.nj-j0], e[j0:])
+				kappa(ks[j0:], t.g[2*ri*t.ld+j0:][:t.nj-j0], e[j0:])
+				kappa(kt[j0:], t.g[(2*ri+1)*t.ld+j0:][:t.nj-j0], e[j0:])
 				from := j0/2 + b2i(t.diag)
 				if !sums {
 					for qi := j0 / 2; qi < t.nj/2; qi++ {
@@ -1121,12 +1133,13 @@ func sum(x []float64) float64 {
 // vectors (z_2r = s_r, z_2r+1 = t_r) with all of z.
 func rbfPairRows(z vectors, sc scope, kern *rbfMixture, mon *Monitor, emit func(r, q0 int, v []float64)) {
 	sub := vectors{n: 2 * len(sc.rows), d: z.d, fill: func(i int, dst []float64) { z.fill(2*sc.rows[i/2]+i%2, dst) }}
+	kappa := sc.kernelRow(kern)
 	sc.gram(sub, z, false, sqdists, mon, func(t *tile) {
 		ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
 		out := make([]float64, t.nj/2)
 		for ri := 0; ri < t.ni/2; ri++ {
-			kern.row(ks, t.g[2*ri*t.ld:][:t.nj], e)
-			kern.row(kt, t.g[(2*ri+1)*t.ld:][:t.nj], e)
+			kappa(ks, t.g[2*ri*t.ld:][:t.nj], e)
+			kappa(kt, t.g[(2*ri+1)*t.ld:][:t.nj], e)
 			for qi := range out {
 				out[qi] = pairV(ks, kt, qi)
 			}

@@ -139,3 +139,50 @@ store:
 done:
 	VZEROUPPER
 	RET
+
+// func powNegAVX2(dst, e, src *float64, n int, gamma float64, m int)
+// e[i] = e[i]^m, then dst[i] += e[i], for i < n (n a multiple of 4), with 0
+// where gamma*src[i] > 690; m >= 1 by binary powering, in the order of
+// powInt (so the result is bit-identical to powNegGeneric's). Masked lanes
+// are powered from 1, never from a value whose powers could be subnormal
+// (slow on x86).
+TEXT ·powNegAVX2(SB), NOSPLIT, $0-48
+	MOVQ dst+0(FP), DI
+	MOVQ e+8(FP), BX
+	MOVQ src+16(FP), SI
+	MOVQ n+24(FP), CX
+	VBROADCASTSD gamma+32(FP), Y15
+	MOVQ m+40(FP), R9
+	SHRQ $2, CX
+	JZ   pdone
+	LEAQ expc<>(SB), R8
+	VMOVUPD 576(R8), Y14            // 1.0 (c0)
+ploop:
+	VMULPD   (SI), Y15, Y0          // x = gamma*src
+	VCMPPD   $0x1E, 128(R8), Y0, Y1 // mask: x > limit
+	VMOVUPD  (BX), Y2               // p = e
+	VBLENDVPD Y1, Y14, Y2, Y2       // p = 1 where masked
+	VMOVAPD  Y14, Y3                // r = 1
+	MOVQ     R9, R10
+pbit:
+	TESTQ    $1, R10
+	JZ       psq
+	VMULPD   Y2, Y3, Y3             // r *= p
+psq:
+	SHRQ     $1, R10
+	JZ       pend
+	VMULPD   Y2, Y2, Y2             // p *= p
+	JMP      pbit
+pend:
+	VANDNPD  Y3, Y1, Y3             // 0 past the limit
+	VMOVUPD  Y3, (BX)
+	VADDPD   (DI), Y3, Y3
+	VMOVUPD  Y3, (DI)
+	ADDQ     $32, SI
+	ADDQ     $32, BX
+	ADDQ     $32, DI
+	DECQ     CX
+	JNZ      ploop
+pdone:
+	VZEROUPPER
+	RET

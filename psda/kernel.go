@@ -3,7 +3,6 @@ package psda
 import (
 	"math"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -466,44 +465,70 @@ func dot(x, y []float64) float64 {
 
 // rbfMixture evaluates κ(D) = Σ_γ exp(−γ·D) for a squared distance D.
 //
-// exp is the hot spot after the GEMM. With the AVX2 vector exp (about 2 ns
-// an entry and gamma, within 2 ulps) every term is a fresh exp: vectorised
-// powering measured no faster (BenchmarkStage1Costs/rbf/n=1000/d=2).
-// Otherwise (math.Exp, about 12 ns), when a gamma is an integer multiple
-// m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m by repeated
-// squaring instead of another exp. A relative error ε in exp(−γ'D) becomes
-// m·ε after the power, so chains are cut (a fresh exp) before the product of
-// the ratios exceeds maxAmplify: every term keeps a relative error below
-// about maxAmplify ulps (2e-14 for 100). With the paper's gammas
+// exp is the hot spot after the GEMM. With the AVX2 vector exp (about 1.3 ns
+// an entry and gamma, within 2 ulps) every term of an exact value is a fresh
+// exp. Otherwise (math.Exp, about 12 ns), when a gamma is an integer
+// multiple m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m by
+// binary powering instead of another exp. A relative error ε in exp(−γ'D)
+// becomes m·ε after the power, so chains are cut (a fresh exp) before the
+// product of the ratios exceeds maxAmplify: every term keeps a relative
+// error below about maxAmplify ulps (2e-14 for 100). With the paper's gammas
 // {0.001, …, 10} this costs 2 exps and 3 powers per entry instead of 5 exps.
+//
+// The float32 passes (row32), whose values only need to lie within err32 of
+// the exact ones, always take the chains, up to maxAmplify32: with the
+// paper's gammas 1 exp and 4 powers (4 vector multiplies each) per entry,
+// within chainErr32 of κ, about 1e-10, next to float32 rounding's 1e-5.
 type rbfMixture struct {
 	gammas []float64 // ascending
 	pow    []int     // 0: fresh exp; m: previous term to the m-th power
+	pow32  []int     // pow for float32 passes
 	nterms float64   // κ(x, x) = number of gammas
 }
 
-const maxAmplify = 100
+const (
+	maxAmplify   = 100
+	maxAmplify32 = 10000
+)
 
 func newRBF(gammas []float64) *rbfMixture { return planRBF(gammas, !vectorExp) }
 
-// planRBF returns the mixture, with power chains when powers is set.
+// planRBF returns the mixture, with power chains for exact values when
+// powers is set.
 func planRBF(gammas []float64, powers bool) *rbfMixture {
 	g := append([]float64(nil), gammas...)
 	sort.Float64s(g)
-	k := &rbfMixture{gammas: g, pow: make([]int, len(g)), nterms: float64(len(g))}
+	k := &rbfMixture{gammas: g, pow: make([]int, len(g)), pow32: powerChains(g, maxAmplify32), nterms: float64(len(g))}
+	if powers {
+		k.pow = powerChains(g, maxAmplify)
+	}
+	return k
+}
+
+// powerChains returns, for ascending gammas g, m at i when g[i] = m·g[i−1]
+// for an integer m in [2, 16] and the chain's product of ratios stays at
+// most maxAmp, 0 (a fresh exp) otherwise.
+func powerChains(g []float64, maxAmp int) []int {
+	pow := make([]int, len(g))
 	amp := 1
 	for i := 1; i < len(g); i++ {
 		r := g[i] / g[i-1]
 		m := int(math.Round(r))
-		if powers && m >= 2 && m <= 16 && math.Abs(r-float64(m)) <= 1e-12*r && amp*m <= maxAmplify {
-			k.pow[i] = m
+		if m >= 2 && m <= 16 && math.Abs(r-float64(m)) <= 1e-12*r && amp*m <= maxAmp {
+			pow[i] = m
 			amp *= m
 		} else {
 			amp = 1
 		}
 	}
-	return k
+	return pow
 }
+
+// chainErr32 bounds |row32 − κ| for every D: a term at the end of a chain
+// with product of ratios A is within 8·A ulps (2 ulps of its exp, and at most
+// 2·log2(16) roundings per power, amplified by the later powers), and every
+// term is at most 1.
+func (k *rbfMixture) chainErr32() float64 { return k.nterms * 8 * maxAmplify32 * 0x1p-52 }
 
 // expUnderflow is where exp(−x) stops mattering next to κ(x, x) >= 1; past it
 // terms are set to 0 (exactly what they are to within 1e-300).
@@ -551,28 +576,27 @@ func (k *rbfMixture) eval(d float64) float64 {
 
 // row sets out[j] = κ(d[j]) for a row of squared distances; e is scratch of
 // the same length.
-func (k *rbfMixture) row(out, d, e []float64) {
-	if !slices.ContainsFunc(k.pow, func(m int) bool { return m != 0 }) {
-		for i, g := range k.gammas {
-			expNeg(out, d, g, i > 0)
-		}
-		return
-	}
-	clear(out)
+func (k *rbfMixture) row(out, d, e []float64) { k.rowWith(k.pow, out, d, e) }
+
+// row32 is row for float32 passes: within chainErr32 of κ.
+func (k *rbfMixture) row32(out, d, e []float64) { k.rowWith(k.pow32, out, d, e) }
+
+func (k *rbfMixture) rowWith(pow []int, out, d, e []float64) {
 	for i, g := range k.gammas {
-		if m := k.pow[i]; m != 0 {
-			for j, dj := range d {
-				if g*dj > expUnderflow {
-					e[j] = 0 // and avoid powering into subnormals
-				} else {
-					e[j] = powInt(e[j], m)
+		switch {
+		case pow[i] != 0:
+			powNeg(out, e, d, g, pow[i])
+		case i+1 < len(pow) && pow[i+1] != 0: // a chain starts here
+			expNeg(e, d, g, false)
+			if i == 0 {
+				copy(out, e)
+			} else {
+				for j, v := range e {
+					out[j] += v
 				}
 			}
-		} else {
-			expNeg(e, d, g, false)
-		}
-		for j, v := range e {
-			out[j] += v
+		default:
+			expNeg(out, d, g, i > 0)
 		}
 	}
 }
@@ -589,6 +613,18 @@ func expNegGeneric(dst, src []float64, gamma float64, acc bool) {
 		} else {
 			dst[i] = e
 		}
+	}
+}
+
+// powNegGeneric is the portable powNeg.
+func powNegGeneric(dst, e, src []float64, gamma float64, m int) {
+	for i, v := range src {
+		x := 0.0
+		if gamma*v <= expUnderflow {
+			x = powInt(e[i], m)
+		}
+		e[i] = x
+		dst[i] += x
 	}
 }
 

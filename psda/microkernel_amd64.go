@@ -81,6 +81,29 @@ func expNeg(dst, src []float64, gamma float64, acc bool) {
 	}
 }
 
+// powNeg sets e[i] = e[i]^m and adds it to dst[i], with 0 where
+// gamma·src[i] > expUnderflow: the next term exp(−γ·D) = exp(−(γ/m)·D)^m of
+// a power chain of the RBF mixture; four lanes at a time with AVX2,
+// bit-identical to powNegGeneric.
+func powNeg(dst, e, src []float64, gamma float64, m int) {
+	if !useFMA {
+		powNegGeneric(dst, e, src, gamma, m)
+		return
+	}
+	if len(src) == 0 {
+		return
+	}
+	_, _ = dst[len(src)-1], e[len(src)-1]
+	n := len(src) &^ 3
+	if n > 0 {
+		powNegAVX2(&dst[0], &e[0], &src[0], n, gamma, m)
+	}
+	powNegGeneric(dst[n:len(src)], e[n:len(src)], src[n:], gamma, m)
+}
+
+//go:noescape
+func powNegAVX2(dst, e, src *float64, n int, gamma float64, m int)
+
 // vectorExp reports whether expNeg is the fast vector version, which makes
 // fresh exps cheaper than the RBF mixture's power chains.
 var vectorExp = useFMA

@@ -17,6 +17,9 @@ func microKernel32(k int, a, b []float32, c []float64, ldc int) { microKernelGen
 // expNeg is expNegGeneric on platforms without the AVX2 version.
 func expNeg(dst, src []float64, gamma float64, acc bool) { expNegGeneric(dst, src, gamma, acc) }
 
+// powNeg is powNegGeneric on platforms without the AVX2 version.
+func powNeg(dst, e, src []float64, gamma float64, m int) { powNegGeneric(dst, e, src, gamma, m) }
+
 // vectorExp reports whether expNeg is a fast vector version.
 const vectorExp = false
 
