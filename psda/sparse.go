@@ -333,8 +333,11 @@ type pricedStage struct {
 	rows, cols  int
 	scale, coef float64
 	noDiag      bool // edge (a, a) does not exist
-	symmetric   bool // the full pass computes the upper triangle only
-	terms       func() (r, c []float64)
+	// symmetric: the costs and the candidate graph are symmetric (link adds
+	// both orientations), so the potentials can be too (see solve), and the
+	// full pass computes the upper triangle only.
+	symmetric bool
+	terms     func() (r, c []float64)
 	// colPot returns, for each priced column b, the largest potential among
 	// the assignment columns that stand for b (its copies), in a new slice.
 	colPot func(v []float64) []float64
@@ -479,6 +482,17 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 		for b := range w {
 			w[b] -= ct[b] * st.scale
 		}
+		if st.symmetric {
+			// With a symmetric cost matrix and graph, (v, u) is as feasible
+			// and optimal as (u, v), and so is their mean: it prices both
+			// orientations of an edge at the mean of their reduced costs,
+			// which spares the edges that only the solver's arbitrary split
+			// of the potentials made look violated.
+			for a := range z {
+				z[a] = (z[a] + w[a]) / 2
+				w[a] = z[a]
+			}
+		}
 		return z, w
 	}
 	if err := resolve(); err != nil {
@@ -576,14 +590,14 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			slack := make([]float64, st.rows) // top − Δz: the tail's margin
 			limit := make([]float64, st.rows) // the largest rise since its pass
 			for a := range slack {
-				n := len(adj[a])
+				n := added
 				kept.each(a, func(b int, _, x float64) {
 					if st.coef*x*st.scale-z[a]-w[b] < -tol && !adj.has(a, b) {
-						adj.add(a, b, x)
+						st.link(adj, a, b, x)
+						added++
 					}
 				})
-				added += len(adj[a]) - n
-				violRows += b2i(len(adj[a]) > n)
+				violRows += b2i(added > n)
 				slack[a], limit[a] = tail[a]-(z[a]-z0[a]), capK[stamp[a]]
 			}
 			var cols []int
@@ -720,6 +734,16 @@ func (st *pricedStage) screenSplit(z, w, tail []float64, tol float64) []int {
 	return order[:best]
 }
 
+// link adds edge (a, b) with cross part x to adj, and (b, a) too when the
+// stage is symmetric, whose graph must stay symmetric (see potentials in
+// solve).
+func (st *pricedStage) link(adj edges, a, b int, x float64) {
+	adj.add(a, b, x)
+	if st.symmetric {
+		adj.add(b, a, x)
+	}
+}
+
 // priceCols runs a column pass over cols, adds to adj every edge into them
 // whose reduced cost under (z, w) is below −tol and returns their number.
 func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj edges) int {
@@ -737,7 +761,7 @@ func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj ed
 	added := 0
 	for k, e := range found {
 		if !adj.has(from[k], int(e.b)) {
-			adj.add(from[k], int(e.b), e.x)
+			st.link(adj, from[k], int(e.b), e.x)
 			added++
 		}
 	}
