@@ -66,13 +66,16 @@ type stage1Model struct {
 	// err32, nil when the model has no float32 pass, returns es and et with
 	// |X̃_ij − X_ij| <= es[i] + et[j] for X̃ from a float32 pass and X from at.
 	err32 func() (es, et []float64)
-	// noSelf, set before the first call of terms, leaves out of the RBF
-	// mixture's terms the self-kernel sums Σ_i' κ(s_i, s_i') and
-	// Σ_j' κ(t_j, t_j'), which cost a Gram pass over each domain. When
-	// n_s = n_t they only shift rows and columns, so the optimal assignment
-	// is the same, and the objective misses −(ΣSS + ΣTT)/n·scale, which
-	// Stage 2's pass supplies (see stage2Model.selfSums).
-	noSelf bool
+	// deferSums, set before the first pass, leaves every kernel sum out of
+	// the RBF mixture's terms: the self-kernel sums Σ_i' κ(s_i, s_i') and
+	// Σ_j' κ(t_j, t_j'), which cost a Gram pass over each domain, and the
+	// cross sums Σ_j κ(s_i, t_j) and Σ_i κ(s_i, t_j), which tie the pass to
+	// float64. When n_s = n_t they only shift rows and columns, so the
+	// optimal assignment is the same (and the sparse path's candidate pass
+	// may run in float32); the objective misses (2ΣST − ΣSS − ΣTT)/n·scale,
+	// which Stage 2's float64 pass supplies (stage2Model.kernelSums,
+	// Matching.addDeferred).
+	deferSums bool
 }
 
 // newStage1Model returns the split of C^st for cfg's discrepancy.
@@ -148,7 +151,7 @@ func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []f
 	for i, x := range e {
 		d := 0.0
 		if near != nil {
-			d = kern.distBelow(near.k[i]) - 2*(x+emax)
+			d = kern.distBelow(near.k[i]+kern.chainErr32()) - 2*(x+emax)
 		}
 		out[i] = x*kern.slope(d) + kern.chainErr32()/2
 	}
@@ -258,11 +261,12 @@ type stage2Model struct {
 	// err32, nil when the model has no float32 pass, returns e with
 	// |Ṽ_rq − V_rq| <= e[r] + e[q] for Ṽ from a float32 pass and V from at.
 	err32 func() []float64
-	// selfSums, when not nil, returns the sums over all pairs of the
-	// self-kernel sums of their sources and of their targets, each weighted
-	// by 1/uses (ΣSS and ΣTT: every source and target counted once); valid
+	// kernelSums, when not nil, returns the sums over all pairs of the
+	// kernel sums of their sources with all sources, of their sources with
+	// all targets and of their targets with all targets, each weighted by
+	// 1/uses (ΣSS, ΣST and ΣTT: every source and target counted once); valid
 	// once a float64 full pass has completed.
-	selfSums func() (ss, tt float64)
+	kernelSums func() (ss, st, tt float64)
 }
 
 // newStage2Model returns the split of C^MM; factored allows the
@@ -382,11 +386,17 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 	ns, nt := src.N, tgt.N
 	var rs, cs partials
 	var nearS, nearT *nearKernel // nearest target of each source and source of each target
-	pass := func(sc scope, emit func(i, j0 int, x []float64)) {
-		full := sc.full()
-		if full {
-			rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
+	md := &stage1Model{scale: 1 / float64(k*k)}
+	md.pass = func(sc scope, emit func(i, j0 int, x []float64)) {
+		// Every pass over all entries finds the nearest partners (rbfErr32
+		// allows for a float32 one); the sums need float64.
+		whole := sc.rows == nil && sc.cols == nil
+		sums := sc.full() && !md.deferSums
+		if whole {
 			nearS, nearT = newNearKernel(ns), newNearKernel(nt)
+		}
+		if sums {
+			rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
 		}
 		kappa := sc.kernelRow(kern)
 		sc.gram(rowsOf(src, sc.rows, nil), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, func(t *tile) {
@@ -394,45 +404,55 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 			rmax, cmax := make([]float64, t.ni), make([]float64, t.nj)
 			for i := 0; i < t.ni; i++ {
 				kappa(x, t.g[i*t.ld:][:t.nj], e)
-				if full {
-					rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
-					s, m := 0.0, 0.0
+				if whole {
+					m := 0.0
 					for j, v := range x {
-						s += v
 						m = max(m, v)
-						csum[t.j0+j] += v
 						cmax[j] = max(cmax[j], v)
 					}
-					rsum[t.i0+i], rmax[i] = s, m
+					rmax[i] = m
+				}
+				if sums {
+					rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+					s := 0.0
+					for j, v := range x {
+						s += v
+						csum[t.j0+j] += v
+					}
+					rsum[t.i0+i] = s
 				}
 				for j, v := range x {
 					x[j] = -2 * v
 				}
 				emit(t.i0+i, t.j0, x)
 			}
-			if full {
+			if whole {
 				nearS.raise(t.i0, rmax)
 				nearT.raise(t.j0, cmax)
 			}
 		})
 	}
-	md := &stage1Model{scale: 1 / float64(k*k), pass: pass}
 	var ss, tt []float64 // self-kernel row sums, computed once
 	md.terms = func() ([]float64, []float64) {
-		switch {
-		case md.noSelf:
-			ss, tt = make([]float64, ns), make([]float64, nt)
-		case ss == nil:
+		fs, ft := float64(ns), float64(nt)
+		rowTerm, colTerm := make([]float64, ns), make([]float64, nt)
+		if md.deferSums {
+			for i := range rowTerm {
+				rowTerm[i] = kern.nterms
+			}
+			for j := range colTerm {
+				colTerm[j] = kern.nterms
+			}
+			return rowTerm, colTerm
+		}
+		if ss == nil {
 			ss, tt = kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
 		}
 		st, ts := rs.total(), cs.total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
-		fs, ft := float64(ns), float64(nt)
 		delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
-		rowTerm := make([]float64, ns)
 		for i := range rowTerm {
 			rowTerm[i] = kern.nterms - 2*(ss[i]/fs-st[i]/ft) + delta2
 		}
-		colTerm := make([]float64, nt)
 		for j := range colTerm {
 			colTerm[j] = kern.nterms + 2*(ts[j]/fs-tt[j]/ft)
 		}
@@ -595,7 +615,7 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 			}
 			return out
 		},
-		selfSums: func() (float64, float64) { return sumSS, sumTT }}
+		kernelSums: func() (float64, float64, float64) { return sumSS, sumST, sumTT }}
 }
 
 // factorMin is the least ratio P/n_b at which rbfStage2 stores the cross

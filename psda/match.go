@@ -25,9 +25,10 @@ type Matching struct {
 	// Stage2Cost is the sum of C^MM over Quads plus, for a single pair r,
 	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
 	Stage2Cost float64
-	// selfPending reports that Stage1Cost still lacks the self-kernel
-	// term, which Stage 2 adds from its pass (stage1Model.noSelf, addSelf).
-	selfPending bool
+	// sumsPending reports that Stage1Cost still lacks the kernel sums'
+	// share, which Stage 2 adds from its pass (stage1Model.deferSums,
+	// addDeferred).
+	sumsPending bool
 	// Stage2Bound is a lower bound on the optimal Stage2Cost (half the optimum of
 	// the symmetric assignment relaxation); Stage2Cost == Stage2Bound proves
 	// optimality.
@@ -90,10 +91,11 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		}
 	}()
 	m := &Matching{}
-	// Balanced RBF, two stages: Stage 2's pass supplies the self-kernel
-	// sums of Stage 1's objective (stage1Model.noSelf), which saves Stage 1
-	// a Gram pass over each domain.
-	m.selfPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
+	// Balanced RBF, two stages: Stage 2's pass supplies the kernel sums of
+	// Stage 1's objective (stage1Model.deferSums), which saves Stage 1 a
+	// Gram pass over each domain and lets the sparse path's candidate pass
+	// run in float32.
+	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
 	run1 := stage1
 	if sparse1 {
 		run1 = stage1Sparse
@@ -135,7 +137,7 @@ const freeAbove = 1 << 22
 func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg)
-	md.noSelf = m.selfPending
+	md.deferSums = m.sumsPending
 	c := md.dense(src.N, tgt.N, cfg.Monitor)
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
@@ -176,7 +178,7 @@ func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 costs: %w", err)
 	}
-	m.addSelf(md)
+	m.addDeferred(md)
 	cfg.Monitor.enter(PhaseStage2Match)
 	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
 	if err != nil {
@@ -202,16 +204,18 @@ func (m *Matching) group(mate []int) {
 	}
 }
 
-// addSelf completes a Stage1Cost computed without the self-kernel sums
-// (stage1Model.noSelf) from the sums of md's last float64 full pass: with
-// n_s = n_t = n they change the objective by −(ΣSS + ΣTT)/n·scale.
-func (m *Matching) addSelf(md *stage2Model) {
-	if !m.selfPending || md == nil {
+// addDeferred completes a Stage1Cost computed without the kernel sums
+// (stage1Model.deferSums) from the sums of md's last float64 full pass: with
+// n_s = n_t = n, the terms' sums over all rows and columns are
+// 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (METHOD.md, Stage 1), of which the
+// deferred terms kept 2n·nterms.
+func (m *Matching) addDeferred(md *stage2Model) {
+	if !m.sumsPending || md == nil {
 		return
 	}
-	ss, tt := md.selfSums()
-	m.Stage1Cost -= (ss + tt) / float64(md.p) * md.scale
-	m.selfPending = false
+	ss, st, tt := md.kernelSums()
+	m.Stage1Cost += (2*st - ss - tt) / float64(md.p) * md.scale
+	m.sumsPending = false
 }
 
 // transpose returns the nc×nr transpose of the row-major nr×nc matrix c.

@@ -814,6 +814,13 @@ func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int) {
 	return rows, order[:bestC]
 }
 
+// lowerBy sets tau[i] −= e[i] + emax.
+func lowerBy(tau, e []float64, emax float64) {
+	for i := range tau {
+		tau[i] -= e[i] + emax
+	}
+}
+
 // stage1Sparse is stage1 on the sparse path: the same assignment (METHOD.md's
 // square model of eqs. 3–5, the larger side as rows, q or q+1 copies of each
 // column and dummy rows on the extra copies), solved on candidate edges and
@@ -822,17 +829,33 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg)
-	md.noSelf = m.selfPending
+	md.deferSums = m.sumsPending
+	// Without the kernel sums the candidate pass needs no float64: it runs
+	// in float32, its lists' limits lowered by the error bounds, and the
+	// candidate edges get exact values (at) afterwards (n = 50,000
+	// clustered: 64 s -> 44 s, plus 4 s for the exact values).
+	f32 := md.deferSums && md.err32 != nil
 	ns, nt := src.N, tgt.N
 	rows, cols := newNearest(ns, min(3*sparseK, nt)), newNearest(nt, min(3*sparseK, ns))
 	toRow, _ := rows.candidates(ns, nt)
 	_, toCol := cols.candidates(nt, ns)
-	md.pass(scope{}, func(i, j0 int, x []float64) {
+	md.pass(scope{f32: f32}, func(i, j0 int, x []float64) {
 		toRow(i, j0, x)
 		toCol(i, j0, x, nil)
 	})
 	if err := mon.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 candidates: %w", err)
+	}
+	var es, et []float64 // float32 error bounds by source and by target
+	if md.err32 != nil {
+		es, et = md.err32()
+	}
+	tauS, tauT := rows.thresholds(), cols.thresholds()
+	if f32 {
+		// An edge a list did not keep has X̃ >= its limit, so X >= limit −
+		// es[i] − et[j] >= limit − es[i] − max(et) (rows; columns alike).
+		lowerBy(tauS, es, slices.Max(et))
+		lowerBy(tauT, et, slices.Max(es))
 	}
 	trace("stage 1: candidate pass done")
 	mon.enter(PhaseStage1Assign)
@@ -861,16 +884,15 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	for j := 0; j < nt; j++ {
 		cols.each(j, func(i int, x, _ float64) { addST(i, j, x) })
 	}
-	tauR, tauC := rows.thresholds(), cols.thresholds()
+	tauR, tauC := tauS, tauT
 	if tr {
 		tauR, tauC = tauC, tauR
 	}
 	rows, cols = nil, nil
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are. The
-	// candidates keep the cross parts of the float64 pass, the dense path's
-	// own values (explicit differences, at, for 14 M candidate edges cost 5 s
-	// at n = 50,000); an edge found twice keeps those (normalise).
+	// candidates keep the cross parts of a float64 pass, the dense path's
+	// own values; an edge found twice keeps those (normalise).
 	at := func(a, b int) float64 {
 		if tr {
 			return md.at(b, a)
@@ -879,6 +901,19 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	for a := 0; a < nl; a++ {
 		adj.add(a, a%nsm, at(a, a%nsm))
+	}
+	if f32 {
+		adj.normalise()
+		parallelRows(nl, func(a0, a1 int) {
+			for a := a0; a < a1; a++ {
+				for k, e := range adj[a] {
+					adj[a][k].x = at(a, int(e.b))
+				}
+			}
+		})
+		if err := mon.err(); err != nil {
+			return fmt.Errorf("psda: stage 1 candidates: %w", err)
+		}
 	}
 	st := &pricedStage{
 		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign,
@@ -926,7 +961,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		},
 	}
 	if md.err32 != nil {
-		st.eR, st.eC = md.err32()
+		st.eR, st.eC = es, et
 		if tr {
 			st.eR, st.eC = st.eC, st.eR
 		}
@@ -1072,7 +1107,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
-	m.addSelf(md)
+	m.addDeferred(md)
 	oracle := func(r, q int) float64 {
 		if r == p || q == p {
 			return cost(r, q, 0)
