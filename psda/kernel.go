@@ -465,20 +465,21 @@ func dot(x, y []float64) float64 {
 
 // rbfMixture evaluates κ(D) = Σ_γ exp(−γ·D) for a squared distance D.
 //
-// exp is the hot spot after the GEMM. With the AVX2 vector exp (about 1.3 ns
-// an entry and gamma, within 2 ulps) every term of an exact value is a fresh
-// exp. Otherwise (math.Exp, about 12 ns), when a gamma is an integer
-// multiple m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m by
-// binary powering instead of another exp. A relative error ε in exp(−γ'D)
-// becomes m·ε after the power, so chains are cut (a fresh exp) before the
-// product of the ratios exceeds maxAmplify: every term keeps a relative
-// error below about maxAmplify ulps (2e-14 for 100). With the paper's gammas
-// {0.001, …, 10} this costs 2 exps and 3 powers per entry instead of 5 exps.
+// exp is the hot spot after the GEMM (the AVX2 vector exp: about 1.3 ns an
+// entry and gamma, within 2 ulps). When a gamma is an integer multiple
+// m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m by binary
+// powering (powNeg, about half the cost of an exp) instead of another exp.
+// A relative error ε in exp(−γ'D) becomes m·ε after the power, so chains
+// are cut (a fresh exp) before the product of the ratios exceeds
+// maxAmplify: every term keeps a relative error below about maxAmplify ulps
+// (2e-14 for 100). With the paper's gammas {0.001, …, 10} this costs 2 exps
+// and 3 powers per entry instead of 5 exps (the Stage 2 float64 pass at
+// P = 8,000 clustered: 1.95-2.01 s -> 1.84-1.87 s).
 //
 // The float32 passes (row32), whose values only need to lie within err32 of
-// the exact ones, always take the chains, up to maxAmplify32: with the
-// paper's gammas 1 exp and 4 powers (4 vector multiplies each) per entry,
-// within chainErr32 of κ, about 1e-10, next to float32 rounding's 1e-5.
+// the exact ones, take longer chains, up to maxAmplify32: with the paper's
+// gammas 1 exp and 4 powers per entry, within chainErr32 of κ, about 1e-10,
+// next to float32 rounding's 1e-5.
 type rbfMixture struct {
 	gammas []float64 // ascending
 	pow    []int     // 0: fresh exp; m: previous term to the m-th power
@@ -491,7 +492,7 @@ const (
 	maxAmplify32 = 10000
 )
 
-func newRBF(gammas []float64) *rbfMixture { return planRBF(gammas, !vectorExp) }
+func newRBF(gammas []float64) *rbfMixture { return planRBF(gammas, true) }
 
 // planRBF returns the mixture, with power chains for exact values when
 // powers is set.

@@ -104,10 +104,6 @@ func powNeg(dst, e, src []float64, gamma float64, m int) {
 //go:noescape
 func powNegAVX2(dst, e, src *float64, n int, gamma float64, m int)
 
-// vectorExp reports whether expNeg is the fast vector version, which makes
-// fresh exps cheaper than the RBF mixture's power chains.
-var vectorExp = useFMA
-
 //go:noescape
 func expNegAVX2(dst, src *float64, n int, gamma float64, acc bool)
 

@@ -20,8 +20,5 @@ func expNeg(dst, src []float64, gamma float64, acc bool) { expNegGeneric(dst, sr
 // powNeg is powNegGeneric on platforms without the AVX2 version.
 func powNeg(dst, e, src []float64, gamma float64, m int) { powNegGeneric(dst, e, src, gamma, m) }
 
-// vectorExp reports whether expNeg is a fast vector version.
-const vectorExp = false
-
 // sqDiffs is sqDiffsGeneric without the assembly.
 func sqDiffs[T float32 | float64](x, y []T) float64 { return sqDiffsGeneric(x, y) }
