@@ -1,6 +1,7 @@
 package psda
 
 import (
+	"math"
 	"slices"
 	"sync"
 )
@@ -80,14 +81,41 @@ type stage1Model struct {
 
 // newStage1Model returns the split of C^st for cfg's discrepancy.
 func newStage1Model(src, tgt Matrix, cfg Config) *stage1Model {
+	var md *stage1Model
 	switch {
 	case cfg.Discrepancy == CORAL:
-		return coralStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
+		md = coralStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
 	case cfg.Kernel == Linear:
-		return linearStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
+		md = linearStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
 	default:
-		return rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), cfg.Monitor)
+		md = rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), cfg.Monitor)
 	}
+	if !float32Safe(src, tgt) {
+		md.err32 = nil
+	}
+	return md
+}
+
+// float32Safe reports whether every value of the matrices is at most 1e17
+// in magnitude, so that the squared norms and dot products of a float32
+// pass (of the features, centred or paired: at most 4× larger) stay far
+// inside float32's range (3.4e38); beyond it the models' err32 bounds do
+// not hold and their passes stay in float64. O(n·d).
+func float32Safe(ms ...Matrix) bool {
+	const lim = 1e17
+	for _, m := range ms {
+		for _, v := range m.F32 {
+			if math.Abs(float64(v)) > lim {
+				return false
+			}
+		}
+		for _, v := range m.F64 {
+			if math.Abs(v) > lim {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // scope restricts a Gram pass of a cost model to some rows and columns
@@ -105,11 +133,20 @@ type scope struct {
 // may update the sums behind the model's row and column terms.
 func (sc scope) full() bool { return sc.rows == nil && sc.cols == nil && !sc.f32 }
 
-// err32 returns c·‖v‖² for each of the vectors v, c = err32Coef(d): a
-// bound on a float32 pass's error in a squared distance ‖x − y‖² is then
-// err[x] + err[y] (2‖x‖‖y‖ <= ‖x‖² + ‖y‖²), which is how the models state
-// the bounds of their cross parts.
-func err32(v vectors) []float64 { return scaled(sqNorms(v), err32Coef(v.d)) }
+// err32 returns c·‖v‖² + d·2^-100 for each of the vectors v, c =
+// err32Coef(d): a bound on a float32 pass's error in a squared distance
+// ‖x − y‖² is then err[x] + err[y] (2‖x‖‖y‖ <= ‖x‖² + ‖y‖²), which is how
+// the models state the bounds of their cross parts. The absolute part
+// covers values, products and partial sums below float32's normal range
+// (2^-126), where rounding is absolute (at most 2^-150 each, 3d of them
+// in a squared distance) instead of relative.
+func err32(v vectors) []float64 {
+	e := scaled(sqNorms(v), err32Coef(v.d))
+	for i := range e {
+		e[i] += float64(v.d) * 0x1p-100
+	}
+	return e
+}
 
 // nearKernel keeps, for each of n vectors, the largest kernel value
 // κ(v, y) with another vector y seen by a float64 pass (the nearest y): it
@@ -273,17 +310,24 @@ type stage2Model struct {
 // RBF mixture to store the kernel against the smaller side when that saves
 // work (dense path only: it holds P·n_small values).
 func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, factored bool) *stage2Model {
-	if cfg.Discrepancy == CORAL {
-		return coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+	var md *stage2Model
+	switch {
+	case cfg.Discrepancy == CORAL:
+		md = coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+	case cfg.Kernel == Linear:
+		md = linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+	default:
+		kern := newRBF(cfg.gammas())
+		if a, b, bIdx, ok := factorable(src, tgt, pairs); ok && factored {
+			md = rbfStage2Factored(a, b, bIdx, cfg.BatchSize, kern, cfg.Monitor)
+		} else {
+			md = rbfStage2(src, tgt, cfg.BatchSize, kern, pairs, cfg.Monitor)
+		}
 	}
-	if cfg.Kernel == Linear {
-		return linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+	if !float32Safe(src, tgt) {
+		md.err32 = nil
 	}
-	kern := newRBF(cfg.gammas())
-	if a, b, bIdx, ok := factorable(src, tgt, pairs); ok && factored {
-		return rbfStage2Factored(a, b, bIdx, cfg.BatchSize, kern, cfg.Monitor)
-	}
-	return rbfStage2(src, tgt, cfg.BatchSize, kern, pairs, cfg.Monitor)
+	return md
 }
 
 // stage2Size returns the number of nodes of the Stage 2 matching.

@@ -251,13 +251,15 @@ func TestModelPasses32(t *testing.T) {
 		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear}},
 	} {
 		for _, d := range []int{6, 40} {
-			for _, sh := range [][2]float64{{1, 0}, {1, 30}, {3, 0}} { // spread, offset
-				t.Run(fmt.Sprintf("%s/d=%d/spread=%g/offset=%g", cc.name, d, sh[0], sh[1]), func(t *testing.T) {
+			// spread, offset, scale: 1e-21 puts float32 products below
+			// its normal range, where rounding is absolute.
+			for _, sh := range [][3]float64{{1, 0, 1}, {1, 30, 1}, {3, 0, 1}, {1, 0, 1e-21}} {
+				t.Run(fmt.Sprintf("%s/d=%d/spread=%g/offset=%g/scale=%g", cc.name, d, sh[0], sh[1], sh[2]), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(d), 3))
 					src, tgt := benchFeatures(130, d, 1), benchFeatures(110, d, 2)
 					for _, m := range []Matrix{src, tgt} {
 						for k := range m.F64 {
-							m.F64[k] = m.F64[k]*sh[0] + sh[1] + 0.1*rng.NormFloat64()
+							m.F64[k] = (m.F64[k]*sh[0] + sh[1] + 0.1*rng.NormFloat64()) * sh[2]
 						}
 					}
 					var mu sync.Mutex
@@ -308,6 +310,47 @@ func TestModelPasses32(t *testing.T) {
 	}
 	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}); m.err32 != nil {
 		t.Errorf("CORAL stage 1 has err32 but no float32 bound was checked for it")
+	}
+}
+
+// TestFloat32Guard checks that features beyond float32Safe's range keep
+// every pass in float64 (a float32 one would overflow) and that the sparse
+// path then still equals the dense one.
+func TestFloat32Guard(t *testing.T) {
+	for _, cfg := range []Config{
+		{BatchSize: 4, Discrepancy: MMD, Kernel: Linear, Stages: 2},
+		{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Stages: 2},
+	} {
+		t.Run(string(cfg.Kernel), func(t *testing.T) {
+			src, tgt := tinyFeatures(60, 5, 1), tinyFeatures(60, 5, 2)
+			src.F64[7] = 1e18 // one huge value is enough
+			if m1 := newStage1Model(src, tgt, cfg); m1.err32 != nil {
+				t.Fatal("stage 1 keeps float32 passes with a value of 1e18")
+			}
+			pairs := make([]Pair, 60)
+			for i := range pairs {
+				pairs[i] = Pair{S: i, T: i}
+			}
+			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.err32 != nil {
+				t.Fatal("stage 2 keeps float32 passes with a value of 1e18")
+			}
+			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg); m1.err32 == nil {
+				t.Fatal("stage 1 has no float32 passes on ordinary features")
+			}
+			dense, sparse := cfg, cfg
+			dense.Solver, sparse.Solver = Dense, Sparse
+			want, err := Match(src, tgt, dense)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Match(src, tgt, sparse)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rel(got.Stage1Cost, want.Stage1Cost) > 1e-9 || rel(got.Stage2Bound, want.Stage2Bound) > 1e-9 {
+				t.Fatalf("sparse costs %.15g, %.15g; dense %.15g, %.15g", got.Stage1Cost, got.Stage2Bound, want.Stage1Cost, want.Stage2Bound)
+			}
+		})
 	}
 }
 
