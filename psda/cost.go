@@ -122,8 +122,10 @@ func float32Safe(ms ...Matrix) bool {
 // (nil: all) and may run it in float32 (gram32), about 1.5× faster with
 // the epilogue; its values are then within the model's err32 bound of the
 // float64 ones. The sparse path's pricing passes run in float32 (sparse.go);
-// its candidate pass runs in float64 because it also yields the exact sums
-// behind the terms, which a float32 pass never updates.
+// its candidate pass runs in float64 where it also yields the exact sums
+// behind the terms, which a float32 pass never updates (Stage 1 of a
+// balanced two-stage RBF matching defers them, stage1Model.deferSums, and
+// runs it in float32).
 type scope struct {
 	rows, cols []int
 	f32        bool

@@ -355,8 +355,8 @@ type pricedStage struct {
 	phase    int
 	// tauR[a] and tauC[b] bound from below the cross part of every edge
 	// (a, b) outside the candidate graph: the largest of the K kept by the
-	// float64 candidate pass for row a and for column b (+Inf when the list
-	// holds the whole line).
+	// candidate pass for row a and for column b, less the error bounds for
+	// a float32 pass (+Inf when the list holds the whole line).
 	tauR, tauC []float64
 	// eR and eC, when not nil, bound a float32 pass's error in the cross
 	// part of edge (a, b) by eR[a] + eC[b]; the pricing passes then run in
@@ -437,8 +437,9 @@ func (s *nearest) thresholds() []float64 {
 // when the candidates hold the optimum, as they mostly do, no full pricing
 // pass runs; after a re-solve the same bound, at the new potentials, clears
 // rows whose tails the moves used up. The terms come from the float64
-// candidate pass and stay fixed: pricing passes (float32 where the model
-// bounds their error, see price) never change them.
+// candidate pass (or are constants, stage1Model.deferSums) and stay fixed:
+// pricing passes (float32 where the model bounds their error, see price)
+// never change them.
 func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) {
 	hooks := mon.hooks(st.phase)
 	kept := newNearest(st.rows, sparseAdd)
