@@ -157,6 +157,7 @@ type nearest struct {
 
 const lockBlock = 64
 
+// newNearest returns lists of k >= 1 entries for n items.
 func newNearest(n, k int) *nearest {
 	room := k + max(k/2, 1)
 	s := &nearest{k: k, room: room, val: make([]float64, n*room), aux: make([]float64, n*room), idx: make([]int32, n*room),
