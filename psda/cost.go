@@ -151,7 +151,8 @@ func err32(v vectors) []float64 {
 }
 
 // nearKernel keeps, for each of n vectors, the largest kernel value
-// κ(v, y) with another vector y seen by a float64 pass (the nearest y): it
+// κ(v, y) with another vector y seen by a pass over all entries (the
+// nearest y): it
 // bounds the slope of the RBF mixture wherever the float32 error of a
 // kernel value with v matters (rbfErr32). Passes fill a tile's maxima
 // locally and merge them under striped locks.
@@ -182,7 +183,8 @@ func (m *nearKernel) raise(i0 int, v []float64) {
 // unknown), e[i]·slope so that a float32 pass moves κ(v_i, y) by at most
 // rbfErr32[i] + rbfErr32[y]: the squared distance is at least the D_i with
 // κ(D_i) = near.k[i], the float32 one is off by at most e[i] + e[y] <=
-// e[i] + emax (and the float64 pass that found near.k by as much again), and
+// e[i] + emax (and the pass that found near.k, float32 in the sparse Stage
+// 1's candidate pass, by as much again), and
 // |Δκ| <= (e[i] + e[y])·min(slope_i, slope_y), plus chainErr32 for the
 // power chains of the float32 passes (row32), half of it on each side.
 func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []float64 {

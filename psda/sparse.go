@@ -18,7 +18,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/psda-dev/psda/psda/assign"
 )
@@ -134,11 +133,11 @@ func duplicates(m Matrix) int {
 // the smallest values offered so far (ties broken by worse, so that the
 // result does not depend on the order of the offers). Offers better than
 // the item's bound are appended to a buffer of room = 3k/2 entries; a full
-// buffer is cut back to its k best (selectBest), whose worst becomes the
-// bound. Settling an item (settle, and every reader below) cuts it to k.
-// A max-heap per item, sifted at every offer, had made the sinks of a pass
-// as slow as its Gram products (n = 20,000 clustered, Stage 1 candidate
-// pass: 8.6 s against 4.1 s bare).
+// buffer is cut back to its k best (cut), whose worst becomes the bound.
+// Settling an item (settle, and every reader below) cuts it to k. A max-heap
+// per item, sifted at every offer, was slower (n = 20,000 clustered, Stage 1
+// candidate pass: 10.1-10.8 s, now 8.2-9.0 s, 4.0-4.5 s without lists; most
+// of the rest is the column lists' memory, touched at random).
 type nearest struct {
 	k, room int
 	val     []float64
@@ -146,11 +145,8 @@ type nearest struct {
 	idx     []int32
 	cnt     []int32
 	// bv and bj: the worst entry kept at the last cut (bv +Inf before):
-	// an offer must beat it. bv holds float64 bits, written under the lock
-	// and read atomically also without it: bounds only fall, so a stale
-	// one is too high, never too low, and a sink need only lock for values
-	// at most the bound (both workers sweep the same column lists in step).
-	bv []uint64
+	// an offer must beat it.
+	bv []float64
 	bj []int32
 	mu []sync.Mutex // one per lockBlock items
 }
@@ -161,23 +157,17 @@ const lockBlock = 64
 func newNearest(n, k int) *nearest {
 	room := k + max(k/2, 1)
 	s := &nearest{k: k, room: room, val: make([]float64, n*room), aux: make([]float64, n*room), idx: make([]int32, n*room),
-		cnt: make([]int32, n), bv: make([]uint64, n), bj: make([]int32, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
+		cnt: make([]int32, n), bv: make([]float64, n), bj: make([]int32, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
 	for i := range s.bv {
-		s.bv[i] = math.Float64bits(math.Inf(1))
+		s.bv[i] = math.Inf(1)
 	}
 	return s
 }
 
 // bound returns a value that every entry item i does not hold is at least:
 // the worst kept at its last cut (+Inf before). Cheap, for the passes'
-// sinks; without i's lock it may be stale (too high).
-func (s *nearest) bound(i int) float64 { return math.Float64frombits(atomic.LoadUint64(&s.bv[i])) }
-
-// setBound sets item i's bound; the caller holds i's lock.
-func (s *nearest) setBound(i int, v float64, j int32) {
-	atomic.StoreUint64(&s.bv[i], math.Float64bits(v))
-	s.bj[i] = j
-}
+// sinks, under i's lock.
+func (s *nearest) bound(i int) float64 { return s.bv[i] }
 
 // worse orders the entries of item i by value, then by a hash of (i, index):
 // deterministic, but items with tied values (duplicated feature rows) keep
@@ -198,7 +188,7 @@ func tieKey(i int, j int32) uint64 {
 // offer adds (v, j, aux) to item i's list if it beats the bound; the
 // caller holds i's lock.
 func (s *nearest) offer(i int, v float64, j int32, aux float64) {
-	if !worse(i, s.bound(i), s.bj[i], v, j) {
+	if !worse(i, s.bv[i], s.bj[i], v, j) {
 		return
 	}
 	t := i*s.room + int(s.cnt[i])
@@ -211,7 +201,7 @@ func (s *nearest) offer(i int, v float64, j int32, aux float64) {
 // settle cuts item i's list to its k best, if it holds more, and sets its
 // bound if it holds exactly k uncut.
 func (s *nearest) settle(i int) {
-	if c := int(s.cnt[i]); c > s.k || c == s.k && math.IsInf(s.bound(i), 1) {
+	if c := int(s.cnt[i]); c > s.k || c == s.k && math.IsInf(s.bv[i], 1) {
 		s.cut(i)
 	}
 }
@@ -266,13 +256,12 @@ func (s *nearest) cut(i int) {
 			w = q
 		}
 	}
-	s.setBound(i, val[w], idx[w])
+	s.bv[i], s.bj[i] = val[w], idx[w]
 }
 
 // reset empties item i's list.
 func (s *nearest) reset(i int) {
-	s.cnt[i] = 0
-	s.setBound(i, math.Inf(1), 0)
+	s.cnt[i], s.bv[i], s.bj[i] = 0, math.Inf(1), 0
 }
 
 // priceSink returns the callbacks of a pass (see pricedStage.pass) that
@@ -281,16 +270,16 @@ func (s *nearest) reset(i int) {
 // noDiag and those with skip(a, b) are left out. skip is only asked about
 // edges that would enter the list, so it may cost more than the rest.
 func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a, b int) bool) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
-	limit := s.bound
+	bound := s.bound
 	row := func(a, b0 int, xs []float64) {
 		mu := &s.mu[a/lockBlock]
 		mu.Lock()
-		za, lim := z[a], limit(a)
+		za, lim := z[a], bound(a)
 		ws := w[b0 : b0+len(xs)]
 		for k, x := range xs {
 			if r := c*x - za - ws[k]; r <= lim && !(noDiag && a == b0+k) && !skip(a, b0+k) {
 				s.offer(a, r, int32(b0+k), x)
-				lim = limit(a)
+				lim = bound(a)
 			}
 		}
 		mu.Unlock()
@@ -302,9 +291,6 @@ func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a,
 			if idx != nil {
 				a = idx[a]
 			}
-			if c*x-z[a]-wb > s.bound(a) {
-				continue // checked again under the lock otherwise
-			}
 			if l := a / lockBlock; l != locked {
 				if locked >= 0 {
 					s.mu[locked].Unlock()
@@ -312,7 +298,7 @@ func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a,
 				s.mu[l].Lock()
 				locked = l
 			}
-			if r := c*x - z[a] - wb; r <= limit(a) && !(noDiag && a == b) && !skip(a, b) {
+			if r := c*x - z[a] - wb; r <= bound(a) && !(noDiag && a == b) && !skip(a, b) {
 				s.offer(a, r, int32(b), x)
 			}
 		}
@@ -336,8 +322,7 @@ func (s *nearest) copyRow(o *nearest, i int) {
 	copy(s.val[i*s.room:], o.val[i*o.room:i*o.room+n])
 	copy(s.aux[i*s.room:], o.aux[i*o.room:i*o.room+n])
 	copy(s.idx[i*s.room:], o.idx[i*o.room:i*o.room+n])
-	s.cnt[i] = o.cnt[i]
-	s.setBound(i, o.bound(i), o.bj[i])
+	s.cnt[i], s.bv[i], s.bj[i] = o.cnt[i], o.bv[i], o.bj[i]
 }
 
 // indices returns sub, or every index below n when sub is nil.
@@ -395,6 +380,18 @@ func (e edges) normalise() int {
 func (e edges) has(a, b int) bool {
 	_, ok := slices.BinarySearchFunc(e[a], int32(b), func(p edge, b int32) int { return int(p.b) - int(b) })
 	return ok
+}
+
+// exactCross replaces the cross part of every edge by at(a, b), computed
+// from the features, on all cores.
+func exactCross(adj edges, at func(a, b int) float64) {
+	parallelRows(len(adj), func(a0, a1 int) {
+		for a := a0; a < a1; a++ {
+			for k, e := range adj[a] {
+				adj[a][k].x = at(a, int(e.b))
+			}
+		}
+	})
 }
 
 // priceTol is the dual-feasibility tolerance of a pricing pass, the one
@@ -494,7 +491,7 @@ func (s *nearest) limit(i int) float64 {
 	if int(s.cnt[i]) < s.k {
 		return math.Inf(1)
 	}
-	return s.bound(i)
+	return s.bv[i]
 }
 
 // thresholds returns limit(i) for every item of s.
@@ -981,7 +978,8 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are. The
 	// candidates keep the cross parts of a float64 pass, the dense path's
-	// own values; an edge found twice keeps those (normalise).
+	// own values (an edge found twice keeps those, normalise); after a
+	// float32 pass they get exact ones.
 	at := func(a, b int) float64 {
 		if tr {
 			return md.at(b, a)
@@ -993,13 +991,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	if f32 {
 		adj.normalise()
-		parallelRows(nl, func(a0, a1 int) {
-			for a := a0; a < a1; a++ {
-				for k, e := range adj[a] {
-					adj[a][k].x = at(a, int(e.b))
-				}
-			}
-		})
+		exactCross(adj, at)
 		if err := mon.err(); err != nil {
 			return fmt.Errorf("psda: stage 1 candidates: %w", err)
 		}
