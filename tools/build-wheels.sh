@@ -68,7 +68,7 @@ for p in "${pys[@]}"; do
 done
 
 # The tools venv, made once and reused while the pins are unchanged.
-if [ "$(cat "$tools/.psda-reqs" 2>/dev/null)" != "$tool_reqs" ]; then
+if [ "$(cat "$tools/.psda-reqs" 2>/dev/null)" != "$tool_reqs" ] || ! "$tools/bin/python" -c "" 2>/dev/null; then
     echo "== tools venv $tools: $tool_reqs"
     rm -rf "$tools"
     "${pys[0]}" -m venv "$tools"
