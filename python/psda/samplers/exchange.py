@@ -51,9 +51,14 @@ def objective(X: np.ndarray, w: np.ndarray, group: np.ndarray, centre: np.ndarra
 
 def exchange(X: np.ndarray, w: np.ndarray, group: np.ndarray, cls: np.ndarray, centre: np.ndarray,
              omega: np.ndarray, *, sign: float = 1.0, passes: int = 10, partners: Optional[int] = None,
-             rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None
-             ) -> Tuple[np.ndarray, List[float]]:
+             rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None,
+             engine: str = "auto") -> Tuple[np.ndarray, List[float]]:
     """Runs the exchange search; returns (group, history of F: the start and after each pass).
+
+    ``engine="go"`` (the default "auto" when the compiled core has it) runs
+    the Go core's psda/diverse.Exchange: the same search with the Go
+    generator's visiting order, Ctrl-C and per-pass progress; "numpy" runs the
+    reference implementation below.
 
     Args:
         X: (m, D) slot features. w: (m,) slot weights. group: (m,) initial
@@ -67,6 +72,16 @@ def exchange(X: np.ndarray, w: np.ndarray, group: np.ndarray, cls: np.ndarray, c
         rng: the generator for the visiting order and the candidate draws.
         on_pass: called with (pass number, F) after each pass (progress).
     """
+    if engine not in ("auto", "go", "numpy"):
+        raise ValueError(f"engine = {engine!r}: want 'auto', 'go' or 'numpy'")
+    if engine != "numpy":
+        from . import _core
+
+        if _core.available():
+            return _core.exchange(X, w, group, cls, centre, omega, sign=sign, passes=passes, partners=partners,
+                                  seed=int(rng.integers(1 << 63)), on_pass=on_pass)
+        if engine == "go":
+            raise RuntimeError("engine = 'go': the compiled psda core has no psda_exchange_f64; rebuild psda")
     X = np.ascontiguousarray(X, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     group = np.array(group, dtype=np.int64)

@@ -39,7 +39,7 @@ def _principal_split(x: np.ndarray, idx: np.ndarray, m: int) -> List[np.ndarray]
 
 
 def vardass_strata(phi: np.ndarray, k: int, *, passes: int = 20, partners: Optional[int] = None,
-                   rng: np.random.Generator, on_pass=None):
+                   rng: np.random.Generator, on_pass=None, engine: str = "auto"):
     """VaRDASS's strata of one domain: k strata of sizes n // k or n // k + 1.
 
     Minimises the within-stratum sum of squares sum_h SSE_h in feature space
@@ -61,7 +61,7 @@ def vardass_strata(phi: np.ndarray, k: int, *, passes: int = 20, partners: Optio
     total = float(np.einsum("id,id->", x, x))
     cb = None if on_pass is None else (lambda p, F: on_pass(p, total - F))
     group, hist = exchange(x, np.ones(n), group, np.zeros(n, np.int64), np.zeros((k, x.shape[1])), 1.0 / sizes,
-                           sign=-1.0, passes=passes, partners=partners, rng=rng, on_pass=cb)
+                           sign=-1.0, passes=passes, partners=partners, rng=rng, on_pass=cb, engine=engine)
     strata = [np.flatnonzero(group == h) for h in range(k)]
     return strata, [total - F for F in hist]
 
@@ -78,13 +78,16 @@ class _FeatureSampler(DABatchSampler):
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, discrepancy: str = "mmd",
                  kernel: str = "linear", gammas: Sequence[float] = DEFAULT_GAMMAS, passes: int = 20,
                  partners: Optional[int] = None, rff_per_gamma: int = 128, progress: bool = False,
-                 **kwargs: Any) -> None:
+                 engine: str = "auto", **kwargs: Any) -> None:
         self.discrepancy, self.kernel, self.gammas = _check_discrepancy(discrepancy, kernel, gammas)
         if isinstance(passes, bool) or not isinstance(passes, int) or passes < 0:
             raise ValueError(f"passes = {passes!r}: want an int >= 0 (exchange passes)")
         if partners is not None and (not isinstance(partners, int) or partners < 1):
             raise ValueError(f"partners = {partners!r}: want None (all) or an int >= 1")
+        if engine not in ("auto", "go", "numpy"):
+            raise ValueError(f"engine = {engine!r}: want 'auto' (the Go core when built), 'go' or 'numpy'")
         self.passes, self.partners, self.rff_per_gamma, self.progress = passes, partners, int(rff_per_gamma), progress
+        self.engine = engine
         self.setup_seconds = 0.0
         super().__init__(source_features, target_features, batch_size, **kwargs)
 
@@ -103,7 +106,8 @@ class _FeatureSampler(DABatchSampler):
         import sys
 
         def report(p, F):
-            print(f"psda {self.name}: {what} pass {p}/{self.passes}: objective {F:.6g}", file=sys.stderr, flush=True)
+            obj = "" if F != F else f": objective {F:.6g}"
+            print(f"psda {self.name}: {what} pass {p}/{self.passes}{obj}", file=sys.stderr, flush=True)
 
         return report
 
@@ -130,7 +134,9 @@ class VaRDASSSampler(_FeatureSampler):
         discrepancy, kernel, gammas: the loss the strata serve.
         passes: exchange passes (k-means-style iterations) per domain.
         partners: exchange candidates per visit (None: automatic).
-        progress: print the objective after every pass to stderr.
+        progress: print every finished pass to stderr.
+        engine: "auto" (the Go core's psda/diverse when built, else NumPy),
+            "go" or "numpy" (the reference implementation).
 
     Example:
         >>> import numpy as np, psda
@@ -193,7 +199,7 @@ class AnticlusteringSampler(_FeatureSampler):
         k = self.batch_size
         for side, phi in (("source", ps), ("target", pt)):
             groups, hist = anticlusters(phi, k, passes=self.passes, partners=self._partners(len(phi), phi.shape[1]),
-                                        rng=rng, on_pass=self._reporter(side))
+                                        rng=rng, on_pass=self._reporter(side), engine=self.engine)
             plan[side] = pack_groups(groups)
             plan[side + "_objective"] = np.array(hist)
         return plan
@@ -209,7 +215,7 @@ class AnticlusteringSampler(_FeatureSampler):
 
 
 def anticlusters(phi: np.ndarray, k: int, *, passes: int = 20, partners: Optional[int] = None,
-                 rng: np.random.Generator, on_pass=None):
+                 rng: np.random.Generator, on_pass=None, engine: str = "auto"):
     """k-means anticlusters of one domain: n // k groups of k or k + 1 rows.
 
     Returns (groups, history): history holds F = sum_g ||mean_g - mean||^2 at
@@ -222,7 +228,7 @@ def anticlusters(phi: np.ndarray, k: int, *, passes: int = 20, partners: Optiona
     group[rng.permutation(n)] = np.arange(n) % G
     sizes = np.bincount(group, minlength=G).astype(np.float64)
     group, hist = exchange(x, np.ones(n), group, np.zeros(n, np.int64), np.zeros((G, x.shape[1])), 1.0 / sizes**2,
-                           sign=1.0, passes=passes, partners=partners, rng=rng, on_pass=on_pass)
+                           sign=1.0, passes=passes, partners=partners, rng=rng, on_pass=on_pass, engine=engine)
     return [np.flatnonzero(group == g) for g in range(G)], hist
 
 
@@ -261,7 +267,7 @@ class OrderedSampler(_FeatureSampler):
         plan: Dict[str, Any] = {}
         for dom, (side, phi) in enumerate((("source", ps), ("target", pt))):
             strata, hist = vardass_strata(phi, k, passes=self.passes, partners=self._partners(len(phi), phi.shape[1]),
-                                          rng=rng, on_pass=self._reporter(side + " strata"))
+                                          rng=rng, on_pass=self._reporter(side + " strata"), engine=self.engine)
             plan[side + "_strata_objective"] = np.array(hist)
             x = phi - phi.mean(0)
             rows, group, cls = [], [], []
@@ -287,7 +293,7 @@ class OrderedSampler(_FeatureSampler):
         group, hist = exchange(X, np.concatenate(ws_), np.concatenate(gs_), np.concatenate(cs_),
                                np.zeros((G + 1, X.shape[1])), omega, sign=1.0, passes=self.passes,
                                partners=self._partners(len(X) // k, X.shape[1]), rng=rng,
-                               on_pass=self._reporter("order"))
+                               on_pass=self._reporter("order"), engine=self.engine)
         plan["order_objective"] = np.array(hist)
         m = len(plan["source_rows"])
         for side, rows, g in (("source", plan["source_rows"], group[:m]), ("target", plan["target_rows"], group[m:])):
