@@ -149,10 +149,14 @@ class DPPSampler(DABatchSampler):
         return {"gammas": self.gammas, "exact_limit": self.exact_limit}
 
     def _build(self, s, t):
-        return {"source_features": s, "target_features": t}
+        plan = {"source_features": s, "target_features": t}
+        self._spectra(plan)  # the set-up: eigendecompositions now, not at the first batch
+        return plan
 
     def _spectra(self, plan):
         key = id(plan["source_features"]), id(plan["target_features"])
+        if not hasattr(self, "_cache"):
+            self._cache = {}
         c = self._cache.get("spectra")
         if c is None or c[0] != key:
             out = []

@@ -164,6 +164,16 @@ class VaRDASSSampler(_FeatureSampler):
         """The k strata of "source" or "target" in force, as index arrays."""
         return unpack_groups(self._plan[side])
 
+    @property
+    def strata_s(self) -> List[np.ndarray]:
+        """The source strata in force (``strata("source")``)."""
+        return self.strata("source")
+
+    @property
+    def strata_t(self) -> List[np.ndarray]:
+        """The target strata in force (``strata("target")``)."""
+        return self.strata("target")
+
     def _draw(self, plan, rng, num_batches):
         return (strata_to_batches(unpack_groups(plan["source"]), num_batches, rng),
                 strata_to_batches(unpack_groups(plan["target"]), num_batches, rng))
@@ -172,13 +182,13 @@ class VaRDASSSampler(_FeatureSampler):
 class AnticlusteringSampler(_FeatureSampler):
     """AnticlusteringSampler: fixed batches that are k-means anticlusters (Papenberg & Klau 2021).
 
-    Each domain is partitioned into n // k groups of k rows (n mod k groups get
-    k + 1) whose means are as close as possible to the domain mean in the
+    Each domain is partitioned into n // k groups of k rows (the n mod k rows
+    left over sit out, chosen by the search) whose means are as close as possible to the domain mean in the
     discrepancy's feature space, the k-means anticlustering criterion
     (maximal within-group sum of squares), found by the exchange method from
     a random balanced partition. Each epoch serves the groups in a random
-    order (source and target groups paired at random); a group of k + 1 drops
-    a random row each time.
+    order (source and target groups paired at random; the smaller domain's
+    groups repeat in back-to-back random orders).
 
     Args: as VaRDASSSampler.
 
@@ -216,18 +226,21 @@ class AnticlusteringSampler(_FeatureSampler):
 
 def anticlusters(phi: np.ndarray, k: int, *, passes: int = 20, partners: Optional[int] = None,
                  rng: np.random.Generator, on_pass=None, engine: str = "auto"):
-    """k-means anticlusters of one domain: n // k groups of k or k + 1 rows.
+    """k-means anticlusters of one domain: n // k groups of exactly k rows.
 
-    Returns (groups, history): history holds F = sum_g ||mean_g - mean||^2 at
-    the start (a random balanced partition) and after each exchange pass.
+    The n mod k rows left over sit in a spare group that counts in no batch
+    (the search chooses them). Returns (groups, history): history holds
+    F = sum_g ||mean_g - mean||^2 at the start (a random balanced partition)
+    and after each exchange pass.
     """
     n = len(phi)
     x = phi - phi.mean(0)
     G = n // k
     group = np.empty(n, np.int64)
-    group[rng.permutation(n)] = np.arange(n) % G
-    sizes = np.bincount(group, minlength=G).astype(np.float64)
-    group, hist = exchange(x, np.ones(n), group, np.zeros(n, np.int64), np.zeros((G, x.shape[1])), 1.0 / sizes**2,
+    group[rng.permutation(n)] = np.minimum(np.arange(n) // k, G)
+    omega = np.full(G + 1, 1.0 / k**2)
+    omega[G] = 0.0
+    group, hist = exchange(x, np.ones(n), group, np.zeros(n, np.int64), np.zeros((G + 1, x.shape[1])), omega,
                            sign=1.0, passes=passes, partners=partners, rng=rng, on_pass=on_pass, engine=engine)
     return [np.flatnonzero(group == g) for g in range(G)], hist
 
