@@ -293,3 +293,42 @@ def test_other_discrepancies_build(name, disc, kernel):
     s, t = _data(40, 36, d=3)
     sm = _make(name, s, t, k=4, discrepancy=disc, kernel=kernel)
     assert len(list(sm)) == len(sm) == 10
+
+
+GLOO = ["vardass", "dpp", "ordered"]  # one per kind of plan; the sharding of all is tested above
+
+
+def _dist_worker(rank, world_size, port, out_dir):
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method="tcp://127.0.0.1:%d" % port, world_size=world_size, rank=rank)
+    from psda.samplers import distributed_batch_sampler
+
+    out = {}
+    for name in GLOO:
+        s, t = _data(seed=rank)  # rank 1's own features are replaced by rank 0's
+        sm = distributed_batch_sampler(name, s.astype(np.float32), t.astype(np.float32), K, seed=5)
+        out[name] = (len(sm), list(sm))
+    with open(f"{out_dir}/rank{rank}.pkl", "wb") as f:
+        pickle.dump(out, f)
+    dist.destroy_process_group()
+
+
+def test_two_process_gloo_shards_one_plan(tmp_path):
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = so.getsockname()[1]
+    mp.spawn(_dist_worker, args=(2, port, str(tmp_path)), nprocs=2, join=True)
+    r0, r1 = (pickle.load(open(tmp_path / f"rank{r}.pkl", "rb")) for r in range(2))
+    s, _ = _data(seed=0)
+    for name in GLOO:
+        (n0, b0), (n1, b1) = r0[name], r1[name]
+        assert n0 == n1 == len(b0) == len(b1)
+        # Rank 0 has batches 0, 2, 4, ... and rank 1 batches 1, 3, 5, ... of one epoch.
+        one = _make(name, s.astype(np.float32), _data(seed=0)[1].astype(np.float32), seed=5)
+        full = list(one)
+        assert b0 == full[0::2][:n0] and b1 == full[1::2][:n1]

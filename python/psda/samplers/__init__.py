@@ -27,7 +27,7 @@ from .dpp import DPPSampler
 from .simple import KMeansPPSampler, UniformSampler
 from .stratified import AnticlusteringSampler, OrderedSampler, VaRDASSSampler
 
-__all__ = ["SAMPLERS", "batch_sampler", "DABatchSampler", "UniformSampler", "KMeansPPSampler", "DPPSampler",
+__all__ = ["SAMPLERS", "batch_sampler", "distributed_batch_sampler", "plan_digest", "DABatchSampler", "UniformSampler", "KMeansPPSampler", "DPPSampler",
            "AnticlusteringSampler", "VaRDASSSampler", "OrderedSampler"]
 
 from .. import SAMPLERS  # the names psda.batch_sampler accepts: baselines, then PSDA
@@ -79,3 +79,51 @@ def batch_sampler(name: str, source_features: Any, target_features: Any, batch_s
         raise ValueError(f"name = {name!r}: want one of {', '.join(SAMPLERS)}")
     return cls(source_features, target_features, batch_size, **options)
 
+
+
+def plan_digest(sampler: Any) -> bytes:
+    """A 16-byte BLAKE2 digest of a sampler's set-up (its plan, or a PairedBatchSampler's matching)."""
+    import hashlib
+
+    import numpy as np
+
+    if not isinstance(sampler, DABatchSampler):
+        from ..distributed import matching_digest
+
+        return matching_digest(sampler.matching)
+    h = hashlib.blake2b(digest_size=16)
+    for key in sorted(sampler.plan):
+        v = sampler.plan[key]
+        items = sorted(v.items()) if isinstance(v, dict) else [("", v)]
+        for sub, a in items:
+            a = np.ascontiguousarray(np.asarray(a))
+            h.update(f"{key}/{sub}/{a.dtype}/{a.shape}".encode())
+            h.update(a.tobytes())
+    return h.digest()
+
+
+def distributed_batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int, *,
+                              broadcast: bool = True, **options: Any) -> Any:
+    """Returns ``batch_sampler(name, ...)`` for this rank of a torch.distributed job.
+
+    As :func:`psda.distributed.paired_batch_sampler` does for PSDA: the features
+    are rank 0's (broadcast when ``broadcast`` and a process group is
+    initialised), ``num_replicas``/``rank`` default to the world, and the set-up
+    is checked to be identical on every rank (a 16-byte all-gather). Every rank
+    must call it.
+
+    Raises:
+        RuntimeError: if the ranks' set-ups differ.
+    """
+    import types
+
+    import numpy as np
+
+    from .. import distributed
+
+    if broadcast:
+        source_features, target_features = distributed.broadcast_features(source_features, target_features)
+    sampler = batch_sampler(name, source_features, target_features, batch_size, **options)
+    d = np.frombuffer(plan_digest(sampler), dtype=np.int64)
+    distributed.check_identical(types.SimpleNamespace(pairs=d, quads=d[:0], singles=d[:0]))
+    return sampler
