@@ -332,3 +332,13 @@ def test_two_process_gloo_shards_one_plan(tmp_path):
         one = _make(name, s.astype(np.float32), _data(seed=0)[1].astype(np.float32), seed=5)
         full = list(one)
         assert b0 == full[0::2][:n0] and b1 == full[1::2][:n1]
+
+
+def test_one_set_of_options_serves_every_name():
+    s, t = _data()
+    opts = dict(discrepancy="coral", kernel="linear", seed=1, drop_last=True, num_replicas=1, rank=0)
+    for name in psda.SAMPLERS:
+        sm = psda.batch_sampler(name, s, t, 4, **opts)
+        assert len(list(sm)) == len(sm)
+    with pytest.raises(ValueError, match="discrepancy = 'kl'"):
+        psda.batch_sampler("uniform", s, t, 4, discrepancy="kl")

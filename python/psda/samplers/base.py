@@ -70,13 +70,24 @@ class DABatchSampler(_Base):
             batch holds exactly k + k indices either way.
         num_replicas, rank: sharding over ranks; None means
             ``torch.distributed``'s world when initialised, else 1 and 0.
+        discrepancy, kernel, gammas: the loss; samplers that use no kernel
+            (uniform, k-means++) accept and ignore them, so that one set of
+            options serves every name of :func:`psda.batch_sampler`.
     """
 
     #: Name in :data:`psda.SAMPLERS`; set by subclasses.
     name = "base"
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, seed: int = 0,
-                 drop_last: bool = True, num_replicas: Optional[int] = None, rank: Optional[int] = None) -> None:
+                 drop_last: bool = True, num_replicas: Optional[int] = None, rank: Optional[int] = None,
+                 discrepancy: Optional[str] = None, kernel: Optional[str] = None, gammas: Any = None) -> None:
+        # discrepancy, kernel and gammas reach here only for samplers that use
+        # no kernel (uniform, k-means++): accepted so that one set of options
+        # serves every name of psda.batch_sampler, and checked all the same.
+        if discrepancy is not None and discrepancy not in ("mmd", "coral"):
+            raise ValueError(f"discrepancy = {discrepancy!r}: want 'mmd' or 'coral'")
+        if kernel is not None and kernel not in ("linear", "rbf"):
+            raise ValueError(f"kernel = {kernel!r}: want 'linear' or 'rbf'")
         self.batch_size = _check_int(batch_size, "batch_size", "32")
         if self.batch_size < 1:
             raise ValueError(f"batch_size = {self.batch_size}: must be >= 1 (examples per domain in a batch)")

@@ -136,8 +136,7 @@ class DPPSampler(DABatchSampler):
     name = "dpp"
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *,
-                 gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600, discrepancy: str = "mmd",
-                 kernel: str = "rbf", **kwargs: Any) -> None:
+                 gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600, **kwargs: Any) -> None:
         self.gammas = tuple(float(g) for g in gammas)
         if not self.gammas or min(self.gammas) <= 0:
             raise ValueError(f"gammas = {gammas!r}: want at least one bandwidth > 0")
