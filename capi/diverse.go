@@ -60,3 +60,41 @@ func psda_exchange_f64(x *C.double, m, d C.int64_t, w *C.double, group, class *C
 		return nil
 	})
 }
+
+//export psda_kdpp_sample_f64
+func psda_kdpp_sample_f64(lam *C.double, nEig C.int64_t, v *C.double, n, k, nb C.int64_t, seed C.uint64_t,
+	out *C.int64_t, outCap C.int64_t, cancel *C.int32_t, done *C.int64_t) C.int {
+	return withoutContext("psda_kdpp_sample_f64", func() *failure {
+		switch {
+		case lam == nil || v == nil || out == nil:
+			return fail(errNull, "psda: lam, v and out are required")
+		case nEig < 1 || n < 1 || k < 1 || nb < 0:
+			return fail(errSize, "psda: n_eig = %d, n = %d, k = %d, nb = %d: want n_eig, n, k >= 1 and nb >= 0",
+				int64(nEig), int64(n), int64(k), int64(nb))
+		case outCap < nb*k:
+			return fail(errSize, "psda: out_cap = %d: need nb·k = %d int64 values", int64(outCap), int64(nb*k))
+		}
+		var stop func() bool
+		if cancel != nil {
+			flag := (*int32)(unsafe.Pointer(cancel))
+			stop = func() bool { return atomic.LoadInt32(flag) != 0 }
+		}
+		var progress func(int)
+		if done != nil {
+			counter := (*int64)(unsafe.Pointer(done))
+			progress = func(r int) { atomic.StoreInt64(counter, int64(r)) }
+		}
+		err := diverse.SampleKDPP(
+			unsafe.Slice((*float64)(unsafe.Pointer(lam)), int(nEig)),
+			unsafe.Slice((*float64)(unsafe.Pointer(v)), int(n)*int(nEig)),
+			int(n), int(k), int(nb), uint64(seed),
+			unsafe.Slice((*int64)(unsafe.Pointer(out)), int(outCap)), stop, progress)
+		if errors.Is(err, diverse.ErrCancelled) {
+			return fail(errCancelled, "psda: k-DPP sampling cancelled")
+		}
+		if err != nil {
+			return fail(errInvalid, "psda: %s", err.Error())
+		}
+		return nil
+	})
+}

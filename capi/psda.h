@@ -240,6 +240,17 @@ int psda_exchange_f64(const double *x, int64_t m, int64_t d, const double *w, in
                       int64_t partners, uint64_t seed, double *history, int64_t history_cap, int64_t *history_len,
                       const int32_t *cancel, int64_t *done);
 
+/* psda_kdpp_sample_f64 draws nb independent k-subsets of [0, n) from the
+ * k-DPP whose L-ensemble has the n_eig eigenvalues lam (>= 0) and orthonormal
+ * eigenvectors v (n x n_eig, row-major), into out (out_cap >= nb*k int64,
+ * row-major); Kulesza & Taskar 2011, Algorithm 1 (package psda/diverse).
+ * seed seeds the draws. cancel (may be NULL) is polled after every draw
+ * (PSDA_ERR_CANCELLED); done (may be NULL) receives the draws finished.
+ * PSDA_ERR_INVALID when fewer than k eigenvalues are positive.
+ * O(n_eig k + nb (n_eig + n k^2)). */
+int psda_kdpp_sample_f64(const double *lam, int64_t n_eig, const double *v, int64_t n, int64_t k, int64_t nb,
+                         uint64_t seed, int64_t *out, int64_t out_cap, const int32_t *cancel, int64_t *done);
+
 #ifdef __cplusplus
 }
 #endif

@@ -233,7 +233,8 @@ def test_exchange_engines_agree_on_the_objective():
         assert np.array_equal(np.bincount(g), np.bincount(g0))
 
 
-def test_kdpp_inclusion_probabilities_match_enumeration():
+@pytest.mark.parametrize("engine", ["numpy", "go"])
+def test_kdpp_inclusion_probabilities_match_enumeration(engine):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(7, 2))
     L = rbf_gram(x, (0.3, 1.0))
@@ -244,7 +245,12 @@ def test_kdpp_inclusion_probabilities_match_enumeration():
     incl = np.array([sum(pi for pi, S in zip(p, subsets) if i in S) for i in range(n)])
     lam, v = np.linalg.eigh(L)
     N = 20000
-    draws = kdpp_sample(lam, v, log_esp(lam, k), k, N, np.random.default_rng(0))
+    if engine == "go":
+        from psda.samplers import _core
+
+        draws = _core.kdpp_sample(lam, v, k, N, seed=0)
+    else:
+        draws = kdpp_sample(lam, v, log_esp(lam, k), k, N, np.random.default_rng(0))
     assert all(len(set(r)) == k for r in draws[:100])
     freq = np.bincount(draws.ravel(), minlength=n) / N
     # Each frequency is a binomial proportion: 5 standard errors (a false

@@ -15,29 +15,74 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["available", "exchange"]
+__all__ = ["available", "exchange", "kdpp_sample"]
 
 _POLL = 0.05
 
 
-def _lib():
+_P, _I64 = ctypes.c_void_p, ctypes.c_int64
+_SIGNATURES = {
+    "psda_exchange_f64": [_P, _I64, _I64, _P, _P, _P, _P, _I64, _P, ctypes.c_double, _I64, _I64, ctypes.c_uint64,
+                          _P, _I64, _P, _P, _P],
+    "psda_kdpp_sample_f64": [_P, _I64, _P, _I64, _I64, _I64, ctypes.c_uint64, _P, _I64, _P, _P],
+}
+
+
+def _lib(name: str = "psda_exchange_f64"):
     try:
         from .. import _native
     except (ImportError, OSError):
         return None
-    fn = getattr(_native._lib, "psda_exchange_f64", None)
+    fn = getattr(_native._lib, name, None)
     if fn is None:
         return None
     if fn.argtypes is None:
-        p, i64 = ctypes.c_void_p, ctypes.c_int64
-        fn.argtypes = [p, i64, i64, p, p, p, p, i64, p, ctypes.c_double, i64, i64, ctypes.c_uint64, p, i64, p, p, p]
-        fn.restype = ctypes.c_int
+        fn.argtypes, fn.restype = _SIGNATURES[name], ctypes.c_int
     return _native, fn
 
 
-def available() -> bool:
-    """True when the compiled core has the exchange search."""
-    return _lib() is not None
+def available(name: str = "psda_exchange_f64") -> bool:
+    """True when the compiled core has the C entry ``name``."""
+    return _lib(name) is not None
+
+
+def _run(native, call, on_count: Optional[Callable[[int], None]], done: np.ndarray, cancel: np.ndarray) -> None:
+    """Runs call() in a worker thread; Ctrl-C sets cancel and re-raises; reports done's changes."""
+    out = {}
+
+    def work() -> None:
+        out["status"] = call()
+
+    worker = threading.Thread(target=work, name="psda-diverse", daemon=True)
+    worker.start()
+    reported = 0
+    try:
+        while worker.is_alive():
+            worker.join(_POLL)
+            if on_count is not None and int(done[0]) != reported:
+                reported = int(done[0])
+                on_count(reported)
+    except BaseException:
+        cancel[0] = 1
+        native._join(worker)
+        raise
+    status = out.get("status", native._ERR_INTERNAL)
+    if status == native._ERR_CANCELLED:
+        raise KeyboardInterrupt
+    native._check(status)
+
+
+def kdpp_sample(lam: np.ndarray, v: np.ndarray, k: int, nb: int, seed: int) -> np.ndarray:
+    """nb k-DPP draws by the Go core (psda/diverse.SampleKDPP): (nb, k) int64."""
+    native, fn = _lib("psda_kdpp_sample_f64")
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    out = np.empty((nb, k), np.int64)
+    cancel, done = np.zeros(1, np.int32), np.zeros(1, np.int64)
+    a = native._addr
+    _run(native, lambda: fn(a(lam), len(lam), a(v), v.shape[0], k, nb, int(seed) % (1 << 64), a(out), out.size,
+                            a(cancel), a(done)), None, done, cancel)
+    return out
 
 
 def exchange(X, w, group, cls, centre, omega, *, sign: float, passes: int, partners: Optional[int],
@@ -56,30 +101,8 @@ def exchange(X, w, group, cls, centre, omega, *, sign: float, passes: int, partn
     cancel = np.zeros(1, np.int32)
     done = np.zeros(1, np.int64)
     a = native._addr
-    out = {}
-
-    def work() -> None:
-        out["status"] = fn(a(X), m, d, a(w), a(group), a(cls), a(centre), len(omega), a(omega), float(sign),
-                           int(passes), int(partners or 0), int(seed) % (1 << 64), a(hist), len(hist), a(hlen),
-                           a(cancel), a(done))
-
-    worker = threading.Thread(target=work, name="psda-exchange", daemon=True)
-    worker.start()
-    reported = 0
-    try:
-        while worker.is_alive():
-            worker.join(_POLL)
-            if on_pass is not None:
-                now = int(done[0])
-                for p in range(reported + 1, now + 1):
-                    on_pass(p, float("nan"))
-                reported = now
-    except BaseException:
-        cancel[0] = 1
-        native._join(worker)
-        raise
-    status = out.get("status", native._ERR_INTERNAL)
-    if status == native._ERR_CANCELLED:
-        raise KeyboardInterrupt
-    native._check(status)
+    cb = None if on_pass is None else (lambda now: on_pass(now, float("nan")))
+    _run(native, lambda: fn(a(X), m, d, a(w), a(group), a(cls), a(centre), len(omega), a(omega), float(sign),
+                            int(passes), int(partners or 0), int(seed) % (1 << 64), a(hist), len(hist), a(hlen),
+                            a(cancel), a(done)), cb, done, cancel)
     return group, hist[: int(hlen[0])].tolist()

@@ -122,6 +122,8 @@ class DPPSampler(DABatchSampler):
     Args:
         gammas: the RBF mixture's bandwidths (the paper's by default).
         exact_limit: rows up to which L is the exact Gram matrix.
+        engine: "auto" (draws by the Go core's psda/diverse.SampleKDPP when
+            built, else NumPy), "go" or "numpy" (the reference).
         discrepancy, kernel: accepted for a common interface; the k-DPP kernel
             is the RBF mixture for every discrepancy (see the module docstring).
 
@@ -136,7 +138,11 @@ class DPPSampler(DABatchSampler):
     name = "dpp"
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *,
-                 gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600, **kwargs: Any) -> None:
+                 gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600, engine: str = "auto",
+                 **kwargs: Any) -> None:
+        if engine not in ("auto", "go", "numpy"):
+            raise ValueError(f"engine = {engine!r}: want 'auto' (the Go core when built), 'go' or 'numpy'")
+        self.engine = engine
         self.gammas = tuple(float(g) for g in gammas)
         if not self.gammas or min(self.gammas) <= 0:
             raise ValueError(f"gammas = {gammas!r}: want at least one bandwidth > 0")
@@ -171,6 +177,14 @@ class DPPSampler(DABatchSampler):
     def _draw(self, plan, rng, num_batches):
         (ls, vs, es), (lt, vt, et) = self._spectra(plan)
         k = self.batch_size
+        from . import _core
+
+        if self.engine != "numpy" and _core.available("psda_kdpp_sample_f64"):
+            seeds = rng.integers(1 << 63, size=2)
+            return (_core.kdpp_sample(ls, vs, k, num_batches, int(seeds[0])),
+                    _core.kdpp_sample(lt, vt, k, num_batches, int(seeds[1])))
+        if self.engine == "go":
+            raise RuntimeError("engine = 'go': the compiled psda core has no psda_kdpp_sample_f64; rebuild psda")
         return kdpp_sample(ls, vs, es, k, num_batches, rng), kdpp_sample(lt, vt, et, k, num_batches, rng)
 
     def __getstate__(self):
