@@ -139,10 +139,18 @@ func SampleKDPP(lam []float64, v []float64, n, k, nb int, seed uint64, out []int
 				for j, x := range vp {
 					dot += vi[j] * x
 				}
-				for s := 0; s < t; s++ {
-					dot -= c[s*n+i] * c[s*n+pick]
+				ct[i] = dot
+			}
+			// Row by row of c (contiguous), not column by column.
+			for s := 0; s < t; s++ {
+				cs := c[s*n : (s+1)*n]
+				coef := cs[pick]
+				for i, x := range cs {
+					ct[i] -= x * coef
 				}
-				ct[i] = dot * inv
+			}
+			for i := range ct {
+				ct[i] *= inv
 				norm2[i] -= ct[i] * ct[i]
 			}
 		}
