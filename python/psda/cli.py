@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import SAMPLERS as SAMPLER_METHODS
 from ._progress import Progress
 from .baselines import MatchingBatchSampler
 from .variance import DEFAULT_GAMMAS, DiscrepancyError, expected_error
@@ -29,7 +30,6 @@ from .variance import DEFAULT_GAMMAS, DiscrepancyError, expected_error
 __all__ = ["main", "make_data"]
 
 # psda.SAMPLERS, then the NumPy + SciPy reference PSDA (source checkout only).
-SAMPLER_METHODS = ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "paired", "double-paired")
 METHODS = SAMPLER_METHODS + ("ref-paired", "ref-double-paired")
 DEFAULT_METHODS = ("uniform", "kmeans++", "vardass", "ordered", "paired", "double-paired")
 DEFAULT_KS = (2, 4, 8, 16, 32, 64, 128)
