@@ -93,6 +93,13 @@ def test_dataloader_serves_the_batches_and_resumes(built, name, num_workers):
     it = iter(sm)
     head = [next(it) for _ in range(3)]
     state = sm.state_dict()
+    if name in OURS:  # plain types and bytes only
+        import io
+
+        buf = io.BytesIO()
+        torch.save(state, buf)
+        buf.seek(0)
+        state = torch.load(buf, weights_only=True)
     rest = list(it)
     s2, t2 = _data(seed=9)
     fresh = _make(name, s2, t2, seed=11)
@@ -244,7 +251,7 @@ def test_kdpp_inclusion_probabilities_match_enumeration(engine):
     p = w / w.sum()
     incl = np.array([sum(pi for pi, S in zip(p, subsets) if i in S) for i in range(n)])
     lam, v = np.linalg.eigh(L)
-    N = 20000
+    N = 20000 if engine == "go" else 8000  # NumPy draws one subset per Python loop
     if engine == "go":
         from psda.samplers import _core
 

@@ -213,12 +213,14 @@ class DABatchSampler(_Base):
             self._pending = plan
 
     def state_dict(self) -> Dict[str, Any]:
-        """Returns the state needed to resume mid-epoch (plain Python types and NumPy arrays).
+        """Returns the state needed to resume mid-epoch.
 
         A fresh sampler of the same class and settings given this state by
         :meth:`load_state_dict` yields exactly the batches this one has not yet
         handed out in the current epoch, then the following epochs. The state
-        carries the plan in force (and a pending one from :meth:`update`).
+        carries the plan in force (and a pending one from :meth:`update`), its
+        arrays as bytes: plain Python types and bytes only, so
+        ``torch.save``/``torch.load(weights_only=True)`` round-trip it.
         """
         with self._lock:
             pending = self._pending
@@ -231,7 +233,7 @@ class DABatchSampler(_Base):
             "format": _STATE_FORMAT, "sampler": self.name, "epoch": int(epoch), "batches": int(batches),
             "seed": int(self.seed), "batch_size": self.batch_size, "drop_last": self.drop_last,
             "num_replicas": self.num_replicas, "rank": self.rank, "n_source": self.n_source,
-            "n_target": self.n_target, "plan": dict(plan), "pending_plan": None if pending is None else dict(pending),
+            "n_target": self.n_target, "plan": _encode(plan), "pending_plan": None if pending is None else _encode(pending),
         }
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
@@ -262,10 +264,12 @@ class DABatchSampler(_Base):
         plan = state_dict.get("plan")
         if not isinstance(plan, dict):
             raise ValueError("state_dict['plan'] is missing: pass an unmodified state_dict()")
-        self._reset(dict(plan))
-        self.seed = seed
+        plan = _decode(plan)
         pending = state_dict.get("pending_plan")
-        self._pending = None if pending is None else dict(pending)
+        pending = None if pending is None else _decode(pending)
+        self._reset(plan)
+        self.seed = seed
+        self._pending = pending
         self._epoch, self._resume = (epoch + 1, 0) if batches == nb else (epoch, batches)
 
     # -- iteration --------------------------------------------------------------
@@ -317,7 +321,7 @@ class DABatchSampler(_Base):
         d.pop("_lock", None)
         d["_current"] = None
         st = self.state_dict()
-        d["_plan"], d["_pending"] = st["plan"], st["pending_plan"]
+        d["_plan"], d["_pending"] = _decode(st["plan"]), None if st["pending_plan"] is None else _decode(st["pending_plan"])
         d["_epoch"], d["_resume"] = (st["epoch"], st["batches"]) if st["batches"] < len(self) else (st["epoch"] + 1, 0)
         return d
 
@@ -331,6 +335,36 @@ class DABatchSampler(_Base):
                 f"batch_size={self.batch_size}{extra}, seed={self.seed}, drop_last={self.drop_last}, "
                 f"num_replicas={self.num_replicas}, rank={self.rank}, epoch={self._epoch}, "
                 f"batches_per_epoch={len(self)})")
+
+
+def _encode(plan: Dict[str, Any]) -> Dict[str, Any]:
+    """A plan (nested dicts of arrays and plain values) with every array as {dtype, shape, bytes}."""
+    out: Dict[str, Any] = {}
+    for key, v in plan.items():
+        if isinstance(v, dict):
+            out[key] = {"dict": _encode(v)}
+        elif isinstance(v, np.ndarray):
+            a = np.ascontiguousarray(v)
+            out[key] = {"dtype": a.dtype.str, "shape": list(a.shape), "data": a.tobytes()}
+        else:
+            out[key] = {"value": v}
+    return out
+
+
+def _decode(enc: Dict[str, Any]) -> Dict[str, Any]:
+    """The inverse of _encode."""
+    out: Dict[str, Any] = {}
+    try:
+        for key, v in enc.items():
+            if "dict" in v:
+                out[key] = _decode(v["dict"])
+            elif "data" in v:
+                out[key] = np.frombuffer(v["data"], dtype=np.dtype(v["dtype"])).reshape(v["shape"]).copy()
+            else:
+                out[key] = v["value"]
+    except (TypeError, KeyError, ValueError, AttributeError) as e:
+        raise ValueError(f"state_dict's plan is malformed ({e}): pass an unmodified state_dict()") from None
+    return out
 
 
 def stream(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
