@@ -355,3 +355,32 @@ def test_one_set_of_options_serves_every_name():
         assert len(list(sm)) == len(sm)
     with pytest.raises(ValueError, match="discrepancy = 'kl'"):
         psda.batch_sampler("uniform", s, t, 4, discrepancy="kl")
+
+
+def test_c_entries_cancel_and_check_sizes():
+    from psda import _native
+    from psda.samplers import _core
+
+    native, fn = _core._lib("psda_exchange_f64")
+    a = native._addr
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    w, cls = np.ones(200), np.zeros(200, np.int64)
+    group = np.arange(200, dtype=np.int64) % 10
+    centre, omega = np.zeros((10, 2)), np.ones(10)
+    hist, hlen, done = np.zeros(6), np.zeros(1, np.int64), np.zeros(1, np.int64)
+    cancel = np.ones(1, np.int32)  # Ctrl-C already pressed: the first poll stops the search
+    st = fn(a(X), 200, 2, a(w), a(group), a(cls), a(centre), 10, a(omega), 1.0, 5, 0, 1, a(hist), 6, a(hlen),
+            a(cancel), a(done))
+    assert st == native._ERR_CANCELLED and done[0] == 0
+    st = fn(a(X), 200, 2, a(w), a(group), a(cls), a(centre), 10, a(omega), 1.0, 5, 0, 1, a(hist), 3, a(hlen),
+            None, None)
+    assert st == native._ERR_SIZE
+    with pytest.raises(Exception, match="history_cap = 3"):
+        native._check(st)
+    _, kd = _core._lib("psda_kdpp_sample_f64")
+    lam, v = np.array([0.0, 0.0, 1.0]), np.eye(3)
+    out = np.zeros((1, 2), np.int64)
+    st = kd(a(lam), 3, a(v), 3, 2, 1, 0, a(out), 2, None, None)
+    assert st == native._ERR_INVALID
+    with pytest.raises(Exception, match="fewer than k = 2"):
+        native._check(st)
