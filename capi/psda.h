@@ -222,6 +222,35 @@ int psda_objectives(psda_ctx ctx, double *stage1_cost, double *stage2_cost,
 int psda_lsap_f64(const double *cost, int64_t nr, int64_t nc, int64_t *col4row,
                   int64_t cap, double *objective);
 
+/* psda_exchange_f64 runs the pairwise exchange search of the comparison
+ * samplers (package psda/diverse; anticlustering, VaRDASS strata, ORDERED's
+ * order) on m slots of d features x (row-major), weights w, groups group (in
+ * [0, g), updated in place), exchange classes class (slots swap only within a
+ * class), g centre rows and weights omega, for
+ *     F = sum_g omega[g] || sum_{i in g} w[i] x[i] - centre[g] ||^2.
+ * sign = +1 minimises F, -1 maximises it; at most passes passes; partners > 0
+ * draws that many candidates per visit (0: the whole class); seed seeds the
+ * visiting order. history (history_cap >= passes + 1 doubles) receives F at
+ * the start and after each pass, history_len their number. cancel (may be
+ * NULL) is polled: a nonzero value stops the search with PSDA_ERR_CANCELLED,
+ * group holding the partition reached. done (may be NULL) receives the
+ * number of passes completed, for progress. O(passes m C d) for C candidates. */
+int psda_exchange_f64(const double *x, int64_t m, int64_t d, const double *w, int64_t *group, const int64_t *class_,
+                      const double *centre, int64_t g, const double *omega, double sign, int64_t passes,
+                      int64_t partners, uint64_t seed, double *history, int64_t history_cap, int64_t *history_len,
+                      const int32_t *cancel, int64_t *done);
+
+/* psda_kdpp_sample_f64 draws nb independent k-subsets of [0, n) from the
+ * k-DPP whose L-ensemble has the n_eig eigenvalues lam (>= 0) and orthonormal
+ * eigenvectors v (n x n_eig, row-major), into out (out_cap >= nb*k int64,
+ * row-major); Kulesza & Taskar 2011, Algorithm 1 (package psda/diverse).
+ * seed seeds the draws. cancel (may be NULL) is polled after every draw
+ * (PSDA_ERR_CANCELLED); done (may be NULL) receives the draws finished.
+ * PSDA_ERR_INVALID when fewer than k eigenvalues are positive.
+ * O(n_eig k + nb (n_eig + n k^2)). */
+int psda_kdpp_sample_f64(const double *lam, int64_t n_eig, const double *v, int64_t n, int64_t k, int64_t nb,
+                         uint64_t seed, int64_t *out, int64_t out_cap, const int32_t *cancel, int64_t *done);
+
 #ifdef __cplusplus
 }
 #endif

@@ -274,11 +274,11 @@ SMALL = ["variance", "--n-source", "400", "--n-target", "300", "--k", "2,8", "--
 
 
 def test_cli_baselines_table():
-    code, out = run_cli(*SMALL, "--methods", "uniform,kmeans++,stratified", "--dim", "3",
+    code, out = run_cli(*SMALL, "--methods", "uniform,kmeans++,vardass", "--dim", "3",
                         "--data", "mixture")
     assert code == 0
     err = parse_table(out, "error (mean over batches)")
-    assert set(err) == {"uniform", "kmeans++", "stratified"}
+    assert set(err) == {"uniform", "kmeans++", "vardass"}
     for k in (2, 8):
         # Uniform: roughly E||mean_s - mean_t - delta||^2 ~ tr(Cov_s + Cov_t)/k.
         assert 0 < float(err["uniform"][k]) < 20.0 / k
@@ -325,7 +325,7 @@ def test_cli_psda_samplers_end_to_end():
 def test_cli_plot_writes_png(tmp_path):
     pytest.importorskip("matplotlib")
     path = tmp_path / "variance.png"
-    code, out = run_cli(*SMALL, "--methods", "uniform,stratified", "--plot", str(path))
+    code, out = run_cli(*SMALL, "--methods", "uniform,vardass", "--plot", str(path))
     assert code == 0 and "plot written" in out
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -341,3 +341,13 @@ def test_bench_smoke():
     assert code == 0, out
     assert "all objectives agree" in out
     assert out.count("stage1 objective") == 3
+
+
+def test_cli_all_methods_have_rows_and_setup_times():
+    code, out = run_cli("variance", "--n-source", "120", "--n-target", "100", "--k", "4", "--epochs", "5",
+                        "--methods", "all", "--no-progress")
+    assert code == 0
+    err = parse_table(out, "error (mean over batches)")
+    assert set(err) == set(psda.SAMPLERS)
+    setup = parse_table(out, "set-up seconds (strata, partition, eigenvectors or matching)")
+    assert all(float(setup[m][4]) >= 0 for m in psda.SAMPLERS)

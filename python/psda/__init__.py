@@ -39,7 +39,17 @@ if TYPE_CHECKING:  # pragma: no cover
 logging.getLogger("psda").addHandler(logging.NullHandler())
 
 __all__ = ["match", "Matching", "PairedBatchSampler", "linear_sum_assignment", "DEFAULT_GAMMAS",
-           "__version__", "core_version"]
+           "__version__", "core_version", "batch_sampler", "SAMPLERS"]
+
+# The names of psda.batch_sampler, kept here so that listing them imports nothing.
+SAMPLERS = ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "paired", "double-paired")
+
+
+def batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int, **options: Any) -> Any:
+    """Returns the batch sampler ``name`` (one of :data:`SAMPLERS`); see :func:`psda.samplers.batch_sampler`."""
+    from .samplers import batch_sampler as _make
+
+    return _make(name, source_features, target_features, batch_size, **options)
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _dist_version

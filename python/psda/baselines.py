@@ -7,11 +7,11 @@ Generator (never the global RNG), ``len()``, and ``set_epoch(e)``; the epoch
 also advances by itself after a complete pass. An epoch has
 max(n_s, n_t) // k batches (drop_last), the same as PSDA's P // k.
 
-* ``UniformBatchSampler``: independent random permutations of source and target.
-* ``KMeansPPBatchSampler``: diverse sampling, every minibatch seeded by k-means++
-  (D^2 seeding) on the features, separately for source and target.
-* ``StratifiedBatchSampler``: stratified sampling in the spirit of VaRDASS: k
-  equal-size strata per domain, one row from each stratum per batch.
+* ``UniformBatchSampler``, ``KMeansPPBatchSampler``, ``StratifiedBatchSampler``:
+  single-process shorthands for psda.samplers' ``UniformSampler``,
+  ``KMeansPPSampler`` and ``VaRDASSSampler`` (the real VaRDASS replaced the
+  earlier "VaRDASS-like" equal-strata sampler); ``psda.batch_sampler`` builds
+  every comparison sampler with the full contract.
 * ``MatchingBatchSampler``: a plain schedule over a given matching (pairs,
   quadruplets), used to drive the SciPy reference through the same estimators.
 """
@@ -71,36 +71,6 @@ def _stream(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
     """count indices from back-to-back random permutations of range(n)."""
     reps = -(-count // n)
     return np.concatenate([rng.permutation(n) for _ in range(reps)])[:count]
-
-
-class UniformBatchSampler(_EpochSampler):
-    """UniformBatchSampler yields uniformly random minibatches of k source and k target rows.
-
-    Each epoch draws an independent permutation of the source and of the
-    target and cuts them into batches of k; the larger domain is covered
-    exactly once (its last partial batch dropped), the smaller one is drawn
-    from back-to-back permutations, so each of its rows appears once or
-    twice. Time O(n_s + n_t) per epoch.
-
-    Args:
-        n_source, n_target: dataset sizes.
-        batch_size: k, per domain.
-        seed: seeds this sampler's own Generator (with the epoch).
-
-    Example:
-        >>> s = UniformBatchSampler(6, 6, 2, seed=1)
-        >>> [len(b) for b in s]
-        [4, 4, 4]
-    """
-
-    def __init__(self, n_source: int, n_target: int, batch_size: int, *, seed: int = 0) -> None:
-        super().__init__(n_source, n_target, batch_size, seed)
-
-    def _batches(self, rng):
-        k, nb = self.batch_size, len(self)
-        src = _stream(rng, self.n_s, nb * k).reshape(nb, k)
-        tgt = _stream(rng, self.n_t, nb * k).reshape(nb, k)
-        return zip(src, tgt)
 
 
 _BLOCK = 64  # rows per block in the two-level inverse-CDF draw
@@ -181,49 +151,6 @@ def _augment(x: np.ndarray) -> np.ndarray:
     return xa
 
 
-class KMeansPPBatchSampler(_EpochSampler):
-    """KMeansPPBatchSampler yields diverse minibatches chosen by k-means++ seeding.
-
-    Every minibatch draws its k source rows by k-means++ D^2 seeding on the
-    source features (first row uniform, each next row with probability
-    proportional to its squared distance to the rows already chosen), and
-    likewise its k target rows, independently of other batches; rows are
-    distinct within a batch. This is the paper's "k-means++" diverse-sampling
-    baseline. Time O(n k d) per batch; memory O(chunk n).
-
-    Args:
-        source_features: (n_s, d) array.
-        target_features: (n_t, d) array.
-        batch_size: k, per domain (<= n_s and <= n_t).
-        seed: seeds this sampler's own Generator (with the epoch).
-        chunk: how many batches are seeded side by side.
-    """
-
-    def __init__(self, source_features, target_features, batch_size: int, *, seed: int = 0,
-                 chunk: Optional[int] = None) -> None:
-        self.xs = np.ascontiguousarray(source_features, dtype=np.float64)
-        self.xt = np.ascontiguousarray(target_features, dtype=np.float64)
-        if self.xs.ndim != 2 or self.xt.ndim != 2 or self.xs.shape[1] != self.xt.shape[1]:
-            raise ValueError(f"source_features {self.xs.shape} and target_features "
-                             f"{self.xt.shape}: want 2-D arrays with the same number of columns")
-        super().__init__(len(self.xs), len(self.xt), batch_size, seed)
-        if self.batch_size > min(self.n_s, self.n_t):
-            raise ValueError(f"batch_size = {self.batch_size}: k-means++ picks distinct rows, so "
-                             f"want batch_size <= min(n_source, n_target) = {min(self.n_s, self.n_t)}")
-        self.xa_s, self.xa_t = _augment(self.xs), _augment(self.xt)
-        n = max(self.n_s, self.n_t)
-        self.chunk = chunk or max(1, (1 << 21) // n)
-
-    def _batches(self, rng):
-        left = len(self)
-        while left > 0:
-            nb = min(self.chunk, left)
-            src = _kmeanspp(self.xa_s, self.n_s, self.batch_size, nb, rng)
-            tgt = _kmeanspp(self.xa_t, self.n_t, self.batch_size, nb, rng)
-            yield from zip(src, tgt)
-            left -= nb
-
-
 def _principal_direction(x: np.ndarray, iters: int = 12) -> np.ndarray:
     """Approximate top principal direction of the rows of x by power iteration (O(iters n d))."""
     xc = x - x.mean(0)
@@ -252,54 +179,6 @@ def _equal_strata(x: np.ndarray, idx: np.ndarray, m: int) -> List[np.ndarray]:
     order = idx[np.argsort(proj, kind="stable")]
     cut = (len(idx) * m1) // m
     return _equal_strata(x, order[:cut], m1) + _equal_strata(x, order[cut:], m - m1)
-
-
-class StratifiedBatchSampler(_EpochSampler):
-    """StratifiedBatchSampler yields batches with one row from each of k strata per domain.
-
-    Each domain is partitioned once into k strata of (nearly) equal size by
-    recursive cuts along principal directions; every epoch shuffles each
-    stratum and batch b takes row b of every stratum, so each row has the same
-    chance to be drawn and the batch mean stays unbiased (strata that are one
-    row larger leave a random row out per epoch, so inclusion probabilities
-    differ by at most a factor (size + 1) / size). This is stratified sampling
-    in the spirit of VaRDASS, not that paper's algorithm (no optimal
-    allocation, equal-size strata). An epoch has max(n_s, n_t) // k batches;
-    the smaller domain's strata are cycled when n_s != n_t. Time
-    O(n d log k) to build, O(n) per epoch.
-
-    Args:
-        source_features: (n_s, d) array.
-        target_features: (n_t, d) array.
-        batch_size: k, per domain (<= min(n_s, n_t)).
-        seed: seeds this sampler's own Generator (with the epoch).
-    """
-
-    def __init__(self, source_features, target_features, batch_size: int, *,
-                 seed: int = 0) -> None:
-        xs = np.ascontiguousarray(source_features, dtype=np.float64)
-        xt = np.ascontiguousarray(target_features, dtype=np.float64)
-        if xs.ndim != 2 or xt.ndim != 2 or xs.shape[1] != xt.shape[1]:
-            raise ValueError(f"source_features {xs.shape} and target_features {xt.shape}: "
-                             "want 2-D arrays with the same number of columns")
-        super().__init__(len(xs), len(xt), batch_size, seed)
-        k = self.batch_size
-        if k > min(self.n_s, self.n_t):
-            raise ValueError(f"batch_size = {k}: every stratum needs a row, so want "
-                             f"batch_size <= min(n_source, n_target) = {min(self.n_s, self.n_t)}")
-        self.strata_s = _equal_strata(xs, np.arange(self.n_s), k)
-        self.strata_t = _equal_strata(xt, np.arange(self.n_t), k)
-
-    def _draw(self, rng, strata, nb) -> np.ndarray:
-        cols = []
-        for st in strata:
-            reps = -(-nb // len(st))
-            cols.append(np.concatenate([rng.permutation(st) for _ in range(reps)])[:nb])
-        return np.stack(cols, 1)
-
-    def _batches(self, rng):
-        nb = len(self)
-        return zip(self._draw(rng, self.strata_s, nb), self._draw(rng, self.strata_t, nb))
 
 
 class MatchingBatchSampler(_EpochSampler):
@@ -340,3 +219,33 @@ class MatchingBatchSampler(_EpochSampler):
         nb = len(self)
         sel = self.pairs[order[:nb * k]].reshape(nb, k, 2)
         return zip(sel[:, :, 0], sel[:, :, 1])
+
+
+def UniformBatchSampler(n_source: int, n_target: int, batch_size: int, *, seed: int = 0):
+    """UniformBatchSampler returns a single-process psda.samplers.UniformSampler over n_source and n_target rows.
+
+    Example:
+        >>> s = UniformBatchSampler(6, 6, 2, seed=1)
+        >>> [len(b) for b in s]
+        [4, 4, 4]
+    """
+    from .samplers import UniformSampler
+
+    return UniformSampler(np.zeros((int(n_source), 1)), np.zeros((int(n_target), 1)), batch_size, seed=seed,
+                          num_replicas=1, rank=0)
+
+
+def KMeansPPBatchSampler(source_features, target_features, batch_size: int, *, seed: int = 0,
+                         chunk: Optional[int] = None):
+    """KMeansPPBatchSampler returns a single-process psda.samplers.KMeansPPSampler (k-means++ seeding per batch)."""
+    from .samplers import KMeansPPSampler
+
+    return KMeansPPSampler(source_features, target_features, batch_size, seed=seed, chunk=chunk, num_replicas=1,
+                           rank=0)
+
+
+def StratifiedBatchSampler(source_features, target_features, batch_size: int, *, seed: int = 0, **options):
+    """StratifiedBatchSampler returns a single-process psda.samplers.VaRDASSSampler (real VaRDASS strata)."""
+    from .samplers import VaRDASSSampler
+
+    return VaRDASSSampler(source_features, target_features, batch_size, seed=seed, num_replicas=1, rank=0, **options)

@@ -22,23 +22,30 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from . import SAMPLERS as SAMPLER_METHODS
 from ._progress import Progress
-from .baselines import (KMeansPPBatchSampler, MatchingBatchSampler, StratifiedBatchSampler,
-                        UniformBatchSampler)
+from .baselines import MatchingBatchSampler
 from .variance import DEFAULT_GAMMAS, DiscrepancyError, expected_error
 
 __all__ = ["main", "make_data"]
 
-METHODS = ("uniform", "kmeans++", "stratified", "paired", "double-paired", "ref-paired", "ref-double-paired")
-DEFAULT_METHODS = ("uniform", "kmeans++", "stratified", "paired", "double-paired")
+# psda.SAMPLERS, then the NumPy + SciPy reference PSDA (source checkout only).
+METHODS = SAMPLER_METHODS + ("ref-paired", "ref-double-paired")
+DEFAULT_METHODS = ("uniform", "kmeans++", "vardass", "ordered", "paired", "double-paired")
 DEFAULT_KS = (2, 4, 8, 16, 32, 64, 128)
 MIN_BATCHES = 2000   # relative standard error about 2-3% for every method (measured)
 MIN_EPOCHS = 5       # so that the standard error can come from the spread of epoch means
+# A k-DPP batch costs O(n k^2) in Python (every other method's batches are
+# nearly free once set up): fewer batches, a larger relative standard error.
+MIN_BATCHES_DPP = 200
 
 _DESCRIPTIONS = {
     "uniform": "uniform random batches (independent permutations)",
     "kmeans++": "diverse sampling: k-means++ seeding per minibatch",
-    "stratified": "stratified (VaRDASS-like): one row from each of k equal-size strata",
+    "dpp": "diverse sampling: a k-DPP per minibatch (RBF-mixture kernel)",
+    "anticlustering": "k-means anticlusters as fixed batches (exchange method)",
+    "vardass": "VaRDASS: stratified sampling, one row from each of k discrepancy-specific strata",
+    "ordered": "ORDERED: VaRDASS strata, batch order optimised by exchanges",
     "paired": "PSDA Paired (stages=1), psda.PairedBatchSampler",
     "double-paired": "PSDA Double-paired (stages=2), psda.PairedBatchSampler",
     "ref-paired": "Paired from the NumPy+SciPy reference (benchmarks/scipy_psda.py)",
@@ -92,6 +99,8 @@ def _float_list(text: str) -> List[float]:
 
 
 def _method_list(text: str) -> List[str]:
+    if text.strip() == "all":
+        return list(SAMPLER_METHODS)
     vals = [v.strip() for v in text.split(",") if v.strip()]
     bad = [v for v in vals if v not in METHODS]
     if bad or not vals:
@@ -163,24 +172,25 @@ def _variance_parser(sub) -> argparse.ArgumentParser:
                    help="gaussian: N(0, I) in both domains; mixture: two shifted "
                         "Gaussian mixtures")
     p.add_argument("--methods", type=_method_list, default=list(DEFAULT_METHODS),
-                   help="comma separated, from: " + ", ".join(METHODS))
+                   help="'all' (every sampler of psda.SAMPLERS) or comma separated, from: " + ", ".join(METHODS))
     p.add_argument("--plot", metavar="PATH", default=None,
                    help="write a PNG of error vs k (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     return p
 
 
-def _epochs_for(args, k: int) -> int:
+def _epochs_for(args, k: int, method: str = "") -> int:
     if args.epochs is not None:
         return args.epochs
     per_epoch = max(args.n_source, args.n_target) // k
-    return max(MIN_EPOCHS, -(-MIN_BATCHES // max(per_epoch, 1)))
+    want = MIN_BATCHES_DPP if method == "dpp" else MIN_BATCHES
+    return max(MIN_EPOCHS, -(-want // max(per_epoch, 1)))
 
 
 def _na_reason(method: str, k: int, args) -> Optional[str]:
     if k > max(args.n_source, args.n_target):
         return "k > max(n_s, n_t)"
-    if method in ("kmeans++", "stratified") and k > min(args.n_source, args.n_target):
+    if method in ("kmeans++", "dpp", "anticlustering", "vardass", "ordered") and k > min(args.n_source, args.n_target):
         return "k > min(n_s, n_t)"
     if method.endswith("double-paired") and k % 2:
         return "odd k"
@@ -213,22 +223,22 @@ class _Reference:
 
 def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
     n_s, n_t = len(s), len(t)
-    if method == "uniform":
-        return UniformBatchSampler(n_s, n_t, k, seed=args.seed)
-    if method == "kmeans++":
-        return KMeansPPBatchSampler(s, t, k, seed=args.seed)
-    if method == "stratified":
-        return StratifiedBatchSampler(s, t, k, seed=args.seed)
-    if method in ("paired", "double-paired"):
+    if method in SAMPLER_METHODS:
+        from .samplers import batch_sampler
+
+        opts: dict = {"seed": args.seed, "num_replicas": 1, "rank": 0}
+        if method in ("paired", "double-paired"):
+            opts.update(discrepancy=args.discrepancy, kernel=args.kernel, gammas=tuple(args.gammas),
+                        solver=args.solver)
+        elif method in ("anticlustering", "vardass", "ordered"):
+            opts.update(discrepancy=args.discrepancy, kernel=args.kernel, gammas=tuple(args.gammas))
+        elif method == "dpp":
+            opts.update(gammas=tuple(args.gammas))
         try:
-            import psda
-            cls = psda.PairedBatchSampler
-        except (ImportError, AttributeError, OSError) as exc:
+            return batch_sampler(method, s, t, k, **opts)
+        except (ImportError, OSError) as exc:
             raise SystemExit(f"psda variance: method {method!r} needs the compiled psda core "
                              f"({exc}); install psda with 'pip install .'") from None
-        return cls(s, t, k, stages=1 if method == "paired" else 2,
-                   discrepancy=args.discrepancy, kernel=args.kernel, gammas=tuple(args.gammas),
-                   seed=args.seed, solver=args.solver)
     if "ref" not in ref_holder:
         ref_holder["ref"] = _Reference(args, s, t)
     m = ref_holder["ref"].matching(k)
@@ -253,6 +263,7 @@ def _ratio_cell(r: float) -> str:
 
 
 def run_variance(args) -> int:
+    from . import samplers  # noqa: F401  (imports torch: not part of the first sampler's set-up time)
     s, t = make_data(args.data, args.n_source, args.n_target, args.dim, args.seed)
     kname = f"{args.kernel} kernel" if args.discrepancy == "mmd" else "Frobenius norm"
     ev = DiscrepancyError(s, t, discrepancy=args.discrepancy, kernel=args.kernel,
@@ -261,17 +272,19 @@ def run_variance(args) -> int:
     for k in args.k:
         for m in args.methods:
             if _na_reason(m, k, args) is None:
-                plan.append((m, k, _epochs_for(args, k)))
+                plan.append((m, k, _epochs_for(args, k, m)))
     prog = Progress(sum(e + 1 for _, _, e in plan), "psda variance",
                     enabled=not args.no_progress)
     results: Dict[Tuple[str, int], object] = {}
     seconds: Dict[Tuple[str, int], float] = {}
+    setup: Dict[Tuple[str, int], float] = {}
     ref_holder: dict = {}
     t_start = time.perf_counter()
     for m, k, epochs in plan:
         t_cell = time.perf_counter()
         prog.set_label(f"{m} k={k}: matching" if "paired" in m else f"{m} k={k}")
         sampler = _sampler(m, k, args, s, t, ref_holder)
+        setup[m, k] = time.perf_counter() - t_cell
         prog.advance()
         prog.set_label(f"{m} k={k}")
         results[m, k] = expected_error(s, t, sampler, epochs=epochs, evaluator=ev,
@@ -297,6 +310,9 @@ def run_variance(args) -> int:
                  for (m, k), r in results.items() if ("uniform", k) in results}
         print()
         print(_fmt_table("ratio to uniform", args.methods, args.k, ratio))
+    print()
+    print(_fmt_table("set-up seconds (strata, partition, eigenvectors or matching)", args.methods, args.k,
+                     {key: f"{v:.2f}" for key, v in setup.items()}))
     timing = {(m, k): f"{e}/{seconds[m, k]:.1f}s" for m, k, e in plan}
     print()
     print(_fmt_table("epochs/seconds (sampler set-up, matching included, and evaluation)",
@@ -317,11 +333,18 @@ def _plot(args, results) -> int:
               "(the table above is complete)",
               file=sys.stderr)
         return 1
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    for m in args.methods:
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    markers = "os^vD<>PX*hp"
+    names = {"paired": "PSDA Paired", "double-paired": "PSDA Double-paired",
+             "ref-paired": "PSDA Paired (SciPy reference)", "ref-double-paired": "PSDA Double-paired (SciPy reference)",
+             "kmeans++": "k-means++", "dpp": "k-DPP", "vardass": "VaRDASS", "ordered": "ORDERED"}
+    for i, m in enumerate(args.methods):
         ks = [k for k in args.k if (m, k) in results]
         if ks:
-            ax.plot(ks, [results[m, k].mean for k in ks], marker="o", label=m)
+            psda_method = "paired" in m
+            ax.errorbar(ks, [results[m, k].mean for k in ks], yerr=[results[m, k].stderr for k in ks],
+                        marker=markers[i % len(markers)], capsize=3, linewidth=2.2 if psda_method else 1.2,
+                        linestyle="-" if psda_method else "--", label=names.get(m, m))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch size k (per domain)")
@@ -329,7 +352,8 @@ def _plot(args, results) -> int:
     ax.set_title(f"{args.discrepancy.upper()} ({args.kernel if args.discrepancy == 'mmd' else 'CORAL'}), "
                  f"{args.data}, n_s={args.n_source}, n_t={args.n_target}, d={args.dim}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    # Outside the axes, so that it hides no data.
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=9)
     fig.tight_layout()
     fig.savefig(args.plot, dpi=120)
     print(f"\nplot written to {os.path.abspath(args.plot)}")

@@ -1,0 +1,100 @@
+package capi
+
+/*
+#include <stdint.h>
+*/
+import "C"
+
+import (
+	"errors"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/psda-dev/psda/psda/diverse"
+)
+
+//export psda_exchange_f64
+func psda_exchange_f64(x *C.double, m, d C.int64_t, w *C.double, group, class *C.int64_t, centre *C.double,
+	g C.int64_t, omega *C.double, sign C.double, passes, partners C.int64_t, seed C.uint64_t,
+	history *C.double, historyCap C.int64_t, historyLen *C.int64_t, cancel *C.int32_t, done *C.int64_t) C.int {
+	return withoutContext("psda_exchange_f64", func() *failure {
+		switch {
+		case x == nil || w == nil || group == nil || class == nil || centre == nil || omega == nil || history == nil || historyLen == nil:
+			return fail(errNull, "psda: x, w, group, class, centre, omega, history and history_len are required")
+		case m < 1 || d < 1 || g < 1:
+			return fail(errSize, "psda: m = %d slots, d = %d features, g = %d groups: all must be >= 1", int64(m), int64(d), int64(g))
+		case passes < 0:
+			return fail(errInvalid, "psda: passes = %d: must be >= 0", int64(passes))
+		case historyCap < passes+1:
+			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), int64(passes)+1)
+		}
+		p := &diverse.Problem{
+			X:      unsafe.Slice((*float64)(unsafe.Pointer(x)), int(m)*int(d)),
+			M:      int(m),
+			D:      int(d),
+			W:      unsafe.Slice((*float64)(unsafe.Pointer(w)), int(m)),
+			Group:  unsafe.Slice((*int64)(unsafe.Pointer(group)), int(m)),
+			Class:  unsafe.Slice((*int64)(unsafe.Pointer(class)), int(m)),
+			Centre: unsafe.Slice((*float64)(unsafe.Pointer(centre)), int(g)*int(d)),
+			Omega:  unsafe.Slice((*float64)(unsafe.Pointer(omega)), int(g)),
+		}
+		o := diverse.Options{Sign: float64(sign), Passes: int(passes), Partners: int(partners), Seed: uint64(seed)}
+		if cancel != nil {
+			flag := (*int32)(unsafe.Pointer(cancel))
+			o.Stop = func() bool { return atomic.LoadInt32(flag) != 0 }
+		}
+		if done != nil {
+			counter := (*int64)(unsafe.Pointer(done))
+			o.OnPass = func(pass int, _ float64) { atomic.StoreInt64(counter, int64(pass)) }
+		}
+		h, err := diverse.Exchange(p, o)
+		out := unsafe.Slice((*float64)(unsafe.Pointer(history)), int(historyCap))
+		copy(out, h)
+		*historyLen = C.int64_t(len(h))
+		if errors.Is(err, diverse.ErrCancelled) {
+			return fail(errCancelled, "psda: exchange search cancelled; group holds the partition reached")
+		}
+		if err != nil {
+			return fail(errInvalid, "psda: %s", err.Error())
+		}
+		return nil
+	})
+}
+
+//export psda_kdpp_sample_f64
+func psda_kdpp_sample_f64(lam *C.double, nEig C.int64_t, v *C.double, n, k, nb C.int64_t, seed C.uint64_t,
+	out *C.int64_t, outCap C.int64_t, cancel *C.int32_t, done *C.int64_t) C.int {
+	return withoutContext("psda_kdpp_sample_f64", func() *failure {
+		switch {
+		case lam == nil || v == nil || out == nil:
+			return fail(errNull, "psda: lam, v and out are required")
+		case nEig < 1 || n < 1 || k < 1 || nb < 0:
+			return fail(errSize, "psda: n_eig = %d, n = %d, k = %d, nb = %d: want n_eig, n, k >= 1 and nb >= 0",
+				int64(nEig), int64(n), int64(k), int64(nb))
+		case outCap < nb*k:
+			return fail(errSize, "psda: out_cap = %d: need nb·k = %d int64 values", int64(outCap), int64(nb*k))
+		}
+		var stop func() bool
+		if cancel != nil {
+			flag := (*int32)(unsafe.Pointer(cancel))
+			stop = func() bool { return atomic.LoadInt32(flag) != 0 }
+		}
+		var progress func(int)
+		if done != nil {
+			counter := (*int64)(unsafe.Pointer(done))
+			progress = func(r int) { atomic.StoreInt64(counter, int64(r)) }
+		}
+		err := diverse.SampleKDPP(
+			unsafe.Slice((*float64)(unsafe.Pointer(lam)), int(nEig)),
+			unsafe.Slice((*float64)(unsafe.Pointer(v)), int(n)*int(nEig)),
+			int(n), int(k), int(nb), uint64(seed),
+			unsafe.Slice((*int64)(unsafe.Pointer(out)), int(outCap)), stop, progress)
+		if errors.Is(err, diverse.ErrCancelled) {
+			return fail(errCancelled, "psda: k-DPP sampling cancelled")
+		}
+		if err != nil {
+			return fail(errInvalid, "psda: %s", err.Error())
+		}
+		return nil
+	})
+}
