@@ -1,6 +1,7 @@
 package assign
 
 import (
+	"errors"
 	"math"
 	"slices"
 )
@@ -25,8 +26,9 @@ import (
 // reduced costs only to about M·2⁻⁵², so prices inflated by one huge entry
 // (ε₀ = range/θ = 2.5e19 with a single 1e20 in costs of order 1) left the
 // exact phase blind to every cost difference that mattered: it returned 5
-// instead of 1 on [[1e20, 0, 0], [0, 5, 1], [0, 1, 5]]. For the same reason a
-// bid raises a price by at most the scale plus ε (bid, below).
+// instead of 1 on [[1e20, 0, 0], [0, 5, 1], [0, 1, 5]]. A price still grows
+// to the magnitude of a huge entry when a row prefers its best column by
+// that much (w2−w1 is huge), as the exact duals would.
 //
 // auctionInit returns h's Stop error when h stops it (polled every pollEvery
 // bids) and reports the ε phases done as progress.
@@ -48,12 +50,25 @@ func (s *lsap) auctionInit(h *Hooks) error {
 	// total over Gaussian and ReLU data (most on tie-heavy ReLU Stage 1,
 	// 6.8 → 4.5 CPU-s), while θ = 16 or 30 and final ε up to 1e-6 were no
 	// better; run-to-run spread on these degenerate inputs is ±20%.
-	if err := s.auction(make([]float64, n), scale, scale/auctionTheta, scale*1e-9, h); err != nil {
+	if err := s.auction(make([]float64, n), scale/auctionTheta, scale*1e-9, h); err != nil {
 		return err
 	}
 	s.tighten()
 	return nil
 }
+
+// auctionMaxBids bounds the bids of one auction, per row. The auction's
+// work grows with the total price rise it needs over ε: on the costs it
+// serves the ε phases take 20–70 bids per row in all (n = 200–2000:
+// Gaussian, uniform, integers, psda's Stage 1 and 2), but a problem that
+// forces huge entries into the optimum (a column of 1e20) needs rises of that
+// magnitude, ε by ε, and an infeasible one never ends.
+const auctionMaxBids = 1000
+
+// errAuctionBudget is returned by auction, with s reset, when it has made
+// more than auctionMaxBids bids per row: the exact phase solves the problem
+// cold.
+var errAuctionBudget = errors.New("assign: auction over its bid budget")
 
 // auctionTheta is the factor by which each ε phase divides ε.
 const auctionTheta = 4
@@ -77,7 +92,7 @@ func (s *lsap) auctionDeep(h *Hooks) error {
 	for j, v := range s.v {
 		p[j] = top - v
 	}
-	if err := s.auction(p, scale, scale*1e-9, scale*1e-13, h); err != nil {
+	if err := s.auction(p, scale*1e-9, scale*1e-13, h); err != nil {
 		return err
 	}
 	s.tightenWithin(tightRel)
@@ -87,13 +102,8 @@ func (s *lsap) auctionDeep(h *Hooks) error {
 // auction runs Gauss–Seidel ε phases from eps0 down to epsMin (each divides
 // ε by auctionTheta) on prices p, starting from the assignment in s (rows
 // that satisfy ε-complementary slackness keep their column), and sets
-// v = −p. A bid raises a price by at least 8 of its ulps, so that it always
-// rises, and by at most scale+ε: Bertsekas raises it by w2−w1+ε, but any
-// raise between ε and that keeps the bidder ε-complementary slack, and the
-// cap keeps a row whose second best is huge (or forbidden) from lifting a
-// price, and with it every later reduced cost, to the magnitude of that
-// entry.
-func (s *lsap) auction(p []float64, scale, eps0, epsMin float64, h *Hooks) error {
+// v = −p.
+func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 	n, c := s.nr, s.c
 	owner, free := s.row4col, make([]int, 0, n)
 	cache := newBidCache(n, n)
@@ -121,6 +131,10 @@ func (s *lsap) auction(p []float64, scale, eps0, epsMin float64, h *Hooks) error
 				if err := h.stop(); err != nil {
 					return err
 				}
+				if bids > auctionMaxBids*n {
+					s.reset()
+					return errAuctionBudget
+				}
 			}
 			i := free[len(free)-1]
 			free = free[:len(free)-1]
@@ -137,8 +151,14 @@ func (s *lsap) auction(p []float64, scale, eps0, epsMin float64, h *Hooks) error
 				clear(s.v)
 				return nil
 			}
-			pj := p[j1]
-			p[j1] += max(min(w2-w1, scale)+eps, 8*(math.Nextafter(math.Abs(pj), inf)-math.Abs(pj)))
+			// Raise by at least 8 ulps of this price, so that it rises: a
+			// floor from the largest price instead made every bid as coarse
+			// as the dearest column.
+			pj, raise := p[j1], eps
+			if w2 < inf {
+				raise += w2 - w1
+			}
+			p[j1] += max(raise, 8*(math.Nextafter(math.Abs(pj), inf)-math.Abs(pj)))
 			if k := owner[j1]; k >= 0 {
 				s.col4row[k] = -1
 				free = append(free, k)
@@ -148,6 +168,7 @@ func (s *lsap) auction(p []float64, scale, eps0, epsMin float64, h *Hooks) error
 		if eps == epsMin {
 			break
 		}
+
 	}
 	for j := range p {
 		s.v[j] = -p[j]

@@ -118,11 +118,9 @@ func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 // before half of them, its paths have settled more than 1/64 columns per
 // row beyond the one each must, or when they have settled more than
 // coldScans·n columns in all; it restarts from a warm start (warmStart,
-// else auctionInit), after a check that the forbidden entries leave a
-// perfect matching (an auction on an infeasible problem bids forever), and
-// every free row is then augmented. Progress: the cold phase reports the
-// first tenth, the auctions up to three quarters, the augmentations the
-// rest.
+// else warmAuction), and every free row is then augmented. Progress: the
+// cold phase reports the first tenth, the auctions up to three quarters,
+// the augmentations the rest.
 func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 	s := newLSAP(c, nr, nc)
 	free := func(i int) bool { return s.col4row[i] < 0 }
@@ -148,34 +146,50 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 		return s, nil
 	}
 	s.reset()
-	if hasForbidden(c) && !hasPerfectMatching(c, nr) {
-		return nil, errInfeasible
-	}
 	warm, err := s.warmStart(h.stopOnly())
 	if err != nil {
 		return nil, err
 	}
 	if !warm {
-		if err := s.auctionInit(h.sub(0.1, 0.5)); err != nil {
+		if err := s.warmAuction(h); err != nil {
 			return nil, err
-		}
-		// Augment until the paths have settled plateauScans·n columns
-		// in all (each settled column costs a scan of its row); beyond
-		// that the matrix is tie-heavy, and auctionDeep places the rows
-		// left much faster than more paths would.
-		budget := plateauScans * nr
-		s.settled = 0
-		err := augmentFree(nr, free, func(i int) bool { return s.settled > budget || s.augment(i) }, h.sub(0.5, 0.75))
-		if err != nil {
-			return nil, err
-		}
-		if s.settled > budget {
-			if err := s.auctionDeep(h.sub(0.75, 0.75)); err != nil {
-				return nil, err
-			}
 		}
 	}
 	return s, augmentFree(nr, free, s.augment, h.sub(0.75, 1))
+}
+
+// warmAuction is solveLSAP's warm start by auctions: auctionInit, paths up
+// to plateauScans·n settled columns, then auctionDeep if they ran over. It
+// first checks that the forbidden entries leave a perfect matching: an
+// auction on an infeasible problem bids until its budget runs out. An
+// auction over its bid budget leaves s cold for the paths that follow.
+func (s *lsap) warmAuction(h *Hooks) error {
+	if hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
+		return errInfeasible
+	}
+	err := s.auctionInit(h.sub(0.1, 0.5))
+	if errors.Is(err, errAuctionBudget) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// Augment until the paths have settled plateauScans·n columns in all
+	// (each settled column costs a scan of its row); beyond that the matrix
+	// is tie-heavy, and auctionDeep places the rows left much faster than
+	// more paths would.
+	budget := plateauScans * s.nr
+	s.settled = 0
+	free := func(i int) bool { return s.col4row[i] < 0 }
+	if err := augmentFree(s.nr, free, func(i int) bool { return s.settled > budget || s.augment(i) }, h.sub(0.5, 0.75)); err != nil {
+		return err
+	}
+	if s.settled > budget {
+		if err := s.auctionDeep(h.sub(0.75, 0.75)); err != nil && !errors.Is(err, errAuctionBudget) {
+			return err
+		}
+	}
+	return nil
 }
 
 // coldScans bounds the settled columns, per row, of solveLSAP's cold phase
