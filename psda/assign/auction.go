@@ -168,7 +168,6 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 		if eps == epsMin {
 			break
 		}
-
 	}
 	for j := range p {
 		s.v[j] = -p[j]

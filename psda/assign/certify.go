@@ -36,7 +36,7 @@ func bounds(nr, nc int) (lo, hi int) {
 // feasibility holds there trivially, and an assigned one is never tight. Certify returns nil or an error describing
 // the first violation. The time complexity of Certify is O(nr·nc).
 func Certify(c []float64, nr, nc int, s *Solution, tol float64) error {
-	if _, err := checkForbidding(c, nr, nc); err != nil {
+	if err := checkForbidding(c, nr, nc); err != nil {
 		return err
 	}
 	if s == nil || len(s.Col4Row) != nr || len(s.U) != nr || len(s.V) != nc {

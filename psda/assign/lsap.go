@@ -25,9 +25,6 @@ var inf = math.Inf(1)
 // errors.Is. Its message contains SciPy's "cost matrix is infeasible".
 var ErrInfeasible = errors.New("assign: cost matrix is infeasible: the +Inf (forbidden) entries leave no assignment of every row to a distinct column")
 
-// errInfeasible is ErrInfeasible under the name the internal solvers use.
-var errInfeasible = ErrInfeasible
-
 // checkMatrix validates a row-major nr×nc cost matrix: non-empty, the right
 // length, all entries finite.
 func checkMatrix(c []float64, nr, nc int) error {
@@ -54,21 +51,17 @@ func checkShape(c []float64, nr, nc int) error {
 }
 
 // checkForbidding validates a row-major nr×nc cost matrix whose entries may
-// be +Inf (forbidden) but not NaN or −Inf, and reports whether any is +Inf.
-func checkForbidding(c []float64, nr, nc int) (forbids bool, err error) {
+// be +Inf (forbidden) but not NaN or −Inf.
+func checkForbidding(c []float64, nr, nc int) error {
 	if err := checkShape(c, nr, nc); err != nil {
-		return false, err
+		return err
 	}
 	for k, x := range c {
-		if x-x != 0 { // NaN or ±Inf: one test instead of three, on n² entries
-			if x == inf {
-				forbids = true
-				continue
-			}
-			return false, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite or +Inf (forbidden)", k/nc, k%nc, x)
+		if x-x != 0 && x != inf { // NaN or ±Inf, then not +Inf: one test on most entries
+			return fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite or +Inf (forbidden)", k/nc, k%nc, x)
 		}
 	}
-	return forbids, nil
+	return nil
 }
 
 // Rectangular solves the rectangular linear assignment problem: it returns
@@ -93,7 +86,7 @@ func Rectangular(c []float64, nr, nc int) (*Solution, error) {
 // RectangularWith is Rectangular with hooks that report progress and can
 // stop the solve; it returns Stop's error when Stop asks it to.
 func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
-	if _, err := checkForbidding(c, nr, nc); err != nil {
+	if err := checkForbidding(c, nr, nc); err != nil {
 		return nil, err
 	}
 	if nr > nc {
@@ -165,7 +158,7 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 // auction over its bid budget leaves s cold for the paths that follow.
 func (s *lsap) warmAuction(h *Hooks) error {
 	if hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
-		return errInfeasible
+		return ErrInfeasible
 	}
 	err := s.auctionInit(h.sub(0.1, 0.5))
 	if errors.Is(err, errAuctionBudget) {
@@ -225,7 +218,7 @@ func augmentFree(n int, free func(p int) bool, augment func(p int) bool, h *Hook
 			return err
 		}
 		if !augment(p) {
-			return errInfeasible
+			return ErrInfeasible
 		}
 		done++
 		if done&63 == 0 {
