@@ -247,10 +247,13 @@ func costScale(c []float64) float64 {
 const scaleSample = 4096
 
 // scaleFactor is how far beyond the median's distance from the smallest
-// entry costScale lets the range reach: Gaussian costs have their range at
-// about twice that distance, squared distances between Gaussian points at
-// two to three times.
-const scaleFactor = 4
+// entry costScale lets the range reach. Gaussian costs have their range at
+// about twice that distance and squared distances between Gaussian points
+// at two to three times, so ordinary costs, heavy tails included, keep
+// their range and the auctions their tuned ε schedule; only outliers many
+// orders of magnitude away are cut. The cut scale still resolves costs:
+// prices of magnitude 1e3·d carry rounding errors near 1e-13·d.
+const scaleFactor = 1000
 
 // cacheK is the number of candidate columns bidCache keeps per row.
 const cacheK = 8

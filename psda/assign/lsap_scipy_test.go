@@ -110,7 +110,8 @@ func checkAgainstSciPy(t *testing.T, cases []lsapCase) {
 // auction's prices used to grow to their magnitude and hide every cost
 // difference below it from the exact phase): a single 1e20 (or −1e20) in a
 // Gaussian matrix, a diagonal, a row or a column of them, many seeds each,
-// on both the auction path (n < 256) and the warm-start path.
+// on both the auction path (n < 256) and the warm-start path, whose sparse
+// auction had the same flaw.
 func TestRectangularHugeEntriesAgainstSciPy(t *testing.T) {
 	cases := []lsapCase{{"issue3x3", 3, 3, []float64{1e20, 0, 0, 0, 5, 1, 0, 1, 5}}}
 	for _, n := range []int{3, 5, 8, 12, 20, 50, 120, 300} {
@@ -145,6 +146,22 @@ func TestRectangularHugeEntriesAgainstSciPy(t *testing.T) {
 					}
 				}
 				cases = append(cases, lsapCase{fmt.Sprintf("%s/n=%d/seed=%d", huge, n, seed), nr, nc, c})
+			}
+		}
+	}
+	// warmStart's candidates always hold the cyclic entries (i, i+1): huge
+	// ones there reached the sparse auction's ε schedule.
+	for _, n := range []int{300, 600} {
+		for seed := 0; seed < 3; seed++ {
+			rng := rand.New(rand.NewPCG(uint64(seed), uint64(n)+1))
+			for _, huge := range []string{"cyclicOne", "cyclicAll"} {
+				c := fill(n*n, rng.NormFloat64)
+				for i := 0; i < n; i++ {
+					if huge == "cyclicAll" || i == seed {
+						c[i*n+(i+1)%n] = 1e20
+					}
+				}
+				cases = append(cases, lsapCase{fmt.Sprintf("%s/n=%d/seed=%d", huge, n, seed), n, n, c})
 			}
 		}
 	}
@@ -255,14 +272,19 @@ func TestCostScaleIgnoresOutliers(t *testing.T) {
 		c[i*n+i] = 1e20
 	}
 	c[5] = inf
-	if got := costScale(c); !(got > 0 && got <= 4) {
-		t.Fatalf("uniform costs with a diagonal of 1e20: scale %v, want at most 4", got)
+	if got := costScale(c); !(got > 0 && got <= 1000) {
+		t.Fatalf("uniform costs with a diagonal of 1e20: scale %v, want at most 1000", got)
 	}
-	if got := costScale([]float64{1e20, 0, 0, 0, 5, 1, 0, 1, 5}); got != 4 {
-		t.Fatalf("issue's 3×3: scale %v, want 4 (4× the median 1)", got)
+	tail := fill(n*n, rng.Float64)
+	tail[7] = 100 // a heavy tail, not an outlier: the range stays
+	if lo, hi := costRange(tail); costScale(tail) != hi-lo {
+		t.Fatalf("uniform costs with one 100: scale %v, want the range %v", costScale(tail), hi-lo)
 	}
-	if got := costScale([]float64{0, 0, 0, 0, 1e20, 0, 0, 0, 3}); got != 12 {
-		t.Fatalf("zero median: scale %v, want 4× the smallest positive 3", got)
+	if got := costScale([]float64{1e20, 0, 0, 0, 5, 1, 0, 1, 5}); got != 1000 {
+		t.Fatalf("issue's 3×3: scale %v, want 1000 (1000× the median 1)", got)
+	}
+	if got := costScale([]float64{0, 0, 0, 0, 1e20, 0, 0, 0, 3}); got != 3000 {
+		t.Fatalf("zero median: scale %v, want 1000× the smallest positive 3", got)
 	}
 	if got := costScale([]float64{2, 2, inf, 2}); got != 0 {
 		t.Fatalf("constant: scale %v, want 0", got)
