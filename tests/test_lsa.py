@@ -94,10 +94,10 @@ def test_huge_entry_issue_example():
 
 
 @pytest.mark.parametrize("n", [4, 8, 13, 40, 300])
-@pytest.mark.parametrize("where", ["one", "diagonal", "column", "minus"])
+@pytest.mark.parametrize("where", ["one", "diagonal", "column", "minus", "cyclic"])
 def test_huge_entries_against_scipy(n, where):
-    """50 seeds (10 at n = 300) of Gaussian costs with 1e20 entries: SciPy's
-    optimum exactly, whether or not the optimum must use them."""
+    """50 seeds (10 at n = 300, where the sparse warm start runs) of Gaussian
+    costs with 1e20 entries: SciPy's optimum, whether or not it uses them."""
     for seed in range(10 if n >= 300 else 50):
         rng = np.random.default_rng([seed, n])
         c = rng.standard_normal((n, n))
@@ -107,6 +107,8 @@ def test_huge_entries_against_scipy(n, where):
             c[rng.integers(n), rng.integers(n)] = -1e20
         elif where == "diagonal":
             np.fill_diagonal(c, 1e20)
+        elif where == "cyclic":  # entries the sparse warm start (n >= 256) always holds
+            c[np.arange(n), (np.arange(n) + 1) % n] = 1e20
         else:
             c[:, rng.integers(n)] = 1e20 * (1 + rng.random(n))
         rows, cols = psda.linear_sum_assignment(c)
