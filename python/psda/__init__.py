@@ -102,9 +102,9 @@ def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> Tuple[np.
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if maximize:
         c = -c
-    bad = np.isnan(c) | (c == -np.inf)
-    if bad.any():
-        i, j = np.argwhere(bad)[0]
+    lowest = c.min()  # NaN if any entry is NaN: one pass, no temporaries
+    if lowest != lowest or lowest == -np.inf:
+        i, j = np.argwhere(np.isnan(c) | (c == -np.inf))[0]
         raise ValueError(
             f"matrix contains invalid numeric entries: cost_matrix[{i}, {j}] = {_entry(c, i, j, maximize)}; "
             f"entries must be finite or {'-inf' if maximize else '+inf'} (a forbidden pair)"
