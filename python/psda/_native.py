@@ -39,6 +39,12 @@ _VIEW_MINOR = 3
 # with minor 4; an older library solves finite matrices only, uninterruptibly.
 _LSAP_MINOR = 4
 
+# Matrices of at most this many entries are solved by a direct call to
+# psda_lsap_f64: a worker thread and a context cost about 150 us a call, more
+# than the whole solve of a small matrix, and such a solve ends within
+# milliseconds of a Ctrl-C anyway.
+_LSAP_DIRECT = 1 << 16
+
 # Status codes of capi/psda.h.
 _OK, _ERR_NULL, _ERR_HANDLE, _ERR_SIZE, _ERR_INVALID, _ERR_NO_RESULT, _ERR_INTERNAL, _ERR_CANCELLED, _ERR_INFEASIBLE = range(9)
 
@@ -306,9 +312,12 @@ def linear_sum_assignment(cost: np.ndarray) -> Tuple[np.ndarray, np.ndarray, flo
     scipy.optimize.linear_sum_assignment returns (row_ind, col_ind), plus the
     minimal total cost. A tall matrix (rows > columns) is solved transposed.
 
-    The Go call runs in a worker thread on a context of its own while the
-    calling thread waits in steps of _POLL seconds, so that Ctrl-C cancels it
-    (psda_cancel) and raises KeyboardInterrupt, as match does. Raises
+    Above _LSAP_DIRECT entries the Go call runs in a worker thread on a
+    context of its own while the calling thread waits in steps of _POLL
+    seconds, so that Ctrl-C cancels it (psda_cancel) and raises
+    KeyboardInterrupt, as match does; smaller problems, solved in
+    milliseconds, are called directly, without the thread's and the
+    context's overhead. Raises
     ValueError with Go's message when the forbidden entries leave no
     assignment (it says "cost matrix is infeasible") or for invalid input.
     """
@@ -322,7 +331,7 @@ def linear_sum_assignment(cost: np.ndarray) -> Tuple[np.ndarray, np.ndarray, flo
     col4row = np.empty(rows, dtype=np.int64)
     obj = ctypes.c_double()
     args = (_addr(c), rows, cols, _addr(col4row), rows, ctypes.addressof(obj))
-    if _minor.value >= _LSAP_MINOR:
+    if _minor.value >= _LSAP_MINOR and rows * cols > _LSAP_DIRECT:
         handle = _ctx_t()
         _check(_lib.psda_ctx_new(ctypes.byref(handle)))
         ctx = handle.value
