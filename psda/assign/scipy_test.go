@@ -34,7 +34,8 @@ func scipyPython(t *testing.T) string {
 				continue
 			}
 			if out, err := exec.Command(path, "-c", "import scipy.optimize").CombinedOutput(); err != nil {
-				pythonWhy = append(pythonWhy, fmt.Sprintf("%s: no scipy (%v: %s)", path, err, bytes.TrimSpace(out)))
+				lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+				pythonWhy = append(pythonWhy, fmt.Sprintf("%s: %v: %s", path, err, lines[len(lines)-1]))
 				continue
 			}
 			pythonPath = path
