@@ -46,8 +46,10 @@ extern "C" {
  * program using a function added in minor m needs psda_abi_minor >= m.
  *   1: psda_abi_minor, psda_progress, psda_cancel, PSDA_ERR_CANCELLED.
  *   2: psda_set_solver.
- *   3: psda_progress_view. */
-#define PSDA_ABI_MINOR 3
+ *   3: psda_progress_view.
+ *   4: psda_lsap_ctx_f64, PSDA_ERR_INFEASIBLE, +INFINITY (forbidden) entries
+ *      in psda_lsap_f64. */
+#define PSDA_ABI_MINOR 4
 
 /* Status codes. */
 #define PSDA_OK 0            /* success */
@@ -58,6 +60,10 @@ extern "C" {
 #define PSDA_ERR_NO_RESULT 5 /* a result was requested before a successful psda_compute_* */
 #define PSDA_ERR_INTERNAL 6  /* a bug in psda; the message says where */
 #define PSDA_ERR_CANCELLED 7 /* psda_cancel stopped the computation (minor 1) */
+/* Minor 4: the +INFINITY (forbidden) entries of an assignment problem leave no
+ * assignment of every row to a distinct column; the message contains SciPy's
+ * words "cost matrix is infeasible". */
+#define PSDA_ERR_INFEASIBLE 8
 
 /* Phases of a computation reported by psda_progress (minor 1). */
 #define PSDA_PHASE_IDLE 0          /* no computation started on the context */
@@ -214,13 +220,27 @@ int psda_objectives(psda_ctx ctx, double *stage1_cost, double *stage2_cost,
                     double *stage2_bound);
 
 /* psda_lsap_f64 solves the dense rectangular linear assignment problem on the
- * nr x nc row-major cost matrix (1 <= nr <= nc, finite values), read in
- * place: it assigns every row a distinct column at minimum total cost,
- * writes the column of row i to col4row[i] (cap >= nr) and, unless objective
- * is NULL, the total cost to *objective. Errors are reported through
- * psda_last_error(0, ...). Time O(nr^2 nc) worst case. */
+ * nr x nc row-major cost matrix (1 <= nr <= nc), read in place: it assigns
+ * every row a distinct column at minimum total cost, writes the column of row
+ * i to col4row[i] (cap >= nr) and, unless objective is NULL, the total cost
+ * to *objective. An entry is a finite cost or +INFINITY, which forbids the
+ * pair (as in SciPy; minor 4, before which every entry had to be finite);
+ * when the forbidden entries leave no complete assignment it returns
+ * PSDA_ERR_INFEASIBLE (minor 4) and writes nothing. NaN and -INFINITY give
+ * PSDA_ERR_INVALID. Errors are reported through psda_last_error(0, ...). Time
+ * O(nr^2 nc) worst case. */
 int psda_lsap_f64(const double *cost, int64_t nr, int64_t nc, int64_t *col4row,
                   int64_t cap, double *objective);
+
+/* psda_lsap_ctx_f64 is psda_lsap_f64 run on ctx, so that another thread can
+ * stop it with psda_cancel(ctx): it then returns PSDA_ERR_CANCELLED within a
+ * few milliseconds (it polls between augmenting paths and auction bid
+ * batches) and writes nothing. It neither reads ctx's options nor touches
+ * its matching result; errors go to psda_last_error(ctx, ...). A cancel
+ * that arrives while no call runs on ctx applies to the next psda_compute_*
+ * or psda_lsap_ctx_f64, as for psda_compute_*. (minor 4) */
+int psda_lsap_ctx_f64(psda_ctx ctx, const double *cost, int64_t nr, int64_t nc,
+                      int64_t *col4row, int64_t cap, double *objective);
 
 /* psda_exchange_f64 runs the pairwise exchange search of the comparison
  * samplers (package psda/diverse; anticlustering, VaRDASS strata, ORDERED's

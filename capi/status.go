@@ -28,6 +28,7 @@ const (
 	errNoResult    = C.PSDA_ERR_NO_RESULT
 	errInternal    = C.PSDA_ERR_INTERNAL
 	errCancelled   = C.PSDA_ERR_CANCELLED
+	errInfeasible  = C.PSDA_ERR_INFEASIBLE
 	abiVersion     = C.PSDA_ABI_VERSION
 	abiMinor       = C.PSDA_ABI_MINOR
 	defaultVersion = "devel"

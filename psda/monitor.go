@@ -62,6 +62,11 @@ func (m *Monitor) Cancel() {
 // finished). Match itself resets the progress when it starts.
 func (m *Monitor) Reset() { m.cancelled.Store(false) }
 
+// Cancelled reports whether m has a pending cancellation (Cancel since the
+// last Reset), for solves outside Match that poll it, such as the C ABI's
+// psda_lsap_ctx_f64. A nil Monitor is never cancelled.
+func (m *Monitor) Cancelled() bool { return m != nil && m.cancelled.Load() }
+
 // Progress returns the work done in parts per ProgressTotal and the current
 // phase (one of the Phase constants).
 func (m *Monitor) Progress() (done int64, phase int) {

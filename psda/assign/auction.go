@@ -1,6 +1,7 @@
 package assign
 
 import (
+	"errors"
 	"math"
 	"slices"
 )
@@ -14,39 +15,60 @@ import (
 // augmenting path through almost every column for every row) cost only a few
 // bids per row per phase here.
 //
-// Deviations: the final ε is relative to the cost range, not 1/n (costs are
+// Deviations: the final ε is relative to the cost scale, not 1/n (costs are
 // real); the result is only a warm start. v = −p, tighten derives u and keeps
 // the rows whose entry is exactly tight; augment then finishes exactly. Each
 // remaining free row sits within ε of a free column in the reduced costs, so
 // its search stops after the few columns closer than that.
 //
+// The scale is costScale's, not the range of the entries: the prices become
+// the exact phase's potentials, and potentials of magnitude M resolve
+// reduced costs only to about M·2⁻⁵², so prices inflated by one huge entry
+// (ε₀ = range/θ = 2.5e19 with a single 1e20 in costs of order 1) left the
+// exact phase blind to every cost difference that mattered: it returned 5
+// instead of 1 on [[1e20, 0, 0], [0, 5, 1], [0, 1, 5]]. A price still grows
+// to the magnitude of a huge entry when a row prefers its best column by
+// that much (w2−w1 is huge), as the exact duals would.
+//
 // auctionInit returns h's Stop error when h stops it (polled every pollEvery
 // bids) and reports the ε phases done as progress.
 func (s *lsap) auctionInit(h *Hooks) error {
 	n := s.nr
-	lo, hi := costRange(s.c)
-	if !(hi > lo) {
+	scale := costScale(s.c)
+	if !(scale > 0) {
 		return nil // constant or empty: the exact phase is immediate
 	}
-	span := hi - lo
 	for j := range s.row4col {
 		s.row4col[j] = -1
 	}
 	for i := range s.col4row {
 		s.col4row[i] = -1
 	}
-	// θ = 4 and a final ε of 1e-9 of the cost range. On random Euclidean
+	// θ = 4 and a final ε of 1e-9 of the cost scale. On random Euclidean
 	// costs the time hardly depends on either; on the real 2-D PSDA costs
 	// (psda's BenchmarkSolve, n = 4000) θ = 4 beat θ = 7 by about 15% in
 	// total over Gaussian and ReLU data (most on tie-heavy ReLU Stage 1,
 	// 6.8 → 4.5 CPU-s), while θ = 16 or 30 and final ε up to 1e-6 were no
 	// better; run-to-run spread on these degenerate inputs is ±20%.
-	if err := s.auction(make([]float64, n), span/auctionTheta, span*1e-9, h); err != nil {
+	if err := s.auction(make([]float64, n), scale/auctionTheta, scale*1e-9, h); err != nil {
 		return err
 	}
 	s.tighten()
 	return nil
 }
+
+// auctionMaxBids bounds the bids of one auction, per row. The auction's
+// work grows with the total price rise it needs over ε: on the costs it
+// serves the ε phases take 20–70 bids per row in all (n = 200–2000:
+// Gaussian, uniform, integers, psda's Stage 1 and 2), but a problem that
+// forces huge entries into the optimum (a column of 1e20) needs rises of that
+// magnitude, ε by ε, and an infeasible one never ends.
+const auctionMaxBids = 1000
+
+// errAuctionBudget is returned by auction, with s reset, when it has made
+// more than auctionMaxBids bids per row: the exact phase solves the problem
+// cold.
+var errAuctionBudget = errors.New("assign: auction over its bid budget")
 
 // auctionTheta is the factor by which each ε phase divides ε.
 const auctionTheta = 4
@@ -60,18 +82,17 @@ const auctionTheta = 4
 // ReLU features: 3,300 of 4,000 rows, 2.4 M settled columns, 25 s). Deeper
 // phases leave no row to free.
 func (s *lsap) auctionDeep(h *Hooks) error {
-	lo, hi := costRange(s.c)
-	if !(hi > lo) {
+	scale := costScale(s.c)
+	if !(scale > 0) {
 		return nil
 	}
-	span := hi - lo
 	// Prices from the column potentials, shifted so that the smallest is
-	// 0: bids of ε = 1e-13 of the range must not vanish in their rounding.
+	// 0: bids of ε = 1e-13 of the scale must not vanish in their rounding.
 	p, top := make([]float64, s.nc), slices.Max(s.v)
 	for j, v := range s.v {
 		p[j] = top - v
 	}
-	if err := s.auction(p, span*1e-9, span*1e-13, h); err != nil {
+	if err := s.auction(p, scale*1e-9, scale*1e-13, h); err != nil {
 		return err
 	}
 	s.tightenWithin(tightRel)
@@ -81,8 +102,7 @@ func (s *lsap) auctionDeep(h *Hooks) error {
 // auction runs Gauss–Seidel ε phases from eps0 down to epsMin (each divides
 // ε by auctionTheta) on prices p, starting from the assignment in s (rows
 // that satisfy ε-complementary slackness keep their column), and sets
-// v = −p. ε never drops below 8 ulps of the largest price, so that a bid
-// always raises its price.
+// v = −p.
 func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 	n, c := s.nr, s.c
 	owner, free := s.row4col, make([]int, 0, n)
@@ -91,8 +111,6 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 	for phase, eps := 0, eps0; ; phase, eps = phase+1, eps/auctionTheta {
 		h.progress(float64(phase) / float64(phases))
 		eps = math.Max(eps, epsMin)
-		top := slices.Max(p)
-		floor := 8 * (math.Nextafter(math.Abs(top), inf) - math.Abs(top))
 		// Keep the rows that already satisfy ε-complementary slackness for
 		// the new ε; the rest bid again.
 		free = free[:0]
@@ -108,11 +126,14 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 			}
 			free = append(free, i)
 		}
-		bidEps := math.Max(eps, floor)
 		for len(free) > 0 {
 			if bids++; bids%pollEvery == 0 {
 				if err := h.stop(); err != nil {
 					return err
+				}
+				if bids > auctionMaxBids*n {
+					s.reset()
+					return errAuctionBudget
 				}
 			}
 			i := free[len(free)-1]
@@ -130,11 +151,14 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 				clear(s.v)
 				return nil
 			}
+			// Raise by at least 8 ulps of this price, so that it rises: a
+			// floor from the largest price instead made every bid as coarse
+			// as the dearest column.
+			pj, raise := p[j1], eps
 			if w2 < inf {
-				p[j1] += w2 - w1 + bidEps
-			} else {
-				p[j1] += bidEps
+				raise += w2 - w1
 			}
+			p[j1] += max(raise, 8*(math.Nextafter(math.Abs(pj), inf)-math.Abs(pj)))
 			if k := owner[j1]; k >= 0 {
 				s.col4row[k] = -1
 				free = append(free, k)
@@ -174,6 +198,62 @@ func costRange(c []float64) (lo, hi float64) {
 	}
 	return lo, hi
 }
+
+// costScale returns the scale of the cost differences that decide an
+// assignment of c (finite or +Inf entries), for the ε of an auction: the
+// range of the finite entries, but at most scaleFactor times the distance
+// from the smallest entry to the median of a sample of scaleSample finite
+// entries (to the smallest sampled entry above it when the median is the
+// smallest). A minority of huge entries, such as one 1e20 or a diagonal of
+// them, then leaves the scale at that of the rest; a range without outliers
+// is within scaleFactor times the median's distance and is kept as it is.
+// It returns 0 for a matrix with fewer than two distinct finite values.
+// Time O(len(c)) for the range plus O(scaleSample·log scaleSample).
+func costScale(c []float64) float64 {
+	lo, hi := costRange(c)
+	if !(hi > lo) {
+		return 0
+	}
+	// A multiplicative walk through the indices: a stride would sample a
+	// single column whenever it is a multiple of the row length.
+	m := min(len(c), scaleSample)
+	sample := make([]float64, 0, m)
+	for k := 0; k < m; k++ {
+		idx := int((uint64(k) * 0x9E3779B97F4A7C15 >> 1) % uint64(len(c)))
+		if len(c) <= scaleSample {
+			idx = k
+		}
+		if x := c[idx]; x < inf {
+			sample = append(sample, x)
+		}
+	}
+	slices.Sort(sample)
+	d := 0.0
+	if len(sample) > 0 {
+		d = sample[len(sample)/2] - lo
+		if !(d > 0) {
+			if k, _ := slices.BinarySearch(sample, math.Nextafter(lo, inf)); k < len(sample) {
+				d = sample[k] - lo
+			}
+		}
+	}
+	if !(d > 0) {
+		return hi - lo
+	}
+	return min(hi-lo, scaleFactor*d)
+}
+
+// scaleSample is the number of entries costScale sorts.
+const scaleSample = 4096
+
+// scaleFactor is how far beyond the median's distance from the smallest
+// entry costScale lets the range reach. Gaussian costs have their range at
+// about twice that distance and squared distances between Gaussian points
+// at two to three times, so ordinary costs, heavy tails included, keep
+// their range and the auctions their tuned ε schedule; only outliers many
+// orders of magnitude away are cut. The cut scale still resolves costs:
+// prices of magnitude 1e3·d carry rounding errors near 1e-13·d.
+const scaleFactor = 1000
 
 // cacheK is the number of candidate columns bidCache keeps per row.
 const cacheK = 8

@@ -32,10 +32,11 @@ func bounds(nr, nc int) (lo, hi int) {
 //   - |Cost - Σ c[i][Col4Row[i]]| <= tol·nr.
 //
 // Together these imply that no assignment meeting the column bounds costs
-// less than s.Cost − 2·tol·nr. Certify returns nil or an error describing
+// less than s.Cost − 2·tol·nr. Entries of c may be +Inf (forbidden): dual
+// feasibility holds there trivially, and an assigned one is never tight. Certify returns nil or an error describing
 // the first violation. The time complexity of Certify is O(nr·nc).
 func Certify(c []float64, nr, nc int, s *Solution, tol float64) error {
-	if err := checkMatrix(c, nr, nc); err != nil {
+	if err := checkForbidding(c, nr, nc); err != nil {
 		return err
 	}
 	if s == nil || len(s.Col4Row) != nr || len(s.U) != nr || len(s.V) != nc {

@@ -7,8 +7,10 @@
 //
 // How the pieces fit:
 //
-//	Rectangular  (lsap.go)       shortest augmenting paths (Crouse 2016);
-//	                             square problems start from auction.go
+//	Rectangular  (lsap.go)       shortest augmenting paths (Crouse 2016),
+//	                             +Inf forbidden; square problems whose paths
+//	                             grow long restart from warm.go or auction.go
+//	                             (after feasible.go's perfect-matching check)
 //	Imbalanced   (imbalanced.go) implicit column copies: auction warm start
 //	                             on columns, then exact augmenting paths
 //	Certify      (certify.go)    LP duality check, O(nr·nc), for both

@@ -141,11 +141,13 @@ func newCopySAP(c []float64, nr, nc int) *copySAP {
 // hooks stops it.
 func (s *copySAP) auction(hooks *Hooks) error {
 	nr, nc, h, c := s.nr, s.nc, s.h, s.c
-	lo, hi := costRange(c)
-	if !(hi > lo) {
+	// The ε schedule follows costScale, not the range, for the reason
+	// auctionInit gives: one huge entry made every price, and so every
+	// potential of the exact finish, too coarse to tell the costs apart.
+	span := costScale(c)
+	if !(span > 0) {
 		return nil
 	}
-	span := hi - lo
 	price := make([]float64, nc*h)
 	minP, min2P, extraP := make([]float64, nc), make([]float64, nc), make([]float64, nc)
 	minT := make([]int, nc)
@@ -212,6 +214,12 @@ func (s *copySAP) auction(hooks *Hooks) error {
 				if err := hooks.stop(); err != nil {
 					return err
 				}
+				if bids > auctionMaxBids*(nr+s.nd) {
+					// Huge entries forced into the optimum: let the
+					// exact finish solve from a cold start.
+					s.coldReset()
+					return nil
+				}
 			}
 			p := free[len(free)-1]
 			free = free[:len(free)-1]
@@ -221,7 +229,7 @@ func (s *copySAP) auction(hooks *Hooks) error {
 				w1, w2, j := rows.best2(p, row, minP)
 				w2 = math.Min(w2, row[j]+min2P[j])
 				k = j*h + minT[j]
-				price[k] += w2 - w1 + eps
+				price[k] += max(w2-w1+eps, 8*ulp(price[k]))
 			} else {
 				// A dummy never bids against another dummy: they are
 				// interchangeable, and such bids only raise the prices
@@ -229,9 +237,9 @@ func (s *copySAP) auction(hooks *Hooks) error {
 				j := eh.pop()
 				k = j*h + s.q
 				if w2 := eh.min(); w2 < inf {
-					price[k] = w2 + eps
+					price[k] = max(w2+eps, price[k]+8*ulp(price[k]))
 				} else {
-					price[k] += eps
+					price[k] += max(eps, 8*ulp(price[k]))
 				}
 			}
 			update(k / h)
@@ -294,6 +302,25 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	}
 	hooks.progress(1)
 	return nil
+}
+
+// coldReset drops the auction's assignment and prices, for an auction over
+// its bid budget.
+func (s *copySAP) coldReset() {
+	for p := range s.copyOf {
+		s.copyOf[p] = -1
+	}
+	for k := range s.owner {
+		s.owner[k] = -1
+	}
+	clear(s.vc)
+}
+
+// ulp returns the spacing of float64 values at x: a bid raises a price by at
+// least 8 of them, so that the price rises even when ε is below them.
+func ulp(x float64) float64 {
+	x = math.Abs(x)
+	return math.Nextafter(x, inf) - x
 }
 
 // tighten sets each person's potential to its smallest reduced cost, which

@@ -113,3 +113,41 @@ func TestImbalancedErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestImbalancedHugeEntries compares with brute force on Gaussian costs
+// with one 1e20 entry, a column or a row of them: the auction's prices used
+// to grow to the magnitude of the range (every seed was wrong), and a
+// column forced into the optimum needs the bid budget.
+func TestImbalancedHugeEntries(t *testing.T) {
+	for _, sh := range [][2]int{{6, 2}, {7, 3}, {8, 3}, {7, 4}} {
+		for _, huge := range []string{"one", "column", "row"} {
+			t.Run(fmt.Sprintf("%dx%d/%s", sh[0], sh[1], huge), func(t *testing.T) {
+				nr, nc := sh[0], sh[1]
+				lo, hi := bounds(nr, nc)
+				for seed := 0; seed < 30; seed++ {
+					rng := rand.New(rand.NewPCG(uint64(seed), uint64(nr*nc)))
+					c := fill(nr*nc, rng.NormFloat64)
+					switch huge {
+					case "one":
+						c[rng.IntN(nr*nc)] = 1e20
+					case "column":
+						for i, j := 0, rng.IntN(nc); i < nr; i++ {
+							c[i*nc+j] = 1e20 * (1 + rng.Float64())
+						}
+					case "row":
+						for i, j := rng.IntN(nr), 0; j < nc; j++ {
+							c[i*nc+j] = 1e20 * (1 + rng.Float64())
+						}
+					}
+					s, err := Imbalanced(c, nr, nc)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want := bruteAssign(c, nr, nc, lo, hi); math.Abs(s.Cost-want) > 1e-15*math.Abs(want)+1e-9 {
+						t.Fatalf("seed %d: cost %v, brute force %v", seed, s.Cost, want)
+					}
+				}
+			})
+		}
+	}
+}

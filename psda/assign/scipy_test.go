@@ -1,6 +1,7 @@
 package assign
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -10,11 +11,48 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// scipyPython is the interpreter of the project's venv with SciPy.
-const scipyPython = "/root/.cache/psda-venv/bin/python"
+// scipyPython returns the first interpreter that imports scipy among
+// $PSDA_PYTHON, python and python3 on PATH (an activated venv comes first
+// there), or skips the test naming the candidates when none does. The search
+// runs once per test binary.
+func scipyPython(t *testing.T) string {
+	t.Helper()
+	pythonOnce.Do(func() {
+		var cands []string
+		if p := os.Getenv("PSDA_PYTHON"); p != "" {
+			cands = append(cands, p)
+		}
+		cands = append(cands, "python", "python3")
+		for _, c := range cands {
+			path, err := exec.LookPath(c)
+			if err != nil {
+				pythonWhy = append(pythonWhy, fmt.Sprintf("%s: %v", c, err))
+				continue
+			}
+			if out, err := exec.Command(path, "-c", "import scipy.optimize").CombinedOutput(); err != nil {
+				lines := bytes.Split(bytes.TrimSpace(out), []byte("\n"))
+				pythonWhy = append(pythonWhy, fmt.Sprintf("%s: %v: %s", path, err, lines[len(lines)-1]))
+				continue
+			}
+			pythonPath = path
+			return
+		}
+	})
+	if pythonPath == "" {
+		t.Skipf("no Python with SciPy (set PSDA_PYTHON or put a venv with scipy on PATH): %s", strings.Join(pythonWhy, "; "))
+	}
+	return pythonPath
+}
+
+var (
+	pythonOnce sync.Once
+	pythonPath string
+	pythonWhy  []string
+)
 
 // scipyCost returns the optimum of scipy.optimize.linear_sum_assignment on
 // the nr×nc matrix c (SciPy transposes wide/tall itself), or skips the test
@@ -43,14 +81,13 @@ keep = r < %d
 print(repr(float(m[r[keep], k[keep]].sum())))`, expr, nr))
 }
 
-// runPython runs the Python program body in the project's venv with the
-// nr×nc matrix c loaded as the NumPy array c, and returns the float it
-// prints; it skips the test when the interpreter or a module is missing.
+// runPython runs the Python program body with scipyPython's interpreter and
+// the nr×nc matrix c loaded as the NumPy array c, and returns the float it
+// prints; it skips the test when no interpreter has SciPy or the program
+// needs a module the interpreter lacks, and fails it on any other error.
 func runPython(t *testing.T, c []float64, nr, nc int, body string) float64 {
 	t.Helper()
-	if _, err := os.Stat(scipyPython); err != nil {
-		t.Skipf("no Python interpreter at %s", scipyPython)
-	}
+	python := scipyPython(t)
 	f := filepath.Join(t.TempDir(), "c.f64")
 	buf := make([]byte, 8*len(c))
 	for k, x := range c {
@@ -60,9 +97,12 @@ func runPython(t *testing.T, c []float64, nr, nc int, body string) float64 {
 		t.Fatal(err)
 	}
 	prog := fmt.Sprintf("import numpy as np\nc = np.fromfile(%q, dtype='<f8').reshape(%d, %d)\n%s", f, nr, nc, body)
-	out, err := exec.Command(scipyPython, "-c", prog).CombinedOutput()
+	out, err := exec.Command(python, "-c", prog).CombinedOutput()
+	if err != nil && bytes.Contains(out, []byte("ModuleNotFoundError")) {
+		t.Skipf("Python reference needs a module %s lacks: %s", python, out)
+	}
 	if err != nil {
-		t.Skipf("Python reference failed: %v: %s", err, out)
+		t.Fatalf("Python reference failed: %v: %s", err, out)
 	}
 	v, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
 	if err != nil {

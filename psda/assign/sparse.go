@@ -419,7 +419,10 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 		s.tighten(s.col4row) // exact ties: paths alone are faster
 		return nil
 	}
-	span := hi - lo
+	// costScale, not hi−lo: one huge edge (a 1e20 on warmStart's cyclic
+	// candidates) made every price, and so every potential of the paths
+	// that follow, too coarse to tell the other costs apart (auctionInit).
+	span := costScale(g.Cost)
 	p := make([]float64, n)
 	for j, x := range s.v {
 		p[j] = -x
@@ -468,11 +471,11 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 			i := free[len(free)-1]
 			free = free[:len(free)-1]
 			w1, w2, j1, _ := bc.best2(i, -1)
+			raise := eps // at least 8 ulps of the price, so that it rises
 			if w2 < inf {
-				p[j1] += w2 - w1 + eps
-			} else {
-				p[j1] += eps
+				raise += w2 - w1
 			}
+			p[j1] += max(raise, 8*ulp(p[j1]))
 			if k := owner[j1]; k >= 0 {
 				col4row[k] = -1
 				free = append(free, k)

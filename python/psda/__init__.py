@@ -67,39 +67,65 @@ def core_version() -> str:
 
 
 def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> Tuple[np.ndarray, np.ndarray]:
-    """Solves the dense linear assignment problem exactly, like
-    ``scipy.optimize.linear_sum_assignment``, with the Go core's solver
-    (shortest augmenting paths with an auction warm start, optimality checked
-    by dual potentials); it runs with the GIL released.
+    """Solves the dense linear assignment problem exactly, as a drop-in for
+    ``scipy.optimize.linear_sum_assignment`` (SciPy's own tests for it pass,
+    see tests/test_lsa_scipy.py), with the Go core's solver: shortest
+    augmenting paths as SciPy's, restarted from an auction or sparse warm
+    start when the paths grow long. It runs with the GIL released, and
+    Ctrl-C interrupts it (KeyboardInterrupt) as it does :func:`psda.match`.
 
     Args:
-        cost_matrix: 2-D real array-like (n_rows, n_cols); every entry finite
-            (SciPy's ``inf`` for forbidden entries is not supported: use a
-            large finite cost).
+        cost_matrix: 2-D array-like (n_rows, n_cols) of numbers that cast
+            safely to float64 (bool, integers, floats; nested lists and
+            ``np.matrix`` too). ``inf`` forbids a pair (``-inf`` with
+            ``maximize=True``); NaN and the other infinity are invalid.
         maximize: maximise the total instead of minimising it.
 
     Returns:
         (row_ind, col_ind): int64 arrays, row_ind sorted, so that
         ``cost_matrix[row_ind, col_ind].sum()`` is optimal; min(n_rows, n_cols)
-        entries.
+        entries (none for an empty matrix).
 
     Raises:
-        ValueError: for a matrix that is not 2-D or has NaN/Inf entries.
+        TypeError: when cost_matrix does not cast safely to float64 (strings,
+            complex numbers); the message is NumPy's "Cannot cast array data...".
+        ValueError: "expected a matrix" for an array that is not 2-D; "matrix
+            contains invalid numeric entries" for NaN or -inf (+inf with
+            maximize); "cost matrix is infeasible" when the forbidden entries
+            leave no assignment of every row (or every column, for a tall
+            matrix) to a distinct partner. These are SciPy's types and words.
 
     Example:
-        >>> import psda
+        >>> import numpy as np, psda
         >>> psda.linear_sum_assignment([[4, 1, 3], [2, 0, 5], [3, 2, 2]])
         (array([0, 1, 2]), array([1, 0, 2]))
+        >>> psda.linear_sum_assignment([[np.inf, 1], [2, 7]])[1]
+        array([1, 0])
     """
     from . import _native
 
-    c = np.asarray(cost_matrix)
-    if c.dtype.kind not in "biuf":
-        raise TypeError(f"cost_matrix has dtype {c.dtype}: need real numbers")
+    # SciPy converts with NumPy's safe casting before it checks the shape.
+    c = np.asarray(cost_matrix).astype(np.float64, casting="safe", copy=False)
+    if c.ndim != 2:
+        raise ValueError(f"expected a matrix (2-D array), got a {c.ndim}-D array of shape {c.shape}")
+    if c.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if maximize:
-        c = -c.astype(np.float64)
+        c = -c
+    lowest = c.min()  # NaN if any entry is NaN: one pass, no temporaries
+    if lowest != lowest or lowest == -np.inf:
+        i, j = np.argwhere(np.isnan(c) | (c == -np.inf))[0]
+        raise ValueError(
+            f"matrix contains invalid numeric entries: cost_matrix[{i}, {j}] = {_entry(c, i, j, maximize)}; "
+            f"entries must be finite or {'-inf' if maximize else '+inf'} (a forbidden pair)"
+        )
     rows, cols, _ = _native.linear_sum_assignment(c)
     return rows, cols
+
+
+def _entry(c: np.ndarray, i: int, j: int, maximize: bool) -> float:
+    """The entry (i, j) of the caller's matrix, given its float64 copy c (negated when maximize)."""
+    return float(-c[i, j] if maximize else c[i, j])
 
 
 def __getattr__(name: str) -> Any:

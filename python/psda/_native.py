@@ -35,9 +35,18 @@ _SOLVER_MINOR = 2
 # psda_progress_view came with minor 3; with an older library progress is
 # polled through psda_progress, which slows the computation down.
 _VIEW_MINOR = 3
+# psda_lsap_ctx_f64 (cancellable), PSDA_ERR_INFEASIBLE and +inf entries came
+# with minor 4; an older library solves finite matrices only, uninterruptibly.
+_LSAP_MINOR = 4
+
+# Matrices of at most this many entries are solved by a direct call to
+# psda_lsap_f64: a worker thread and a context cost about 150 us a call, more
+# than the whole solve of a small matrix, and such a solve ends within
+# milliseconds of a Ctrl-C anyway.
+_LSAP_DIRECT = 1 << 16
 
 # Status codes of capi/psda.h.
-_OK, _ERR_NULL, _ERR_HANDLE, _ERR_SIZE, _ERR_INVALID, _ERR_NO_RESULT, _ERR_INTERNAL, _ERR_CANCELLED = range(8)
+_OK, _ERR_NULL, _ERR_HANDLE, _ERR_SIZE, _ERR_INVALID, _ERR_NO_RESULT, _ERR_INTERNAL, _ERR_CANCELLED, _ERR_INFEASIBLE = range(9)
 
 #: Names of capi/psda.h's PSDA_PHASE_* values, as passed to progress callbacks.
 PHASES = ("idle", "stage 1 costs", "stage 1 assignment", "stage 2 costs", "stage 2 matching", "done")
@@ -75,6 +84,7 @@ for _name, _args in {
     "psda_cancel": [_ctx_t],
     "psda_set_solver": [_ctx_t, ctypes.c_char_p],
     "psda_progress_view": [_ctx_t, _ptr],
+    "psda_lsap_ctx_f64": [_ctx_t, _ptr, _i64, _i64, _ptr, _i64, _ptr],
 }.items():
     _fn = getattr(_lib, _name, None)
     if _fn is not None:  # functions after minor 1 may be absent from an older build
@@ -88,11 +98,12 @@ def _message(ctx: int) -> str:
 
 
 def _check(status: int, ctx: int = 0) -> None:
-    """Raise for a failed C ABI call: ValueError for bad input (Go's message)."""
+    """Raise for a failed C ABI call: ValueError for bad input or an
+    infeasible assignment problem (Go's message)."""
     if status == _OK:
         return
     msg = _message(ctx)
-    if status in (_ERR_NULL, _ERR_SIZE, _ERR_INVALID):
+    if status in (_ERR_NULL, _ERR_SIZE, _ERR_INVALID, _ERR_INFEASIBLE):
         raise ValueError(msg)
     raise RuntimeError("%s (status %d)" % (msg, status))
 
@@ -292,30 +303,44 @@ def _join(worker: threading.Thread) -> None:
             pass
 
 
-def linear_sum_assignment(cost) -> Tuple[np.ndarray, np.ndarray, float]:
+def linear_sum_assignment(cost: np.ndarray) -> Tuple[np.ndarray, np.ndarray, float]:
     """Solve the dense linear assignment problem like SciPy's function.
 
-    cost is any 2-D real array-like; it is converted once to C-contiguous
-    float64 unless it already is. Returns (row_ind, col_ind, objective) with
-    row_ind sorted, as scipy.optimize.linear_sum_assignment returns
-    (row_ind, col_ind), plus the minimal total cost. A tall matrix
-    (rows > columns) is solved transposed. Raises ValueError for NaN or
-    non-2-D input.
+    cost must be a 2-D float64 ndarray with at least one row and one column
+    whose entries are finite or +inf (forbidden); the public API converts and
+    validates. Returns (row_ind, col_ind, objective) with row_ind sorted, as
+    scipy.optimize.linear_sum_assignment returns (row_ind, col_ind), plus the
+    minimal total cost. A tall matrix (rows > columns) is solved transposed.
+
+    Above _LSAP_DIRECT entries the Go call runs in a worker thread on a
+    context of its own while the calling thread waits in steps of _POLL
+    seconds, so that Ctrl-C cancels it (psda_cancel) and raises
+    KeyboardInterrupt, as match does; smaller problems, solved in
+    milliseconds, are called directly, without the thread's and the
+    context's overhead. Raises
+    ValueError with Go's message when the forbidden entries leave no
+    assignment (it says "cost matrix is infeasible") or for invalid input.
     """
     _same_process()
-    c = np.ascontiguousarray(cost, dtype=np.float64)
-    if c.ndim != 2:
-        raise ValueError("cost has shape %s: expected a 2-D matrix" % (c.shape,))
-    nr, nc = c.shape
-    if nr == 0 or nc == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0.0
+    if not (isinstance(cost, np.ndarray) and cost.ndim == 2 and cost.dtype == np.float64 and cost.size > 0):
+        raise TypeError("_native.linear_sum_assignment: cost must be a non-empty 2-D float64 ndarray")
+    nr, nc = cost.shape
     tall = nr > nc
-    if tall:
-        c = np.ascontiguousarray(c.T)
+    c = np.ascontiguousarray(cost.T if tall else cost)
     rows, cols = c.shape
     col4row = np.empty(rows, dtype=np.int64)
     obj = ctypes.c_double()
-    _check(_lib.psda_lsap_f64(_addr(c), rows, cols, _addr(col4row), rows, ctypes.byref(obj)))
+    args = (_addr(c), rows, cols, _addr(col4row), rows, ctypes.addressof(obj))
+    if _minor.value >= _LSAP_MINOR and rows * cols > _LSAP_DIRECT:
+        handle = _ctx_t()
+        _check(_lib.psda_ctx_new(ctypes.byref(handle)))
+        ctx = handle.value
+        try:
+            _check(_run(ctx, None, _lib.psda_lsap_ctx_f64, ctx, *args), ctx)
+        finally:
+            _lib.psda_ctx_free(ctx)
+    else:
+        _check(_lib.psda_lsap_f64(*args))
     if not tall:
         return np.arange(nr, dtype=np.int64), col4row, obj.value
     order = np.argsort(col4row)

@@ -356,6 +356,38 @@ static void test_lsap(void) {
     expect(psda_lsap_f64(cost, R, C, col4row, R - 1, &obj), PSDA_ERR_SIZE, 0, "cap", "lsap short cap");
     cost[5] = NAN;
     expect(psda_lsap_f64(cost, R, C, col4row, R, &obj), PSDA_ERR_INVALID, 0, "finite", "lsap NaN");
+    cost[5] = -INFINITY;
+    expect(psda_lsap_f64(cost, R, C, col4row, R, &obj), PSDA_ERR_INVALID, 0, "finite", "lsap -inf");
+
+    /* Minor 4: +INFINITY forbids a pair; a row with every pair forbidden
+     * leaves no assignment. */
+    double forb[3 * 3] = {INFINITY, 1, INFINITY, 2, INFINITY, INFINITY, 5, 3, 1};
+    expect(psda_lsap_f64(forb, 3, 3, col4row, 3, &obj), PSDA_OK, 0, NULL, "lsap +inf");
+    CHECK(col4row[0] == 1 && col4row[1] == 0 && col4row[2] == 2 && obj == 4,
+          "lsap +inf: columns %lld %lld %lld, objective %g; want 1 0 2, 4",
+          (long long)col4row[0], (long long)col4row[1], (long long)col4row[2], obj);
+    forb[1] = INFINITY;
+    forb[3] = INFINITY;
+    col4row[0] = -7;
+    expect(psda_lsap_f64(forb, 3, 3, col4row, 3, &obj), PSDA_ERR_INFEASIBLE, 0, "cost matrix is infeasible",
+           "lsap infeasible");
+    CHECK(col4row[0] == -7, "lsap infeasible wrote col4row[0] = %lld", (long long)col4row[0]);
+
+    /* psda_lsap_ctx_f64: the same solve on a context, its errors in the
+     * context's slot, a pending cancel stops it once. */
+    psda_ctx ctx = 0;
+    psda_ctx_new(&ctx);
+    forb[1] = 1;
+    forb[3] = 2;
+    expect(psda_lsap_ctx_f64(ctx, forb, 3, 3, col4row, 3, &obj), PSDA_OK, ctx, NULL, "lsap_ctx");
+    CHECK(obj == 4, "lsap_ctx: objective %g, want 4", obj);
+    expect(psda_lsap_ctx_f64(ctx, NULL, 3, 3, col4row, 3, &obj), PSDA_ERR_NULL, ctx, "cost", "lsap_ctx NULL");
+    expect(psda_lsap_ctx_f64(0, forb, 3, 3, col4row, 3, &obj), PSDA_ERR_HANDLE, 0, "ctx", "lsap_ctx(0)");
+    expect(psda_cancel(ctx), PSDA_OK, 0, NULL, "cancel before lsap_ctx");
+    expect(psda_lsap_ctx_f64(ctx, forb, 3, 3, col4row, 3, &obj), PSDA_ERR_CANCELLED, ctx, "cancel",
+           "lsap_ctx pending cancel");
+    expect(psda_lsap_ctx_f64(ctx, forb, 3, 3, col4row, 3, &obj), PSDA_OK, ctx, NULL, "lsap_ctx after cancel");
+    psda_ctx_free(ctx);
 }
 
 /* canceller sleeps the given milliseconds, then cancels the context. */
