@@ -582,3 +582,52 @@ func polishNear(cost func(r, q int) float64, near func(v int) []int32, mate []in
 	}
 	return nil
 }
+
+// relaxationStart turns an optimal permutation sigma of the symmetric
+// assignment relaxation and its potentials (u, v) into a start for the
+// blossom algorithm (docs/method.md, "Stage 2"): y_r = (u_r + v_r)/2 is
+// dual feasible, since y_r + y_q = ((u_r + v_q) + (u_q + v_r))/2 <= c_rq;
+// a 2-cycle's edge is tight under y (both orientations are), and so is
+// every edge of an even cycle's halves: each half, read as 2-cycles, is an
+// optimal permutation too (the halves cost the same, or the cheaper one
+// doubled would beat sigma), so its edges are tight under every optimal
+// (u, v). The odd cycles' vertices are left exposed.
+func relaxationStart(sigma []int, u, v []float64, cost func(r, q int) float64) *BlossomStart {
+	n := len(sigma)
+	st := &BlossomStart{Y: make([]float64, n), Mate: make([]int, n)}
+	for r := range st.Y {
+		st.Y[r] = (u[r] + v[r]) / 2
+		st.Mate[r] = -1
+	}
+	seen := make([]bool, n)
+	cycle := make([]int, 0, n)
+	for s := range sigma {
+		if seen[s] {
+			continue
+		}
+		cycle = cycle[:0]
+		for r := s; !seen[r]; r = sigma[r] {
+			seen[r] = true
+			cycle = append(cycle, r)
+		}
+		if len(cycle)%2 == 1 {
+			continue
+		}
+		off := 0
+		if len(cycle) > 2 {
+			a, b := 0.0, 0.0
+			for k := 0; k < len(cycle); k += 2 {
+				a += cost(cycle[k], cycle[k+1])
+				b += cost(cycle[k+1], cycle[(k+2)%len(cycle)])
+			}
+			if b < a {
+				off = 1
+			}
+		}
+		for k := off; k < len(cycle)+off; k += 2 {
+			x, y := cycle[k], cycle[(k+1)%len(cycle)]
+			st.Mate[x], st.Mate[y] = y, x
+		}
+	}
+	return st
+}
