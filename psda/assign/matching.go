@@ -7,52 +7,48 @@ import (
 	"slices"
 )
 
-// PerfectMatching is a perfect matching of a complete graph with a lower
-// bound on the optimum.
+// PerfectMatching is a minimum-weight perfect matching of a complete graph
+// with the dual solution that proves it optimal.
 type PerfectMatching struct {
 	// Mate[r] is the partner of vertex r.
 	Mate []int
 	// Cost is the sum of c over the matched edges, each edge counted once.
 	Cost float64
-	// Bound is a lower bound on the minimum cost of a perfect matching: half
-	// the optimum of the symmetric assignment relaxation. Cost == Bound
-	// certifies optimality.
+	// Bound is the dual objective of Duals, a lower bound on the minimum
+	// cost of a perfect matching; it equals Cost up to rounding.
 	Bound float64
-	// OddVertices is the number of vertices on odd cycles of the relaxation's
-	// optimal permutation; 0 means the matching is provably optimal.
+	// Duals are vertex and blossom duals, feasible for every edge and tight
+	// on the matched ones (CertifyMatching checks them).
+	Duals MatchingDuals
+	// OddVertices is the number of vertices on odd cycles of the symmetric
+	// assignment relaxation's optimal permutation, which the blossom
+	// algorithm had to augment; 0 means the relaxation alone was optimal.
 	OddVertices int
 }
 
 // maxDP is the largest vertex set matched exactly by the bitmask dynamic
-// programme (O(2^m·m) time, O(2^m) memory); a variable so that tests can
-// exercise the recursive repair.
+// programme of RoundRelaxation's repair (O(2^m·m) time, O(2^m) memory); a
+// variable so that tests can exercise the recursive repair.
 var maxDP = 20
 
 // MinWeightPerfectMatching returns a minimum-weight perfect matching of the
 // complete graph on n vertices with symmetric row-major edge costs c (the
-// diagonal is ignored), together with a lower bound on the optimum.
+// diagonal is ignored), with vertex and blossom duals that prove it optimal.
 //
-// It follows METHOD.md, "Stage 2": the symmetric assignment with a forbidden
-// diagonal is solved exactly; its optimum L* gives Bound = L*/2 <= OPT
-// (every perfect matching, read as a permutation of 2-cycles, costs twice its
-// weight). 2-cycles of the optimal permutation are matched pairs; from each
-// even cycle the cheaper alternating half is kept. If no odd cycle remains
-// the cost is at most L*/2, hence optimal, and Bound is set to Cost so the gap
-// is exactly 0 despite rounding. Odd cycles (they come in pairs) are
-// repaired: when they hold at most 20 vertices these are matched among
-// themselves exactly by dynamic programming; otherwise by the relaxation
-// restricted to them, recursively, and when all vertices lie on odd cycles
-// each odd cycle keeps its cheapest alternating path and the left-over
-// vertices, one per cycle, are matched recursively. A 2-opt pass (exchange
-// partners of two pairs when that lowers the cost) then polishes the pairs
-// touching repaired vertices. This rounding is RoundRelaxation's, reading c.
-// In the odd case the result may exceed the optimum; Cost−Bound bounds the
-// excess.
+// It follows docs/method.md, "Stage 2": the symmetric assignment with a
+// forbidden diagonal is solved exactly; its optimal permutation's 2-cycles
+// and even cycles' halves are tight pairs under the halved potentials
+// y_r = (u_r + v_r)/2, which are dual feasible for the matching LP. The
+// weighted blossom algorithm (BlossomDense) starts from these duals and
+// pairs and augments the vertices of the odd cycles; without odd cycles it
+// only exports the duals. Bound is the dual objective (capped at Cost, which
+// it equals up to rounding).
 //
 // MinWeightPerfectMatching returns an error if n < 2, n is odd,
 // len(c) != n*n, an off-diagonal cost is not finite, or c is not symmetric
 // within 1e-9 of its largest magnitude. The time complexity is that of the
-// n×n assignment, O(n³) in the worst case, plus O(2^20·20) for the repair.
+// n×n assignment, O(n³) in the worst case, plus O(n²·(k + t)) for the
+// blossom algorithm with k odd-cycle vertices and t dual changes.
 func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 	return MinWeightPerfectMatchingWith(c, n, nil)
 }
@@ -87,26 +83,32 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	if err := h.stop(); err != nil { // the checks read all of c: look again
 		return nil, err
 	}
-	mate, half, odd, err := matchRelaxed(c, n, h.sub(0, 0.95))
+	diag := make([]float64, n)
+	for i := range diag {
+		diag[i], c[i*n+i] = c[i*n+i], inf
+	}
+	s, err := solveLSAP(c, n, n, h.sub(0, 0.9))
+	for i, x := range diag {
+		c[i*n+i] = x
+	}
 	if err != nil {
 		return nil, err
 	}
-	pm := &PerfectMatching{Mate: mate, OddVertices: len(odd)}
-	if len(odd) > 0 {
-		if err := polish(denseCost(c, n), mate, odd, -1, h); err != nil {
-			return nil, err
+	start := relaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
+	pm := &PerfectMatching{}
+	for _, q := range start.Mate {
+		if q < 0 {
+			pm.OddVertices++
 		}
 	}
-	h.progress(1)
-	for r, q := range mate {
-		if r < q {
-			pm.Cost += c[r*n+q]
-		}
+	b := newBlossom(n, c, nil, start.Y, start.Mate)
+	em, err := b.finish(h.sub(0.9, 1))
+	if err != nil {
+		return nil, err
 	}
-	pm.Bound = math.Min(half, pm.Cost)
-	if len(odd) == 0 {
-		pm.Bound = pm.Cost
-	}
+	// The dual objective equals the cost up to rounding (CertifyMatching);
+	// a lower bound above the cost would only be rounding, so it is capped.
+	pm.Mate, pm.Cost, pm.Bound, pm.Duals = em.Mate, em.Cost, math.Min(em.Bound, em.Cost), em.Duals
 	return pm, nil
 }
 
