@@ -67,7 +67,7 @@ func startFromRelaxation(t *testing.T, c []float64, n int) *BlossomStart {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return relaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
+	return RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
 }
 
 // TestBlossomBrute compares BlossomDense and BlossomSparse with enumeration

@@ -94,7 +94,7 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	if err != nil {
 		return nil, err
 	}
-	start := relaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
+	start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
 	pm := &PerfectMatching{}
 	for _, q := range start.Mate {
 		if q < 0 {
@@ -585,16 +585,19 @@ func polishNear(cost func(r, q int) float64, near func(v int) []int32, mate []in
 	return nil
 }
 
-// relaxationStart turns an optimal permutation sigma of the symmetric
-// assignment relaxation and its potentials (u, v) into a start for the
-// blossom algorithm (docs/method.md, "Stage 2"): y_r = (u_r + v_r)/2 is
+// RelaxationStart turns an optimal permutation sigma of the symmetric
+// assignment relaxation (sigma[r] != r) and its potentials (u, v) into a
+// start for the blossom algorithm (docs/method.md, "Stage 2"): y_r = (u_r + v_r)/2 is
 // dual feasible, since y_r + y_q = ((u_r + v_q) + (u_q + v_r))/2 <= c_rq;
 // a 2-cycle's edge is tight under y (both orientations are), and so is
 // every edge of an even cycle's halves: each half, read as 2-cycles, is an
 // optimal permutation too (the halves cost the same, or the cheaper one
 // doubled would beat sigma), so its edges are tight under every optimal
-// (u, v). The odd cycles' vertices are left exposed.
-func relaxationStart(sigma []int, u, v []float64, cost func(r, q int) float64) *BlossomStart {
+// (u, v). The odd cycles' vertices are left exposed. cost(r, q) is called
+// once per vertex of an even cycle longer than 2 (to keep its cheaper half,
+// a choice that only matters up to rounding). The time complexity is O(n)
+// plus those calls.
+func RelaxationStart(sigma []int, u, v []float64, cost func(r, q int) float64) *BlossomStart {
 	n := len(sigma)
 	st := &BlossomStart{Y: make([]float64, n), Mate: make([]int, n)}
 	for r := range st.Y {
