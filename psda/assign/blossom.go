@@ -120,7 +120,14 @@ func newBlossom(n int, dense []float64, g *Graph, y []float64, mate []int) *blos
 	s.bestTo = slices.Repeat([]bEdge{noEdge}, 2*n)
 	s.mark = make([]bool, 2*n)
 	scale := 0.0
-	s.edges(func(v, w int, c float64) { scale = max(scale, math.Abs(c)) })
+	for v := 0; v < n; v++ {
+		cols, costs := s.row(v)
+		for k, c := range costs {
+			if cols != nil || k != v {
+				scale = max(scale, math.Abs(c))
+			}
+		}
+	}
 	s.eps = 1e-12 * scale
 	for v := 0; v < n; v++ {
 		s.inb[v], s.parent[v], s.base[v] = v, -1, v
@@ -149,11 +156,21 @@ func newBlossom(n int, dense []float64, g *Graph, y []float64, mate []int) *blos
 		}
 	} else {
 		for v := 0; v < n; v++ {
-			low := 0.0
-			s.neighbours(v, func(w int, c float64) bool {
-				low = min(low, c-s.y[v]-s.y[w])
-				return false
-			})
+			low, yv := 0.0, s.y[v]
+			cols, costs := s.row(v)
+			if cols == nil {
+				for w, c := range costs {
+					if w != v {
+						low = min(low, c-yv-s.y[w])
+					}
+				}
+			} else {
+				for k, c := range costs {
+					if w := int(cols[k]); w != v {
+						low = min(low, c-yv-s.y[w])
+					}
+				}
+			}
 			s.y[v] += low
 		}
 	}
@@ -169,6 +186,16 @@ func newBlossom(n int, dense []float64, g *Graph, y []float64, mate []int) *blos
 		}
 	}
 	return s
+}
+
+// row returns the edges at v: their costs, and their other ends (nil for
+// the dense graph, where costs[w] is edge (v, w) and costs[v] is no edge).
+func (s *blossom) row(v int) (cols []int32, costs []float64) {
+	if s.dense != nil {
+		return nil, s.dense[v*s.n : v*s.n+s.n]
+	}
+	g := s.g
+	return g.Col[g.Lo[v]:g.Hi[v]], g.Cost[g.Lo[v]:g.Hi[v]]
 }
 
 // neighbours calls f(w, c) for every edge (v, w) of cost c until f
@@ -526,6 +553,37 @@ func (s *blossom) edge(v, w int, c float64, tight bool) bool {
 	return false
 }
 
+// scan handles every edge at the outer vertex v and reports whether one
+// augmented. The edges inside v's blossom and the non-tight edges to free
+// vertices that already know a cheaper edge are skipped in the loop itself,
+// the common case on a dense graph.
+func (s *blossom) scan(v int) bool {
+	cols, costs := s.row(v)
+	yv := s.y[v]
+	for k, c := range costs {
+		w := k
+		if cols != nil {
+			w = int(cols[k])
+		}
+		if w == v {
+			continue
+		}
+		bw := s.inb[w]
+		if bw == s.inb[v] {
+			continue
+		}
+		if sl := c - yv - s.y[w]; sl > s.eps && s.label[bw] == lFree {
+			if e := s.best[w]; e.v >= 0 && sl >= s.slack(e) {
+				continue
+			}
+		}
+		if s.edge(v, w, c, false) {
+			return true
+		}
+	}
+	return false
+}
+
 // errNoPerfectMatching is returned when the graph has no perfect matching.
 var errNoPerfectMatching = errors.New("assign: the graph has no perfect matching")
 
@@ -547,13 +605,7 @@ func (s *blossom) stage() error {
 		for len(s.queue) > 0 {
 			v := s.queue[len(s.queue)-1]
 			s.queue = s.queue[:len(s.queue)-1]
-			aug := s.neighbours(v, func(w int, c float64) bool {
-				if s.label[s.inb[v]] != lOuter {
-					return false
-				}
-				return s.edge(v, w, c, false)
-			})
-			if aug {
+			if s.scan(v) {
 				return s.endStage()
 			}
 		}

@@ -29,15 +29,8 @@ func CertifyMatching(c []float64, n int, m *ExactMatching, tol float64) error {
 	if n < 2 || len(c) != n*n {
 		return fmt.Errorf("assign: len(c) = %d for n = %d: pass the row-major n×n matrix, n >= 2", len(c), n)
 	}
-	return certifyMatching(n, func(v int, f func(w int, c float64) bool) bool {
-		row := c[v*n : v*n+n]
-		for w, x := range row {
-			if w != v && f(w, x) {
-				return true
-			}
-		}
-		return false
-	}, func(v, w int) float64 { return c[v*n+w] }, m, tol)
+	return certifyMatching(n, func(v int) ([]int32, []float64) { return nil, c[v*n : v*n+n] },
+		func(v, w int) float64 { return c[v*n+w] }, m, tol)
 }
 
 // CertifyMatchingGraph is CertifyMatching for a perfect matching of the
@@ -55,20 +48,16 @@ func CertifyMatchingGraph(g *Graph, m *ExactMatching, tol float64) error {
 		}
 		return math.NaN()
 	}
-	return certifyMatching(g.N, func(v int, f func(w int, c float64) bool) bool {
-		for t := g.Lo[v]; t < g.Hi[v]; t++ {
-			if w := int(g.Col[t]); w != v && f(w, g.Cost[t]) {
-				return true
-			}
-		}
-		return false
+	return certifyMatching(g.N, func(v int) ([]int32, []float64) {
+		return g.Col[g.Lo[v]:g.Hi[v]], g.Cost[g.Lo[v]:g.Hi[v]]
 	}, cost, m, tol)
 }
 
-// certifyMatching is CertifyMatching over the edges that each lists (it
-// calls f(w, c) for every edge (v, w) until f returns true); cost(v, w)
-// returns the cost of a matched edge, NaN if absent.
-func certifyMatching(n int, each func(v int, f func(w int, c float64) bool) bool, cost func(v, w int) float64, m *ExactMatching, tol float64) error {
+// certifyMatching is CertifyMatching over the edges that row lists: the
+// costs of the edges at v and their other ends (nil: costs[w] is edge
+// (v, w), costs[v] no edge); cost(v, w) returns the cost of a matched edge,
+// NaN if absent.
+func certifyMatching(n int, row func(v int) ([]int32, []float64), cost func(v, w int) float64, m *ExactMatching, tol float64) error {
 	if m == nil || len(m.Mate) != n || len(m.Duals.Y) != n || len(m.Duals.In) != n {
 		return fmt.Errorf("assign: matching does not fit %d vertices: need len(Mate) = len(Duals.Y) = len(Duals.In) = %d", n, n)
 	}
@@ -103,18 +92,31 @@ func certifyMatching(n int, each func(v int, f func(w int, c float64) bool) bool
 			return fmt.Errorf("assign: blossom %d has %d vertices: blossoms are odd sets of at least 3", b, size[b])
 		}
 	}
-	var bad error
-	for v := 0; v < n && bad == nil; v++ {
-		each(v, func(w int, c float64) bool {
-			if rc := d.ReducedCost(v, w, c); rc < -tol {
-				bad = fmt.Errorf("assign: dual infeasible at edge (%d, %d): reduced cost %v < 0", v, w, rc)
-				return true
-			}
-			return false
-		})
+	// A vertex in no blossom shares none with any edge: its edges to other
+	// such vertices need no blossom term (the common case, a tight loop).
+	free := make([]bool, n)
+	for v, b := range d.In {
+		free[v] = b < 0
 	}
-	if bad != nil {
-		return bad
+	for v := 0; v < n; v++ {
+		cols, costs := row(v)
+		yv, fv := d.Y[v], free[v]
+		for k, c := range costs {
+			w := k
+			if cols != nil {
+				w = int(cols[k])
+			}
+			if w == v {
+				continue
+			}
+			rc := c - yv - d.Y[w]
+			if !fv && !free[w] {
+				rc += d.Shared(v, w)
+			}
+			if rc < -tol {
+				return fmt.Errorf("assign: dual infeasible at edge (%d, %d): reduced cost %v < 0", v, w, rc)
+			}
+		}
 	}
 	sum := 0.0
 	for v, w := range m.Mate {

@@ -95,12 +95,7 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 		return nil, err
 	}
 	start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
-	pm := &PerfectMatching{}
-	for _, q := range start.Mate {
-		if q < 0 {
-			pm.OddVertices++
-		}
-	}
+	pm := &PerfectMatching{OddVertices: oddCycleVertices(s.col4row)}
 	b := newBlossom(n, c, nil, start.Y, start.Mate)
 	em, err := b.finish(h.sub(0.9, 1))
 	if err != nil {
@@ -616,6 +611,13 @@ func RelaxationStart(sigma []int, u, v []float64, cost func(r, q int) float64) *
 			cycle = append(cycle, r)
 		}
 		if len(cycle)%2 == 1 {
+			// An odd cycle's edges are tight too (its reverse is an
+			// optimal permutation as well): pair the path left after its
+			// first vertex, which stays exposed.
+			for k := 1; k+1 < len(cycle); k += 2 {
+				x, y := cycle[k], cycle[k+1]
+				st.Mate[x], st.Mate[y] = y, x
+			}
 			continue
 		}
 		off := 0
@@ -635,4 +637,25 @@ func RelaxationStart(sigma []int, u, v []float64, cost func(r, q int) float64) *
 		}
 	}
 	return st
+}
+
+// oddCycleVertices returns the number of vertices on odd cycles of the
+// permutation sigma.
+func oddCycleVertices(sigma []int) int {
+	seen := make([]bool, len(sigma))
+	odd := 0
+	for r := range sigma {
+		if seen[r] {
+			continue
+		}
+		l := 0
+		for q := r; !seen[q]; q = sigma[q] {
+			seen[q] = true
+			l++
+		}
+		if l%2 == 1 {
+			odd += l
+		}
+	}
+	return odd
 }
