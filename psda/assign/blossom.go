@@ -102,6 +102,12 @@ type blossom struct {
 // other edges), and pairs of mate that are not tight under the result are
 // left exposed.
 func newBlossom(n int, dense []float64, g *Graph, y []float64, mate []int) *blossom {
+	return newBlossomScaled(n, dense, g, y, mate, -1)
+}
+
+// newBlossomScaled is newBlossom for a caller that knows the largest |c|
+// (scale >= 0), which sets the tightness guard eps.
+func newBlossomScaled(n int, dense []float64, g *Graph, y []float64, mate []int, scale float64) *blossom {
 	s := &blossom{n: n, dense: dense, g: g}
 	s.y = make([]float64, n)
 	s.mate = make([]int, n)
@@ -119,12 +125,16 @@ func newBlossom(n int, dense []float64, g *Graph, y []float64, mate []int) *blos
 	s.hasList = make([]bool, 2*n)
 	s.bestTo = slices.Repeat([]bEdge{noEdge}, 2*n)
 	s.mark = make([]bool, 2*n)
-	scale := 0.0
-	for v := 0; v < n; v++ {
-		cols, costs := s.row(v)
-		for k, c := range costs {
-			if cols != nil || k != v {
-				scale = max(scale, math.Abs(c))
+	if scale < 0 {
+		scale = 0
+		for v := 0; v < n; v++ {
+			cols, costs := s.row(v)
+			for k, c := range costs {
+				// Plain comparisons: max and min also order NaNs, at a
+				// cost that shows on n² entries.
+				if a := math.Abs(c); a > scale && (cols != nil || k != v) {
+					scale = a
+				}
 			}
 		}
 	}
@@ -159,15 +169,16 @@ func newBlossom(n int, dense []float64, g *Graph, y []float64, mate []int) *blos
 			low, yv := 0.0, s.y[v]
 			cols, costs := s.row(v)
 			if cols == nil {
+				ys := s.y[:len(costs)]
 				for w, c := range costs {
-					if w != v {
-						low = min(low, c-yv-s.y[w])
+					if r := c - yv - ys[w]; r < low && w != v {
+						low = r
 					}
 				}
 			} else {
 				for k, c := range costs {
-					if w := int(cols[k]); w != v {
-						low = min(low, c-yv-s.y[w])
+					if w := int(cols[k]); w != v && c-yv-s.y[w] < low {
+						low = c - yv - s.y[w]
 					}
 				}
 			}

@@ -92,30 +92,39 @@ func certifyMatching(n int, row func(v int) ([]int32, []float64), cost func(v, w
 			return fmt.Errorf("assign: blossom %d has %d vertices: blossoms are odd sets of at least 3", b, size[b])
 		}
 	}
-	// A vertex in no blossom shares none with any edge: its edges to other
-	// such vertices need no blossom term (the common case, a tight loop).
-	free := make([]bool, n)
-	for v, b := range d.In {
-		free[v] = b < 0
-	}
+	// A vertex in no blossom shares none with any edge: its row needs no
+	// blossom terms (the common case, a tight loop).
 	for v := 0; v < n; v++ {
 		cols, costs := row(v)
-		yv, fv := d.Y[v], free[v]
-		for k, c := range costs {
-			w := k
-			if cols != nil {
-				w = int(cols[k])
+		yv, inB := d.Y[v], d.In[v] >= 0
+		bad := -1
+		switch {
+		case cols == nil && !inB:
+			ys := d.Y[:len(costs)]
+			for w, c := range costs {
+				if c-yv-ys[w] < -tol && w != v {
+					bad = w
+					break
+				}
 			}
-			if w == v {
-				continue
+		default:
+			for k, c := range costs {
+				w := k
+				if cols != nil {
+					w = int(cols[k])
+				}
+				rc := c - yv - d.Y[w]
+				if inB && rc < -tol {
+					rc += d.Shared(v, w)
+				}
+				if rc < -tol && w != v {
+					bad = w
+					break
+				}
 			}
-			rc := c - yv - d.Y[w]
-			if !fv && !free[w] {
-				rc += d.Shared(v, w)
-			}
-			if rc < -tol {
-				return fmt.Errorf("assign: dual infeasible at edge (%d, %d): reduced cost %v < 0", v, w, rc)
-			}
+		}
+		if bad >= 0 {
+			return fmt.Errorf("assign: dual infeasible at edge (%d, %d): reduced cost %v < 0", v, bad, d.ReducedCost(v, bad, cost(v, bad)))
 		}
 	}
 	sum := 0.0

@@ -59,25 +59,8 @@ func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 // for the duration of the call (restored before returning), so that no
 // second n×n matrix is needed: c must not be read or written concurrently.
 func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatching, error) {
-	if n < 2 || n%2 != 0 {
-		return nil, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
-	}
-	if len(c) != n*n {
-		return nil, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
-	}
-	scale := 0.0
-	for i := 0; i < n; i++ {
-		for j, x := range c[i*n : i*n+n] {
-			// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
-			if x-x != 0 && i != j {
-				return nil, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
-			}
-			if a := math.Abs(x); a > scale && i != j {
-				scale = a
-			}
-		}
-	}
-	if err := checkSymmetric(c, n, 1e-9*scale); err != nil {
+	scale, err := checkMatching(c, n)
+	if err != nil {
 		return nil, err
 	}
 	if err := h.stop(); err != nil { // the checks read all of c: look again
@@ -96,7 +79,7 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	}
 	start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
 	pm := &PerfectMatching{OddVertices: oddCycleVertices(s.col4row)}
-	b := newBlossom(n, c, nil, start.Y, start.Mate)
+	b := newBlossomScaled(n, c, nil, start.Y, start.Mate, scale)
 	em, err := b.finish(h.sub(0.9, 1))
 	if err != nil {
 		return nil, err
@@ -105,6 +88,29 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	// a lower bound above the cost would only be rounding, so it is capped.
 	pm.Mate, pm.Cost, pm.Bound, pm.Duals = em.Mate, em.Cost, math.Min(em.Bound, em.Cost), em.Duals
 	return pm, nil
+}
+
+// checkMatching validates the input of MinWeightPerfectMatching and returns
+// the largest off-diagonal |c|.
+func checkMatching(c []float64, n int) (scale float64, err error) {
+	if n < 2 || n%2 != 0 {
+		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
+	}
+	if len(c) != n*n {
+		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
+	}
+	for i := 0; i < n; i++ {
+		for j, x := range c[i*n : i*n+n] {
+			// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
+			if x-x != 0 && i != j {
+				return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
+			}
+			if a := math.Abs(x); a > scale && i != j {
+				scale = a
+			}
+		}
+	}
+	return scale, checkSymmetric(c, n, 1e-9*scale)
 }
 
 // checkSymmetric returns an error naming the first pair (i, j) with
