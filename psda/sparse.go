@@ -1197,7 +1197,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 		return cost(r, q, md.at(r, q))
 	}
-	em, err := stage2Blossom(st, adj, sol, n, p, md, cost, oracle, mon)
+	em, err := stage2Blossom(st, adj, sol, n, p, md, node, cost, oracle, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
@@ -1226,12 +1226,16 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 // of every edge, whose mean is c_ab − y0_a − y0_b), and blossom duals only
 // raise reduced costs (z >= 0), so an edge can only be violated at a vertex
 // whose dual rose above y0. Only those vertices' rows are passed over, in
-// float64, and every edge of a row is checked with its blossom term. The
+// float64, and every edge of a row is checked with its blossom term; rows
+// whose edges outside the candidate lists are bounded feasible by the
+// lists' thresholds (pricedStage.screen, at the current duals) are skipped.
+// Large blossoms (clustered data) raise the vertex duals of all their
+// vertices, so a round may then price every row. The
 // dummy node p (odd P) has all its edges in the graph. The duals returned are
 // thus feasible for every dense edge up to tol, tight on the matching, and
 // their objective is the certified Stage2Bound; CertifyMatchingGraph checks
 // them on the final graph.
-func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, md *stage2Model,
+func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, md *stage2Model, node []float64,
 	cost func(r, q int, v float64) float64, oracle func(r, q int) float64, mon *Monitor) (*assign.ExactMatching, error) {
 	hooks := mon.hooks(PhaseStage2Match)
 	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
@@ -1253,6 +1257,17 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 			if d.Y[a]-y0[a] > tol {
 				rise = append(rise, a)
 			}
+		}
+		if len(rise) > 0 && st.tauR != nil && st.coef*st.scale > 0 {
+			// The candidate lists' thresholds bound every edge outside them
+			// at the current duals (screen, with z = w = y − node·scale);
+			// rows whose bound holds need no pass.
+			z, tail := make([]float64, p), make([]float64, p)
+			for a := range z {
+				z[a] = d.Y[a] - node[a]*st.scale
+			}
+			st.screen(z, z, tail, nil)
+			rise = slices.DeleteFunc(rise, func(a int) bool { return tail[a] >= -tol })
 		}
 		trace("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price", round, len(g.Col), em.Cost, len(rise))
 		if len(rise) == 0 {
