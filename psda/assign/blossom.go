@@ -22,7 +22,7 @@ import (
 // max_weight_matching (after J. van Rantwijk) also uses; this code is written
 // for the minimisation LP below, not translated from either.
 //
-// The LP (METHOD.md and docs/method.md, "Stage 2"): minimise Σ c_e x_e
+// The LP (docs/method.md, "Stage 2"): minimise Σ c_e x_e
 // subject to x(δ(v)) = 1 for every vertex and x(E(B)) <= (|B|−1)/2 for every
 // odd set B, x >= 0. Its dual has a free y_v per vertex and z_B >= 0 per odd
 // set, with reduced costs
@@ -40,8 +40,11 @@ import (
 //     matching in the graph;
 //   - it starts from any dual solution y (made feasible vertex by vertex if
 //     it is not, see newBlossom) and any matching of tight edges, so that a
-//     symmetric assignment's halved potentials and its 2-cycles (and even
-//     cycles) need only the odd-cycle vertices augmented;
+//     symmetric assignment's halved potentials and the tight edges of its
+//     cycles need only one vertex per odd cycle augmented;
+//   - the complexity is Galil's O(n³) for the dense graph; on a sparse graph
+//     with m edges it is O(n·(n² + m)) in the worst case, a stage costing
+//     O(m) for the scans plus O(n) per dual change;
 //   - costs are floating point: an edge counts as tight when its slack is
 //     at most eps (1e-12 of the largest |c|), and the edge chosen by a dual
 //     change is processed as tight whatever its rounded slack.
