@@ -214,8 +214,9 @@ int psda_copy_quads(psda_ctx ctx, int64_t *dst, int64_t cap);
 int psda_copy_singles(psda_ctx ctx, int64_t *dst, int64_t cap);
 
 /* psda_objectives stores the Stage 1 cost (certified optimal), the Stage 2
- * cost, and a lower bound on the optimal Stage 2 cost (equal to the cost when
- * Stage 2 is proven optimal; both 0 with 1 stage). */
+ * cost (certified optimal), and the Stage 2 certificate's dual objective, a
+ * lower bound equal to the Stage 2 cost up to rounding (both 0 with 1
+ * stage). */
 int psda_objectives(psda_ctx ctx, double *stage1_cost, double *stage2_cost,
                     double *stage2_bound);
 

@@ -29,9 +29,9 @@ type Matching struct {
 	// share, which Stage 2 adds from its pass (stage1Model.deferSums,
 	// addDeferred).
 	sumsPending bool
-	// Stage2Bound is a lower bound on the optimal Stage2Cost (half the optimum of
-	// the symmetric assignment relaxation); Stage2Cost == Stage2Bound proves
-	// optimality.
+	// Stage2Bound is the certified dual objective of Stage 2's matching LP
+	// (vertex and blossom duals, docs/method.md "Stage 2"), a lower bound on
+	// every Stage2Cost that equals it up to rounding.
 	Stage2Bound float64
 }
 
@@ -183,6 +183,12 @@ func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
 	if err != nil {
 		return fmt.Errorf("psda: stage 2: %w", err)
+	}
+	// As in Stage 1, the vertex and blossom duals turn "the solver says
+	// optimal" into a checked fact in one pass over c.
+	em := &assign.ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
+	if err := assign.CertifyMatching(c, n, em, priceTol(c)); err != nil {
+		return fmt.Errorf("psda: stage 2 optimality certificate failed (a bug: please report it): %w", err)
 	}
 	m.group(pm.Mate)
 	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound

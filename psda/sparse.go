@@ -1092,8 +1092,10 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 
 // stage2Sparse is stage2 on the sparse path: the symmetric assignment
 // relaxation on candidate edges, priced against every dense edge until its
-// potentials hold for all (so its optimum is the dense relaxation's and the
-// bound the dense path's), then rounded from costs computed on the fly.
+// potentials hold for all (so its optimum is the dense relaxation's), then
+// the exact blossom algorithm on the candidate graph from the relaxation's
+// halved potentials, priced against every dense edge in turn
+// (stage2Blossom).
 func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage2Costs)
@@ -1195,29 +1197,111 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 		return cost(r, q, md.at(r, q))
 	}
-	neighbours := func(v int) []int32 {
-		out := make([]int32, len(adj[v]))
-		for k, e := range adj[v] {
-			out[k] = e.b
-		}
-		return out
-	}
-	mate, odd, err := assign.RoundRelaxationNear(sol.Col4Row, oracle, neighbours, mon.hooks(PhaseStage2Match))
+	em, err := stage2Blossom(st, adj, sol, n, p, md, node, cost, oracle, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
-	m.group(mate)
+	m.group(em.Mate)
 	m.Stage2Cost = 0
-	for r, q := range mate {
+	for r, q := range em.Mate {
 		if r < q { // the dummy p is the largest node: singles count once too
 			m.Stage2Cost += oracle(r, q)
 		}
 	}
-	// The priced potentials hold for every dense edge, so the relaxation
-	// optimum sol.Cost is the dense one and half of it bounds the matching.
-	m.Stage2Bound = math.Min(sol.Cost/2, m.Stage2Cost)
-	if odd == 0 {
-		m.Stage2Bound = m.Stage2Cost
-	}
+	// Certified for every dense edge by stage2Blossom's pricing; the
+	// objective equals the cost up to rounding, and is capped at it.
+	m.Stage2Bound = math.Min(em.Bound, m.Stage2Cost)
 	return nil
+}
+
+// stage2Blossom solves Stage 2's minimum-weight perfect matching exactly on
+// the sparse path: the blossom algorithm runs on the candidate graph adj
+// from the halved potentials y0 = (U + V)/2 of the priced relaxation sol and
+// its even cycles' pairs (assign.RelaxationStart), then every dense edge is
+// priced against the result's vertex and blossom duals, violators join adj
+// and the solve starts again from y0, until none is left.
+//
+// The pricing needs no full pass: y0 is feasible for every dense edge (the
+// relaxation's pricing proved c_ab − U_a − V_b >= −tol on both orientations
+// of every edge, whose mean is c_ab − y0_a − y0_b), and blossom duals only
+// raise reduced costs (z >= 0), so an edge can only be violated at a vertex
+// whose dual rose above y0. Only those vertices' rows are passed over, in
+// float64, and every edge of a row is checked with its blossom term; rows
+// whose edges outside the candidate lists are bounded feasible by the
+// lists' thresholds (pricedStage.screen, at the current duals) are skipped.
+// Large blossoms (clustered data) raise the vertex duals of all their
+// vertices, so a round may then price every row. The
+// dummy node p (odd P) has all its edges in the graph. The duals returned are
+// thus feasible for every dense edge up to tol, tight on the matching, and
+// their objective is the certified Stage2Bound; CertifyMatchingGraph checks
+// them on the final graph.
+func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, md *stage2Model, node []float64,
+	cost func(r, q int, v float64) float64, oracle func(r, q int) float64, mon *Monitor) (*assign.ExactMatching, error) {
+	hooks := mon.hooks(PhaseStage2Match)
+	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
+	y0 := start.Y
+	for round := 0; ; round++ {
+		adj.normalise()
+		g := st.graph(adj)
+		tol := priceTol(g.Cost)
+		em, err := assign.BlossomSparse(g, &assign.BlossomStart{Y: y0, Mate: start.Mate}, hooks)
+		if err != nil {
+			return nil, err
+		}
+		if err := assign.CertifyMatchingGraph(g, em, tol); err != nil {
+			return nil, fmt.Errorf("stage 2 optimality certificate failed on the candidate graph (a bug: please report it): %w", err)
+		}
+		d := &em.Duals
+		var rise []int
+		for a := 0; a < p; a++ {
+			if d.Y[a]-y0[a] > tol {
+				rise = append(rise, a)
+			}
+		}
+		if len(rise) > 0 && st.tauR != nil && st.coef*st.scale > 0 {
+			// The candidate lists' thresholds bound every edge outside them
+			// at the current duals (screen, with z = w = y − node·scale);
+			// rows whose bound holds need no pass.
+			z, tail := make([]float64, p), make([]float64, p)
+			for a := range z {
+				z[a] = d.Y[a] - node[a]*st.scale
+			}
+			st.screen(z, z, tail, nil)
+			rise = slices.DeleteFunc(rise, func(a int) bool { return tail[a] >= -tol })
+		}
+		trace("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price", round, len(g.Col), em.Cost, len(rise))
+		if len(rise) == 0 {
+			return em, nil
+		}
+		var mu sync.Mutex
+		var found [][2]int
+		var cross []float64
+		md.pass(scope{rows: rise}, func(r, q0 int, v []float64) {
+			for k, x := range v {
+				q := q0 + k
+				if q == r || q >= p {
+					continue
+				}
+				if d.ReducedCost(r, q, cost(r, q, x)) < -tol && !adj.has(r, q) {
+					mu.Lock()
+					found, cross = append(found, [2]int{r, q}), append(cross, x)
+					mu.Unlock()
+				}
+			}
+		})
+		if err := mon.err(); err != nil {
+			return nil, err
+		}
+		added := 0
+		for k, e := range found {
+			if !adj.has(e[0], e[1]) {
+				st.link(adj, e[0], e[1], cross[k])
+				added++
+			}
+		}
+		trace("  %d violating edges added", added)
+		if added == 0 {
+			return em, nil
+		}
+	}
 }

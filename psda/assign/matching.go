@@ -7,52 +7,48 @@ import (
 	"slices"
 )
 
-// PerfectMatching is a perfect matching of a complete graph with a lower
-// bound on the optimum.
+// PerfectMatching is a minimum-weight perfect matching of a complete graph
+// with the dual solution that proves it optimal.
 type PerfectMatching struct {
 	// Mate[r] is the partner of vertex r.
 	Mate []int
 	// Cost is the sum of c over the matched edges, each edge counted once.
 	Cost float64
-	// Bound is a lower bound on the minimum cost of a perfect matching: half
-	// the optimum of the symmetric assignment relaxation. Cost == Bound
-	// certifies optimality.
+	// Bound is the dual objective of Duals, a lower bound on the minimum
+	// cost of a perfect matching; it equals Cost up to rounding.
 	Bound float64
-	// OddVertices is the number of vertices on odd cycles of the relaxation's
-	// optimal permutation; 0 means the matching is provably optimal.
+	// Duals are vertex and blossom duals, feasible for every edge and tight
+	// on the matched ones (CertifyMatching checks them).
+	Duals MatchingDuals
+	// OddVertices is the number of vertices on odd cycles of the symmetric
+	// assignment relaxation's optimal permutation, which the blossom
+	// algorithm had to augment; 0 means the relaxation alone was optimal.
 	OddVertices int
 }
 
 // maxDP is the largest vertex set matched exactly by the bitmask dynamic
-// programme (O(2^m·m) time, O(2^m) memory); a variable so that tests can
-// exercise the recursive repair.
+// programme of RoundRelaxation's repair (O(2^m·m) time, O(2^m) memory); a
+// variable so that tests can exercise the recursive repair.
 var maxDP = 20
 
 // MinWeightPerfectMatching returns a minimum-weight perfect matching of the
 // complete graph on n vertices with symmetric row-major edge costs c (the
-// diagonal is ignored), together with a lower bound on the optimum.
+// diagonal is ignored), with vertex and blossom duals that prove it optimal.
 //
-// It follows METHOD.md, "Stage 2": the symmetric assignment with a forbidden
-// diagonal is solved exactly; its optimum L* gives Bound = L*/2 <= OPT
-// (every perfect matching, read as a permutation of 2-cycles, costs twice its
-// weight). 2-cycles of the optimal permutation are matched pairs; from each
-// even cycle the cheaper alternating half is kept. If no odd cycle remains
-// the cost is at most L*/2, hence optimal, and Bound is set to Cost so the gap
-// is exactly 0 despite rounding. Odd cycles (they come in pairs) are
-// repaired: when they hold at most 20 vertices these are matched among
-// themselves exactly by dynamic programming; otherwise by the relaxation
-// restricted to them, recursively, and when all vertices lie on odd cycles
-// each odd cycle keeps its cheapest alternating path and the left-over
-// vertices, one per cycle, are matched recursively. A 2-opt pass (exchange
-// partners of two pairs when that lowers the cost) then polishes the pairs
-// touching repaired vertices. This rounding is RoundRelaxation's, reading c.
-// In the odd case the result may exceed the optimum; Cost−Bound bounds the
-// excess.
+// It follows docs/method.md, "Stage 2": the symmetric assignment with a
+// forbidden diagonal is solved exactly; its optimal permutation's 2-cycles
+// and even cycles' halves are tight pairs under the halved potentials
+// y_r = (u_r + v_r)/2, which are dual feasible for the matching LP. The
+// weighted blossom algorithm (BlossomDense) starts from these duals and
+// pairs and augments the vertices of the odd cycles; without odd cycles it
+// only exports the duals. Bound is the dual objective (capped at Cost, which
+// it equals up to rounding).
 //
 // MinWeightPerfectMatching returns an error if n < 2, n is odd,
 // len(c) != n*n, an off-diagonal cost is not finite, or c is not symmetric
 // within 1e-9 of its largest magnitude. The time complexity is that of the
-// n×n assignment, O(n³) in the worst case, plus O(2^20·20) for the repair.
+// n×n assignment, O(n³) in the worst case, plus O(n²·(k + t)) for the
+// blossom algorithm with k odd-cycle vertices and t dual changes.
 func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 	return MinWeightPerfectMatchingWith(c, n, nil)
 }
@@ -63,51 +59,58 @@ func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 // for the duration of the call (restored before returning), so that no
 // second n×n matrix is needed: c must not be read or written concurrently.
 func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatching, error) {
+	scale, err := checkMatching(c, n)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.stop(); err != nil { // the checks read all of c: look again
+		return nil, err
+	}
+	diag := make([]float64, n)
+	for i := range diag {
+		diag[i], c[i*n+i] = c[i*n+i], inf
+	}
+	s, err := solveLSAP(c, n, n, h.sub(0, 0.9))
+	for i, x := range diag {
+		c[i*n+i] = x
+	}
+	if err != nil {
+		return nil, err
+	}
+	start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
+	pm := &PerfectMatching{OddVertices: oddCycleVertices(s.col4row)}
+	b := newBlossomScaled(n, c, nil, start.Y, start.Mate, scale)
+	em, err := b.finish(h.sub(0.9, 1))
+	if err != nil {
+		return nil, err
+	}
+	// The dual objective equals the cost up to rounding (CertifyMatching);
+	// a lower bound above the cost would only be rounding, so it is capped.
+	pm.Mate, pm.Cost, pm.Bound, pm.Duals = em.Mate, em.Cost, math.Min(em.Bound, em.Cost), em.Duals
+	return pm, nil
+}
+
+// checkMatching validates the input of MinWeightPerfectMatching and returns
+// the largest off-diagonal |c|.
+func checkMatching(c []float64, n int) (scale float64, err error) {
 	if n < 2 || n%2 != 0 {
-		return nil, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
+		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
 	}
 	if len(c) != n*n {
-		return nil, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
+		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
 	}
-	scale := 0.0
 	for i := 0; i < n; i++ {
 		for j, x := range c[i*n : i*n+n] {
 			// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
 			if x-x != 0 && i != j {
-				return nil, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
+				return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
 			}
 			if a := math.Abs(x); a > scale && i != j {
 				scale = a
 			}
 		}
 	}
-	if err := checkSymmetric(c, n, 1e-9*scale); err != nil {
-		return nil, err
-	}
-	if err := h.stop(); err != nil { // the checks read all of c: look again
-		return nil, err
-	}
-	mate, half, odd, err := matchRelaxed(c, n, h.sub(0, 0.95))
-	if err != nil {
-		return nil, err
-	}
-	pm := &PerfectMatching{Mate: mate, OddVertices: len(odd)}
-	if len(odd) > 0 {
-		if err := polish(denseCost(c, n), mate, odd, -1, h); err != nil {
-			return nil, err
-		}
-	}
-	h.progress(1)
-	for r, q := range mate {
-		if r < q {
-			pm.Cost += c[r*n+q]
-		}
-	}
-	pm.Bound = math.Min(half, pm.Cost)
-	if len(odd) == 0 {
-		pm.Bound = pm.Cost
-	}
-	return pm, nil
+	return scale, checkSymmetric(c, n, 1e-9*scale)
 }
 
 // checkSymmetric returns an error naming the first pair (i, j) with
@@ -581,4 +584,84 @@ func polishNear(cost func(r, q int) float64, near func(v int) []int32, mate []in
 		}
 	}
 	return nil
+}
+
+// RelaxationStart turns an optimal permutation sigma of the symmetric
+// assignment relaxation (sigma[r] != r) and its potentials (u, v) into a
+// start for the blossom algorithm (docs/method.md, "Stage 2"): y_r = (u_r + v_r)/2 is
+// dual feasible, since y_r + y_q = ((u_r + v_q) + (u_q + v_r))/2 <= c_rq;
+// a 2-cycle's edge is tight under y (both orientations are), and so is
+// every edge of an even cycle's halves: each half, read as 2-cycles, is an
+// optimal permutation too (the halves cost the same, or the cheaper one
+// doubled would beat sigma), so its edges are tight under every optimal
+// (u, v). The odd cycles' vertices are left exposed. cost(r, q) is called
+// once per vertex of an even cycle longer than 2 (to keep its cheaper half,
+// a choice that only matters up to rounding). The time complexity is O(n)
+// plus those calls.
+func RelaxationStart(sigma []int, u, v []float64, cost func(r, q int) float64) *BlossomStart {
+	n := len(sigma)
+	st := &BlossomStart{Y: make([]float64, n), Mate: make([]int, n)}
+	for r := range st.Y {
+		st.Y[r] = (u[r] + v[r]) / 2
+		st.Mate[r] = -1
+	}
+	seen := make([]bool, n)
+	cycle := make([]int, 0, n)
+	for s := range sigma {
+		if seen[s] {
+			continue
+		}
+		cycle = cycle[:0]
+		for r := s; !seen[r]; r = sigma[r] {
+			seen[r] = true
+			cycle = append(cycle, r)
+		}
+		if len(cycle)%2 == 1 {
+			// An odd cycle's edges are tight too (its reverse is an
+			// optimal permutation as well): pair the path left after its
+			// first vertex, which stays exposed.
+			for k := 1; k+1 < len(cycle); k += 2 {
+				x, y := cycle[k], cycle[k+1]
+				st.Mate[x], st.Mate[y] = y, x
+			}
+			continue
+		}
+		off := 0
+		if len(cycle) > 2 {
+			a, b := 0.0, 0.0
+			for k := 0; k < len(cycle); k += 2 {
+				a += cost(cycle[k], cycle[k+1])
+				b += cost(cycle[k+1], cycle[(k+2)%len(cycle)])
+			}
+			if b < a {
+				off = 1
+			}
+		}
+		for k := off; k < len(cycle)+off; k += 2 {
+			x, y := cycle[k], cycle[(k+1)%len(cycle)]
+			st.Mate[x], st.Mate[y] = y, x
+		}
+	}
+	return st
+}
+
+// oddCycleVertices returns the number of vertices on odd cycles of the
+// permutation sigma.
+func oddCycleVertices(sigma []int) int {
+	seen := make([]bool, len(sigma))
+	odd := 0
+	for r := range sigma {
+		if seen[r] {
+			continue
+		}
+		l := 0
+		for q := r; !seen[q]; q = sigma[q] {
+			seen[q] = true
+			l++
+		}
+		if l%2 == 1 {
+			odd += l
+		}
+	}
+	return odd
 }

@@ -105,8 +105,11 @@ func TestMatchingExhaustive(t *testing.T) {
 					if pm.Bound > want+tol {
 						t.Fatalf("Bound %v exceeds the optimum %v", pm.Bound, want)
 					}
-					if pm.OddVertices == 0 && pm.Cost != pm.Bound {
-						t.Fatalf("no odd cycle but gap %v", pm.Cost-pm.Bound)
+					if pm.Cost-pm.Bound > tol || pm.Bound > pm.Cost {
+						t.Fatalf("gap %v: the dual objective must equal the cost up to rounding", pm.Cost-pm.Bound)
+					}
+					if err := CertifyMatching(c, n, &ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}, tol); err != nil {
+						t.Fatal(err)
 					}
 					if pm.OddVertices > 0 {
 						odd++
@@ -156,7 +159,8 @@ func TestMatchingOddCycles(t *testing.T) {
 
 // TestMatchingRecursiveRandom runs the recursive repair (maxDP lowered) on
 // random instances: the result must be a valid perfect matching with
-// Bound <= optimum <= Cost.
+// Bound <= optimum <= Cost (the repair is RoundRelaxation's; the matching
+// itself is exact).
 func TestMatchingRecursiveRandom(t *testing.T) {
 	defer func(m int) { maxDP = m }(maxDP)
 	maxDP = 2

@@ -20,10 +20,8 @@ assert len(m) == n // 2
 print(repr(float(sum(c[i, j] for i, j in m))))`)
 }
 
-// TestMatchingAgainstNetworkx checks, against an exact blossom solver, that
-// Bound never exceeds the optimum and Cost never falls below it, that the
-// matching is optimal whenever the relaxation has no odd cycle, and logs the
-// excess over the optimum when odd cycles were repaired.
+// TestMatchingAgainstNetworkx checks, against networkx's exact blossom
+// solver, that Bound never exceeds the optimum and that Cost equals it.
 func TestMatchingAgainstNetworkx(t *testing.T) {
 	if testing.Short() {
 		t.Skip("networkx comparison is slow")
@@ -56,8 +54,8 @@ func TestMatchingAgainstNetworkx(t *testing.T) {
 			if pm.Bound > want+tol || pm.Cost < want-tol {
 				t.Fatalf("bound %v, optimum %v, cost %v", pm.Bound, want, pm.Cost)
 			}
-			if pm.OddVertices == 0 && pm.Cost > want+tol {
-				t.Fatalf("no odd cycle but cost %v above the optimum %v", pm.Cost, want)
+			if pm.Cost > want+tol {
+				t.Fatalf("cost %v above the optimum %v", pm.Cost, want)
 			}
 			t.Logf("odd vertices %d: cost/optimum − 1 = %.3g, optimum/bound − 1 = %.3g", pm.OddVertices, pm.Cost/want-1, want/pm.Bound-1)
 		})

@@ -60,8 +60,11 @@ class Matching:
             optimal.
         stage2_cost: sum of C^MM over ``quads`` plus the cost of a single pair
             grouped with nothing; 0.0 with ``stages=1``.
-        stage2_bound: lower bound on the optimal ``stage2_cost``;
-            ``stage2_cost == stage2_bound`` proves the quadruplets optimal.
+        stage2_bound: the certified dual objective of Stage 2's matching LP
+            (vertex and blossom duals checked against every pair of pairs),
+            a lower bound on every possible ``stage2_cost``; Stage 2 is an
+            exact minimum-weight perfect matching, so the two are equal up
+            to rounding (docs/method.md, "Stage 2").
         n_source, n_target: numbers of source and target examples matched.
         batch_size, stages, discrepancy, kernel, gammas: the settings the
             matching was computed with (the costs depend on them).
@@ -97,7 +100,7 @@ class Matching:
 
     @property
     def stage2_gap(self) -> float:
-        """(stage2_cost - stage2_bound) / stage2_bound: 0.0 proves Stage 2 optimal.
+        """(stage2_cost - stage2_bound) / stage2_bound: 0 up to rounding (Stage 2 is exact).
 
         Returns 0.0 when cost and bound are equal (including both 0, and always
         with ``stages=1``), ``inf`` when only the bound is 0.
@@ -560,8 +563,9 @@ def match(
             from the features and adds the violators until the duals hold for
             all of them: Stage 1 is certified optimal against every dense
             edge, so ``stage1_cost`` equals the dense one (the pairs differ
-            only between tied optima), and Stage 2 reports the same kind of
-            lower bound ``stage2_bound``. Memory O(P·(d + K)), so 50,000 per
+            only between tied optima), and so is Stage 2 (blossom duals
+            priced against every pair of pairs), with the same certified
+            ``stage2_bound``. Memory O(P·(d + K)), so 50,000 per
             domain fit; slower than dense on small inputs. ``"auto"``
             (default) is dense for a stage whose cost matrix takes at most
             3 GiB, sparse beyond; it also solves Stage 2 of a linear-kernel
