@@ -384,7 +384,7 @@ class DomainBedPSDA:
         if self.every and fetched and fetched % self.every == 0:
             self.refresher.refresh()
             self.refresh_times.append(self.refresher.stalls[-1])
-            self.log("psda: refresh %d after step %d took %.3f s%s"
+            self.log("psda: refresh %d after %d steps took %.3f s%s"
                      % (self.refresher.refreshes, fetched, self.refresh_times[-1],
                         " (matching continues in the background)" if self.refresher.background else ""))
 
