@@ -257,7 +257,7 @@ def test_sweep_two_jobs_on_rotated_digits_read_by_collect_results(domainbed, tmp
     out = tmp_path / "sweep"
     args = ["--datasets", "RotatedDigits", "--algorithms", "UDA_MMD", "--samplers", "uniform", "double-paired",
             "--task", "domain_adaptation", "--single_test_envs", "--test_envs", "0", "--n_hparams", "1",
-            "--n_trials", "1", "--steps", "3", "--hparams", json.dumps({"batch_size": 2}),
+            "--n_trials", "1", "--steps", "1", "--hparams", json.dumps({"batch_size": 2}),
             "--output_dir", str(out), "--command_launcher", "local", "--skip_confirmation"]
     sweep.main(["launch"] + args)
     jobs = sorted(p for p in out.iterdir() if p.is_dir())
