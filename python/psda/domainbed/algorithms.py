@@ -1,10 +1,12 @@
-"""PSDA_MMD and PSDA_CORAL: DomainBed algorithms for unsupervised domain adaptation.
+"""UDA_MMD, UDA_CORAL, PSDA_MMD, PSDA_CORAL: DomainBed algorithms for unsupervised domain adaptation.
 
 DomainBed's own MMD and CORAL align the training domains with each other and ignore
-the unlabelled target data. These two are UDA algorithms in the paper's sense
-(Method, "Preliminaries"): the task loss on the training domains plus a trade-off
-times the discrepancy between the union of the training domains (source) and the UDA
-split of the test domains (target), on batches paired by PSDA.
+the unlabelled target data. These are UDA algorithms in the paper's sense (Method,
+"Preliminaries"): the task loss on the training domains plus a trade-off times the
+discrepancy between the union of the training domains (source) and the UDA split of
+the test domains (target). UDA_MMD / UDA_CORAL take any batch sampler (see
+:mod:`psda.domainbed.samplers`); PSDA_MMD / PSDA_CORAL are the same algorithms with the
+double-paired sampler.
 
 The classes follow DomainBed's algorithm interface (``__init__(input_shape,
 num_classes, num_domains, hparams)``, ``update(minibatches, unlabeled)``,
