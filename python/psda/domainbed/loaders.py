@@ -373,9 +373,10 @@ class DomainBedPSDA:
                                           background=bool(hp.get("psda_background", False)), **fkw)
         self._paired = PairedLoaders(src, tgt, self.sampler, split=self._split, before_fetch=self._before_fetch,
                                      on_epoch_end=self.refresher.epoch_end, num_workers=self.num_workers or 0)
-        self.log("psda: %s sampler over %d source and %d target items, k = %d, %d batches per epoch, "
-                 "refresh every %s steps; built in %.3f s"
-                 % (self.sampler_name, len(src), len(tgt), k, len(self.sampler), self.every or "no",
+        self.log("psda: %s sampler over %d source and %d target items, k = %d, %d batches per epoch, %s; "
+                 "built in %.3f s"
+                 % (self.sampler_name, len(src), len(tgt), k, len(self.sampler),
+                    "refresh every %d steps" % self.every if self.every else "no refresh",
                     time.perf_counter() - t0))
 
     def _before_fetch(self, fetched: int) -> None:
