@@ -104,11 +104,23 @@ def test_update_step_is_task_loss_plus_tradeoff_times_discrepancy(cls, disc):
         torch.testing.assert_close(a.detach(), b - gr, rtol=1e-5, atol=1e-6)
 
 
-def test_update_requires_target_batch_and_coral_two_rows():
+@pytest.mark.parametrize("unlabeled", [None, []])
+def test_update_without_target_batch_is_a_task_loss_step(unlabeled):
+    """With no unlabeled batch (DomainBed's DG task, its test suite) one SGD(lr=1) step
+    moves every parameter by minus the gradient of the cross-entropy alone."""
     alg = tiny(PSDA_MMD)
+    alg.optimizer = torch.optim.SGD(alg.network.parameters(), lr=1.0)
+    ref = tiny(PSDA_MMD)
+    x, y = torch.randn(4, 3, generator=torch.Generator().manual_seed(2)), torch.tensor([0, 1, 0, 1])
+    grads = torch.autograd.grad(torch.nn.functional.cross_entropy(ref.network(x), y), list(ref.network.parameters()))
+    out = alg.update([(x[:1], y[:1]), (x[1:], y[1:])], unlabeled)
+    assert out["penalty"] == 0.0
+    for p, q, g in zip(alg.network.parameters(), ref.network.parameters(), grads):
+        torch.testing.assert_close(p.detach(), q.detach() - g, rtol=1e-5, atol=1e-6)
+
+
+def test_coral_needs_two_rows():
     x, y = torch.randn(4, 3), torch.tensor([0, 1, 0, 1])
-    with pytest.raises(ValueError, match="--task domain_adaptation"):
-        alg.update([(x, y)], None)
     with pytest.raises(ValueError, match="CORAL needs at least 2"):
         tiny(PSDA_CORAL).update([(x, y)], [torch.randn(1, 3)])
 
@@ -227,10 +239,17 @@ def test_domainbed_loaders_need_uda_split():
 
 # ---- a real DomainBed run --------------------------------------------------------------
 
-DOMAINBED = os.environ.get("PSDA_DOMAINBED_DIR")
+def _domainbed_dir():
+    """$PSDA_DOMAINBED_DIR, else ../shared/DomainBed next to the repository, if it holds DomainBed."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    d = os.environ.get("PSDA_DOMAINBED_DIR") or os.path.join(repo, "..", "shared", "DomainBed")
+    return os.path.abspath(d) if os.path.isdir(os.path.join(d, "domainbed")) else None
 
 
-@pytest.mark.skipif(not DOMAINBED, reason="set PSDA_DOMAINBED_DIR to a DomainBed checkout to run DomainBed")
+DOMAINBED = _domainbed_dir()
+
+
+@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
 @pytest.mark.parametrize("algorithm", ["PSDA_MMD", "PSDA_CORAL"])
 def test_python_m_psda_domainbed_debug28(tmp_path, algorithm):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([DOMAINBED, os.environ.get("PYTHONPATH", "")]))
@@ -246,13 +265,14 @@ def test_python_m_psda_domainbed_debug28(tmp_path, algorithm):
     assert [row["step"] for row in rows] == [0, 3, 6]
     assert all(np.isfinite(row["loss"]) and np.isfinite(row["penalty"]) for row in rows)
     assert "env0_uda_acc" in rows[-1] and rows[-1]["hparams"]["psda_refresh_steps"] == 2
-    # train.py tees stderr into err.txt: the initial extraction and 3 refreshes (steps 2, 4, 6) ran
-    with open(tmp_path / "err.txt", newline="") as f:  # keep the bar's \r redraws inside one line
-        lines = f.read().split("\n")
-    assert sum("psda source" in line for line in lines) == 4
+    # out.txt: the sampler was built once and refreshed after steps 2, 4 and 6 (of 7), each timed
+    lines = (tmp_path / "out.txt").read_text().splitlines()
+    assert sum("sampler over" in line and "built in" in line for line in lines) == 1
+    assert [line.split(" after ")[1].split(" took ")[0] for line in lines if "psda: refresh" in line] == \
+        ["2 steps", "4 steps", "6 steps"]
 
 
-@pytest.mark.skipif(not DOMAINBED, reason="set PSDA_DOMAINBED_DIR to a DomainBed checkout to run DomainBed")
+@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
 def test_python_m_psda_domainbed_rejects_domain_generalization(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([DOMAINBED, os.environ.get("PYTHONPATH", "")]))
     cmd = [sys.executable, "-m", "psda.domainbed", "--dataset", "Debug28", "--algorithm", "PSDA_MMD",

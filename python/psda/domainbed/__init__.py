@@ -1,92 +1,118 @@
-"""Run DomainBed with PSDA: ``python -m psda.domainbed <train.py arguments>``.
+"""Run DomainBed with psda: train, sweep, collect results and test with psda's samplers.
 
 DomainBed (github.com/facebookresearch/DomainBed) is not a package; put a checkout on
-``PYTHONPATH`` and run, for example::
+``PYTHONPATH`` (it stays unmodified) and run, for example::
 
     PYTHONPATH=/path/to/DomainBed python -m psda.domainbed \\
-        --dataset Debug28 --algorithm PSDA_MMD --task domain_adaptation \\
-        --test_envs 0 --uda_holdout_fraction 0.5 --steps 20 \\
-        --hparams '{"batch_size": 4, "psda_refresh_steps": 5}' --output_dir /tmp/out
+        --dataset RotatedDigits --algorithm UDA_MMD --sampler double-paired \\
+        --task domain_adaptation --test_envs 0 --uda_holdout_fraction 0.2 \\
+        --steps 200 --output_dir /tmp/out
 
-The checkout stays unmodified: at run time :func:`install` registers the algorithms
-``PSDA_MMD`` and ``PSDA_CORAL`` (:mod:`psda.domainbed.algorithms`) and their hparams,
-and, for a PSDA algorithm, replaces DomainBed's ``InfiniteDataLoader`` by loaders driven
-by one PSDA sampler (:mod:`psda.domainbed.loaders`); then DomainBed's own
-``domainbed/scripts/train.py`` runs as ``__main__``.
+Commands (each takes ``--help``): ``python -m psda.domainbed`` (DomainBed's train.py
+plus ``--sampler``), ``python -m psda.domainbed.sweep`` (DomainBed's sweep plus
+``--samplers`` and ``--uda_holdout_fraction``), ``python -m psda.domainbed.collect_results``
+and ``python -m psda.domainbed.test`` (DomainBed's test suite with psda's algorithms).
+See docs/domainbed.md.
 
-Hparams added to DomainBed's registry for the PSDA algorithms (default; random search):
+:func:`install` registers into the imported DomainBed modules:
 
-- ``mmd_gamma``: the trade-off (as DomainBed's MMD/CORAL): 1; 10**U(-1, 1);
-- ``psda_refresh_steps``: refresh the matching every N steps, 0 never: 100; {50, 100, 200, 500};
-- ``psda_background``: compute refreshed matchings in a thread: False;
-- ``psda_stages``: 1 (pairs) or 2 (quadruplets): 2;
-- ``psda_feature_batch_size``: batch size of feature extraction: 64.
-
-Optional, not in the registry (pass with ``--hparams``): ``psda_gammas`` (the RBF
-mixture) and ``psda_solver`` (``"auto"``, ``"dense"`` or ``"sparse"``, see
-:func:`psda.match`; ``"auto"`` goes sparse by itself for domains too large for dense
-cost matrices).
-
-The per-step batch is k source + k target items with k = batch_size × number of
-training environments (DomainBed's ERM sees the same number of source items); k must
-be even with two stages. DomainBed's Debug28 has 16 items per environment, so use a
-small batch size there (``"batch_size": 4``).
+- algorithms ``UDA_MMD`` and ``UDA_CORAL`` (the paper's UDA MMD and CORAL: task loss +
+  trade-off × discrepancy between the union of the training domains and the UDA split),
+  and ``PSDA_MMD`` / ``PSDA_CORAL`` (the same with the double-paired sampler);
+- the dataset ``RotatedDigits`` (offline, :mod:`psda.domainbed.datasets`);
+- their hparams and the sampler hparams (:mod:`psda.domainbed.hparams`);
+- recorded names "<algorithm> + <Sampler>" (:mod:`psda.domainbed.samplers`).
 """
 
-from .algorithms import PSDA_CORAL, PSDA_MMD, PSDAAlgorithm, coral, rbf_mmd
+from typing import Any, Optional
 
-__all__ = ["PSDA_MMD", "PSDA_CORAL", "PSDAAlgorithm", "rbf_mmd", "coral", "install", "PSDA_ALGORITHMS"]
+from .algorithms import PSDA_CORAL, PSDA_MMD, UDA_CORAL, UDA_MMD, PSDAAlgorithm, coral, rbf_mmd
+from .datasets import RotatedDigits
+from .samplers import SAMPLERS, default_sampler, display_name, parse_algorithm
 
-#: The algorithm names this package adds to DomainBed.
-PSDA_ALGORITHMS = {"PSDA_MMD": PSDA_MMD, "PSDA_CORAL": PSDA_CORAL}
+__all__ = ["UDA_MMD", "UDA_CORAL", "PSDA_MMD", "PSDA_CORAL", "PSDAAlgorithm", "rbf_mmd", "coral", "install",
+           "register_name", "PSDA_ALGORITHMS", "PSDA_DATASETS", "RotatedDigits", "SAMPLERS", "display_name",
+           "parse_algorithm", "default_sampler"]
 
+#: The algorithms this package adds to DomainBed.
+PSDA_ALGORITHMS = {"UDA_MMD": UDA_MMD, "UDA_CORAL": UDA_CORAL, "PSDA_MMD": PSDA_MMD, "PSDA_CORAL": PSDA_CORAL}
 
-def _psda_hparams(original):
-    """Wrap hparams_registry._hparams so PSDA algorithms get MMD's/CORAL's hparams plus ours."""
-    def _hparams(algorithm, dataset, random_seed):
-        if algorithm not in PSDA_ALGORITHMS:
-            return original(algorithm, dataset, random_seed)
-        hp = original("MMD" if algorithm == "PSDA_MMD" else "CORAL", dataset, random_seed)
-        import numpy as np
-        from domainbed.lib import misc
-
-        def add(name, default, random_fn):
-            r = np.random.RandomState(misc.seed_hash(random_seed, name))
-            hp[name] = (default, random_fn(r))
-
-        add("psda_refresh_steps", 100, lambda r: int(r.choice([50, 100, 200, 500])))
-        add("psda_background", False, lambda r: False)
-        add("psda_stages", 2, lambda r: 2)
-        add("psda_feature_batch_size", 64, lambda r: 64)
-        return hp
-
-    _hparams.psda_original = original
-    return _hparams
+#: The datasets this package adds to DomainBed.
+PSDA_DATASETS = {"RotatedDigits": RotatedDigits}
 
 
-def install(coordinator=None) -> None:
-    """install registers PSDA_MMD and PSDA_CORAL (and their hparams) in the imported
-    DomainBed modules and, when ``coordinator`` (a ``loaders.DomainBedPSDA``) is given,
-    replaces ``domainbed.lib.fast_data_loader.InfiniteDataLoader`` by its loaders and
-    makes it the one PSDA algorithms attach to. Calling it twice is harmless.
-
-    Raises ImportError (with the fix) when DomainBed is not importable.
-    """
+def _import_domainbed():
     try:
-        from domainbed import algorithms, hparams_registry
+        from domainbed import algorithms, datasets, hparams_registry
         from domainbed.lib import fast_data_loader
     except ImportError as e:
         raise ImportError("psda.domainbed needs a DomainBed checkout on PYTHONPATH (git clone "
                           "https://github.com/facebookresearch/DomainBed; PYTHONPATH=/path/to/DomainBed); "
                           "importing it failed: %s" % e) from e
+    return algorithms, datasets, hparams_registry, fast_data_loader
+
+
+def register_name(name: str) -> str:
+    """register_name makes a recorded name such as ``"MMD + Double-paired"`` known to
+    ``domainbed.algorithms.get_algorithm_class`` (it returns the algorithm's class) and
+    returns the name; unknown algorithms or samplers raise (NotImplementedError /
+    ValueError, as DomainBed and :func:`display_name` do)."""
+    algorithms = _import_domainbed()[0]
+    base, sampler = parse_algorithm(name)
+    display_name(base, sampler)  # validates the pair
+    cls = algorithms.get_algorithm_class(base)
+    if getattr(cls, "psda_attaching", False):
+        cls = cls.psda_class
+    setattr(algorithms, name, cls)
+    return name
+
+
+def install(coordinator: Optional[Any] = None) -> None:
+    """install registers psda's algorithms, RotatedDigits and their hparams in the
+    imported DomainBed modules (see the module docstring) and, when ``coordinator`` (a
+    :class:`psda.domainbed.loaders.DomainBedPSDA`) is given, replaces
+    ``domainbed.lib.fast_data_loader.InfiniteDataLoader`` by its loaders and makes
+    ``get_algorithm_class`` attach every algorithm it builds to it. Calling it twice is
+    harmless.
+
+    A script that loads a model saved by a psda run (``model.pkl``: DomainBed's
+    ``save_dict`` with ``args.algorithm`` the recorded name) calls ``install()`` first,
+    then ``register_name(save_dict["args"]["algorithm"])`` when that name has a sampler,
+    before ``algorithms.get_algorithm_class``; the model needs no coordinator (the
+    sampler is not part of it).
+
+    Raises ImportError (with the fix) when DomainBed is not importable.
+    """
+    algorithms, datasets, hparams_registry, fast_data_loader = _import_domainbed()
+    from . import hparams as psda_hparams
     from . import loaders
 
     for name, cls in PSDA_ALGORITHMS.items():
         setattr(algorithms, name, cls)  # get_algorithm_class looks names up in the module's globals
         if name not in algorithms.ALGORITHMS:
             algorithms.ALGORITHMS.append(name)
+    for name, cls in PSDA_DATASETS.items():
+        setattr(datasets, name, cls)
+        if name not in datasets.DATASETS:
+            datasets.DATASETS.append(name)
     if not hasattr(hparams_registry._hparams, "psda_original"):
-        hparams_registry._hparams = _psda_hparams(hparams_registry._hparams)
+        hparams_registry._hparams = psda_hparams.wrap(hparams_registry._hparams)
     if coordinator is not None:
         fast_data_loader.InfiniteDataLoader = coordinator.loader
         loaders.activate(coordinator)
+        get = getattr(algorithms.get_algorithm_class, "psda_original", algorithms.get_algorithm_class)
+
+        def get_algorithm_class(name: str) -> Any:
+            cls = get(name)
+
+            def build(*args: Any, **kwargs: Any) -> Any:
+                algorithm = cls(*args, **kwargs)
+                coordinator.attach(algorithm)
+                return algorithm
+
+            build.psda_attaching = True  # type: ignore[attr-defined]
+            build.psda_class = cls  # type: ignore[attr-defined]
+            return build
+
+        get_algorithm_class.psda_original = get  # type: ignore[attr-defined]
+        algorithms.get_algorithm_class = get_algorithm_class

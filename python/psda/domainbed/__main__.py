@@ -1,47 +1,125 @@
-"""``python -m psda.domainbed <train.py arguments>``: DomainBed's train.py with PSDA.
+"""``python -m psda.domainbed <train.py arguments> [--sampler NAME]``: DomainBed's train.py
+with psda's algorithms, datasets and samplers.
 
-See :mod:`psda.domainbed` for the arguments and hparams.
+See :mod:`psda.domainbed` and docs/domainbed.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import runpy
 import sys
 from typing import List, Optional
 
+from .samplers import DISPLAY, SAMPLERS
 
-def main(argv: Optional[List[str]] = None) -> None:
-    """main installs PSDA into the DomainBed checkout on PYTHONPATH and runs its
-    ``domainbed.scripts.train`` with ``argv`` (default: sys.argv[1:])."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    # The few train.py arguments we need, parsed as train.py parses them.
-    p = argparse.ArgumentParser(add_help=False)
+_EPILOG = """\
+psda's algorithms: UDA_MMD, UDA_CORAL (the paper's UDA MMD / CORAL, any sampler, default
+uniform), PSDA_MMD, PSDA_CORAL (= UDA_MMD / UDA_CORAL + Double-paired). psda's dataset:
+RotatedDigits (offline, no --data_dir needed).
+
+A sampler other than DomainBed's own loaders (any sampler for psda's algorithms; any
+other than uniform for DomainBed's) needs --task domain_adaptation and
+--uda_holdout_fraction > 0. The run is recorded as algorithm "<ALGORITHM> + <Sampler>"
+(e.g. "MMD + Double-paired"), so collect_results shows one row per (algorithm,
+sampler); `--algorithm "MMD + Double-paired"` is accepted as well.
+
+Sampler hparams (pass with --hparams; in the random search): psda_refresh_steps
+(100; {50,100,200,500}; 0 = never), psda_background (False), psda_feature_batch_size
+(64); optional: psda_gammas (RBF mixture), psda_solver ("auto", "dense", "sparse").
+batch_size is DomainBed's (items per training environment): a batch holds
+k = batch_size x training envs source and k target items, lowered (and said so in
+out.txt) when the data cannot fill it.
+
+DomainBed's train.py arguments follow."""
+
+
+def psda_parser() -> argparse.ArgumentParser:
+    """psda_parser returns the parser of psda's options and of the train.py arguments
+    psda reads (the others go to train.py unchanged)."""
+    p = argparse.ArgumentParser(prog="python -m psda.domainbed", add_help=False, epilog=_EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                description="DomainBed's train.py with psda's algorithms, datasets and samplers.")
+    p.add_argument("--sampler", choices=SAMPLERS, default=None,
+                   help="batch sampler: %s (default: the algorithm's own: double-paired for PSDA_MMD and "
+                        "PSDA_CORAL, uniform otherwise; uniform for DomainBed's algorithms means DomainBed's "
+                        "own loaders)" % ", ".join("%s (%s)" % (k, v) for k, v in DISPLAY.items()))
     p.add_argument("--dataset", default="RotatedMNIST")
     p.add_argument("--algorithm", default="ERM")
     p.add_argument("--task", default="domain_generalization")
     p.add_argument("--test_envs", type=int, nargs="+", default=[0])
     p.add_argument("--uda_holdout_fraction", type=float, default=0)
     p.add_argument("--seed", type=int, default=0)
-    known, _ = p.parse_known_args(argv)
+    return p
 
-    from . import PSDA_ALGORITHMS, install
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """main installs psda into the DomainBed checkout on PYTHONPATH and runs its
+    ``domainbed.scripts.train`` with ``argv`` (default: sys.argv[1:])."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = psda_parser()
+    if "-h" in argv or "--help" in argv:
+        parser.print_help()
+        print()
+        sys.stdout.flush()
+        from . import install
+
+        install()
+        sys.argv = ["python -m psda.domainbed", "--help"]
+        add = argparse.ArgumentParser.add_argument
+
+        def add_escaped(self, *args, **kwargs):
+            # train.py's --uda_holdout_fraction help says "% of test", which argparse
+            # takes for a format directive; escape lone % so --help prints.
+            if isinstance(kwargs.get("help"), str):
+                kwargs["help"] = re.sub(r"%(?!\()", "%%", kwargs["help"])
+            return add(self, *args, **kwargs)
+
+        argparse.ArgumentParser.add_argument = add_escaped  # type: ignore[method-assign]
+        try:
+            runpy.run_module("domainbed.scripts.train", run_name="__main__", alter_sys=True)
+        finally:
+            argparse.ArgumentParser.add_argument = add  # type: ignore[method-assign]
+        return
+    known, rest = parser.parse_known_args(argv)
+
+    from . import PSDA_ALGORITHMS, install, register_name
+    from .samplers import display_name, parse_algorithm
+
+    try:
+        base, sampler = parse_algorithm(known.algorithm)
+        if known.sampler is not None:
+            if " + " in known.algorithm and known.sampler != sampler:
+                raise ValueError("--algorithm %r names the sampler %s but --sampler is %s; give one"
+                                 % (known.algorithm, sampler, known.sampler))
+            sampler = known.sampler
+        name = display_name(base, sampler)
+    except ValueError as e:
+        sys.exit("psda.domainbed: %s" % e)
 
     coordinator = None
-    if known.algorithm in PSDA_ALGORITHMS and "-h" not in argv and "--help" not in argv:
+    if base in PSDA_ALGORITHMS or sampler != "uniform":
         if known.task != "domain_adaptation" or known.uda_holdout_fraction <= 0:
             sys.exit("psda.domainbed: %s adapts to unlabelled target data; add --task domain_adaptation "
-                     "--uda_holdout_fraction 0.5 (any value in (0, 1)); got --task %s --uda_holdout_fraction %g"
-                     % (known.algorithm, known.task, known.uda_holdout_fraction))
+                     "--uda_holdout_fraction 0.2 (any value in (0, 1)); got --task %s --uda_holdout_fraction %g"
+                     % (name, known.task, known.uda_holdout_fraction))
         install()
         from domainbed import datasets
 
         from .loaders import DomainBedPSDA
 
         n_envs = datasets.num_environments(known.dataset)
-        coordinator = DomainBedPSDA(n_envs - len(set(known.test_envs)), seed=known.seed)
+        coordinator = DomainBedPSDA(n_envs - len(set(known.test_envs)), sampler, seed=known.seed)
     install(coordinator)
-    sys.argv = ["domainbed/scripts/train.py"] + argv
+    try:
+        register_name(name)
+    except NotImplementedError as e:
+        sys.exit("psda.domainbed: %s" % e)
+    sys.argv = (["domainbed/scripts/train.py"] + rest
+                + ["--dataset", known.dataset, "--algorithm", name, "--task", known.task,
+                   "--test_envs", *map(str, known.test_envs),
+                   "--uda_holdout_fraction", repr(known.uda_holdout_fraction), "--seed", str(known.seed)])
     runpy.run_module("domainbed.scripts.train", run_name="__main__", alter_sys=True)
 
 

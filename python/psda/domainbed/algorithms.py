@@ -1,10 +1,12 @@
-"""PSDA_MMD and PSDA_CORAL: DomainBed algorithms for unsupervised domain adaptation.
+"""UDA_MMD, UDA_CORAL, PSDA_MMD, PSDA_CORAL: DomainBed algorithms for unsupervised domain adaptation.
 
 DomainBed's own MMD and CORAL align the training domains with each other and ignore
-the unlabelled target data. These two are UDA algorithms in the paper's sense
-(Method, "Preliminaries"): the task loss on the training domains plus a trade-off
-times the discrepancy between the union of the training domains (source) and the UDA
-split of the test domains (target), on batches paired by PSDA.
+the unlabelled target data. These are UDA algorithms in the paper's sense (Method,
+"Preliminaries"): the task loss on the training domains plus a trade-off times the
+discrepancy between the union of the training domains (source) and the UDA split of
+the test domains (target). UDA_MMD / UDA_CORAL take any batch sampler (see
+:mod:`psda.domainbed.samplers`); PSDA_MMD / PSDA_CORAL are the same algorithms with the
+double-paired sampler.
 
 The classes follow DomainBed's algorithm interface (``__init__(input_shape,
 num_classes, num_domains, hparams)``, ``update(minibatches, unlabeled)``,
@@ -19,7 +21,8 @@ from typing import Any, Callable, Optional, Sequence
 import torch
 import torch.nn.functional as F
 
-__all__ = ["rbf_mmd", "coral", "PSDAAlgorithm", "PSDA_MMD", "PSDA_CORAL", "DEFAULT_GAMMAS"]
+__all__ = ["rbf_mmd", "coral", "PSDAAlgorithm", "UDA_MMD", "UDA_CORAL", "PSDA_MMD", "PSDA_CORAL",
+           "DEFAULT_GAMMAS"]
 
 #: The RBF mixture of the paper's accuracy experiments (METHOD.md, "Notation").
 DEFAULT_GAMMAS = (0.001, 0.01, 0.1, 1.0, 10.0)
@@ -60,9 +63,9 @@ class PSDAAlgorithm(torch.nn.Module):
 
     ``update(minibatches, unlabeled)`` concatenates the (x, y) minibatches (source, in
     the order given) and the unlabelled minibatches (target): with PSDA's loaders the
-    source row m is paired with target row m. Both sides go through the featurizer in
-    one pass. After the optimiser step it calls ``self.after_step()`` when set (the
-    PSDA loaders use it to refresh the matching every ``psda_refresh_steps`` steps).
+    source row m is paired with target row m (see :meth:`update`). Both sides go
+    through the featurizer in one pass. After the optimiser step it calls
+    ``self.after_step()`` when set.
 
     Args:
         input_shape, num_classes, num_domains, hparams: DomainBed's arguments; the
@@ -72,9 +75,7 @@ class PSDAAlgorithm(torch.nn.Module):
             ``networks.Featurizer`` / ``networks.Classifier`` (which are imported only
             when these are None); the featurizer needs ``n_outputs`` only then.
 
-    Raises ValueError from update when the target batch is missing (run DomainBed with
-    ``--task domain_adaptation --uda_holdout_fraction > 0``) or, for CORAL, when either
-    side has fewer than two rows.
+    Raises ValueError from update, for CORAL, when either side has fewer than two rows.
     """
 
     discrepancy = "mmd"
@@ -99,6 +100,7 @@ class PSDAAlgorithm(torch.nn.Module):
                                           weight_decay=hparams.get("weight_decay", 0.0))
         self.gammas = tuple(hparams.get("psda_gammas", DEFAULT_GAMMAS))
         self.after_step: Optional[Callable[[], Any]] = None
+        self.psda_target_order: Optional[torch.Tensor] = None
         from .loaders import attach_active
 
         attach_active(self)  # under `python -m psda.domainbed`, the PSDA loaders use our featurizer
@@ -113,14 +115,30 @@ class PSDAAlgorithm(torch.nn.Module):
         return rbf_mmd(zs, zt, self.gammas)
 
     def update(self, minibatches, unlabeled=None):
-        """update takes one optimiser step and returns {'loss', 'penalty'}."""
-        if not unlabeled:
-            raise ValueError("%s is a domain adaptation algorithm and got no unlabeled target batch; run "
-                             "DomainBed with --task domain_adaptation --uda_holdout_fraction 0.5 (any > 0)"
-                             % type(self).__name__)
+        """update takes one optimiser step and returns {'loss', 'penalty'}.
+
+        Without an unlabeled batch (``unlabeled`` None or empty, e.g. DomainBed's
+        domain-generalization task or its test suite) the step is on the task loss
+        alone and the penalty is reported as 0, as DomainBed's algorithms do with
+        data they do not get. When the PSDA loaders regrouped the target rows by UDA
+        split, ``psda_target_order`` (set by them for this step) restores the pairing:
+        row m of the source concatenation is paired with row m of
+        ``cat(unlabeled)[psda_target_order]``.
+        """
         xs = torch.cat([x for x, _ in minibatches])
         ys = torch.cat([y for _, y in minibatches])
+        order, self.psda_target_order = self.psda_target_order, None
+        if not unlabeled:
+            objective = F.cross_entropy(self.predict(xs), ys)
+            self.optimizer.zero_grad()
+            objective.backward()
+            self.optimizer.step()
+            if self.after_step is not None:
+                self.after_step()
+            return {"loss": objective.item(), "penalty": 0.0}
         xt = torch.cat(list(unlabeled))
+        if order is not None:
+            xt = xt[order.to(xt.device)]
         z = self.featurizer(torch.cat([xs, xt]))
         zs, zt = z[: xs.shape[0]], z[xs.shape[0]:]
         objective = F.cross_entropy(self.classifier(zs), ys)
@@ -137,13 +155,23 @@ class PSDAAlgorithm(torch.nn.Module):
         return self.network(x)
 
 
-class PSDA_MMD(PSDAAlgorithm):
-    """PSDA_MMD: task loss + mmd_gamma × RBF-mixture MMD² between source and target."""
+class UDA_MMD(PSDAAlgorithm):
+    """UDA_MMD, the paper's MMD: task loss + mmd_gamma × RBF-mixture MMD² between the
+    union of the training domains and the UDA split; any sampler (default uniform)."""
 
     discrepancy = "mmd"
 
 
-class PSDA_CORAL(PSDAAlgorithm):
-    """PSDA_CORAL: task loss + mmd_gamma × ‖Σ̂_s − Σ̂_t‖_F² between source and target."""
+class UDA_CORAL(PSDAAlgorithm):
+    """UDA_CORAL, the paper's CORAL: task loss + mmd_gamma × ‖Σ̂_s − Σ̂_t‖_F² between the
+    union of the training domains and the UDA split; any sampler (default uniform)."""
 
     discrepancy = "coral"
+
+
+class PSDA_MMD(UDA_MMD):
+    """PSDA_MMD is UDA_MMD with the double-paired sampler (its only sampler)."""
+
+
+class PSDA_CORAL(UDA_CORAL):
+    """PSDA_CORAL is UDA_CORAL with the double-paired sampler (its only sampler)."""

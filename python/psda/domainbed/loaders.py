@@ -70,6 +70,10 @@ class PairedLoaders:
         split: maps a collated batch to {key: part}; default :func:`split_halves`.
         on_epoch_end: called when the DataLoader is exhausted, before it is iterated
             again (e.g. ``refresher.epoch_end``).
+        before_fetch: called with the number of batches fetched so far before each
+            fetch, i.e. when a consumer asks for a batch that is not queued yet: in a
+            training loop, after the previous step's update and never after the last
+            step (the DomainBed stand-in refreshes its sampler here).
         infinite: iterate over epochs forever (DomainBed style); otherwise streams stop
             at the end of an epoch.
         loader_kwargs: passed to DataLoader (num_workers, pin_memory, collate_fn, ...);
@@ -89,6 +93,7 @@ class PairedLoaders:
     def __init__(self, source_dataset: Dataset, target_dataset: Dataset, sampler: Any, *,
                  split: Callable[[Any], Dict[Hashable, Any]] = split_halves,
                  on_epoch_end: Optional[Callable[[], Any]] = None,
+                 before_fetch: Optional[Callable[[int], Any]] = None,
                  infinite: bool = True, **loader_kwargs: Any):
         if loader_kwargs.get("num_workers", 0) > 0:
             loader_kwargs.setdefault("persistent_workers", True)
@@ -97,13 +102,17 @@ class PairedLoaders:
         self.loader = DataLoader(self.dataset, batch_sampler=sampler, **loader_kwargs)
         self.split = split
         self.on_epoch_end = on_epoch_end
+        self.before_fetch = before_fetch
         self.infinite = infinite
         self.epochs = 0
+        self.fetched = 0
         self._queues: Dict[Hashable, collections.deque] = collections.defaultdict(collections.deque)
         self._it: Optional[Iterator] = None
 
     def _fetch(self) -> bool:
         """Fetch one batch and queue its parts; False at the end of a finite epoch."""
+        if self.before_fetch is not None:
+            self.before_fetch(self.fetched)
         while True:
             if self._it is None:
                 self._it = iter(self.loader)
@@ -117,6 +126,7 @@ class PairedLoaders:
                     self.on_epoch_end()
                 if not self.infinite:
                     return False
+        self.fetched += 1
         for key, part in self.split(batch).items():
             self._queues[key].append(part)
         return True
@@ -159,7 +169,7 @@ class TaggedDataset(Dataset):
 
 class _EnvLoader:
     """Stands in for DomainBed's InfiniteDataLoader of one environment: yields (x, y)
-    with the rows of each PSDA batch that came from this environment."""
+    with the rows of each sampler batch that came from this environment."""
 
     def __init__(self, owner: "DomainBedPSDA", key: tuple):
         self.owner = owner
@@ -167,49 +177,77 @@ class _EnvLoader:
 
     def __iter__(self):
         while True:
-            yield self.owner.paired().next(self.key)
+            yield self.owner.next(self.key)
 
     def __len__(self):
         raise ValueError  # as DomainBed's InfiniteDataLoader
 
 
+def _print(msg: str) -> None:
+    print(msg, flush=True)  # train.py tees stdout into out.txt
+
+
 class DomainBedPSDA:
-    """DomainBedPSDA replaces DomainBed's InfiniteDataLoader for a PSDA run.
+    """DomainBedPSDA replaces DomainBed's InfiniteDataLoader for a run with a psda
+    sampler (any algorithm with a ``featurizer``).
 
     ``train.py`` creates one loader per training environment and then one per UDA split;
     :meth:`loader` stands in for the constructor and records the datasets. On the first
-    ``next`` (after the algorithm exists, see :meth:`attach`) it extracts features with
-    the algorithm's featurizer, builds one PairedBatchSampler (source = union of the
-    training environments, target = union of the UDA splits, k = per-environment batch
-    size × number of training environments, ``hparams['psda_stages']``) and one
-    :class:`PairedLoaders`; the algorithm's ``after_step`` refreshes the matching every
-    ``hparams['psda_refresh_steps']`` steps (0: never), in the background when
-    ``hparams['psda_background']``.
+    batch request (after the algorithm exists and was attached, see :meth:`attach`) it
+    extracts features with the algorithm's featurizer and builds one batch sampler
+    (:func:`psda.domainbed.samplers.make_batch_sampler`; source = union of the training
+    environments, target = union of the UDA splits) and one :class:`PairedLoaders`.
+
+    Batches. k = batch_size × number of training environments source items and k target
+    items (DomainBed's ERM sees as many source items per step). When k is more than the
+    sampler can serve (see :func:`~psda.domainbed.samplers.batch_limit`), or odd for the
+    double-paired sampler, it is lowered and the new k is printed (out.txt).
+
+    Pairing. Environment i gets the rows of each batch that came from environment i, in
+    batch order, so ``torch.cat`` of the training minibatches lists the source rows
+    grouped by environment. The target rows are put in the same order, so that with one
+    UDA split row m of ``cat(unlabeled)`` is the partner of row m of
+    ``cat(minibatches)``. With several UDA splits each split gets its own rows and the
+    algorithm's ``psda_target_order`` (if it has that attribute) is set, for the step,
+    to the permutation that restores the pairing (see ``PSDAAlgorithm.update``).
+
+    Refresh. Every ``hparams['psda_refresh_steps']`` steps (0: never) the features are
+    extracted again and handed to ``sampler.update`` (samplers that have it), in a
+    thread when ``hparams['psda_background']``. A refresh runs when the batch after the
+    step is requested, so none runs after the final step; its time is printed.
 
     Args:
         n_train: how many of the loaders train.py creates are training environments
             (the rest are UDA splits).
+        sampler: a name from :data:`psda.domainbed.samplers.SAMPLERS`.
         num_workers: workers of the single DataLoader (None: DomainBed's per-dataset
             value passed to the first loader).
         seed: the sampler's seed.
+        log: where messages go (default: print to stdout, i.e. out.txt).
     """
 
-    def __init__(self, n_train: int, *, num_workers: Optional[int] = None, seed: int = 0):
+    def __init__(self, n_train: int, sampler: str = "double-paired", *, num_workers: Optional[int] = None,
+                 seed: int = 0, log: Callable[[str], None] = _print):
         self.n_train = n_train
+        self.sampler_name = sampler
         self.num_workers = num_workers
         self.seed = seed
+        self.log = log
         self.source: List[Dataset] = []
         self.target: List[Dataset] = []
         self.batch_size: Optional[int] = None
+        self.k: Optional[int] = None
         self.algorithm: Any = None
         self.sampler: Any = None
         self.refresher: Any = None
+        self.every = 0
+        self.refresh_times: List[float] = []
         self._paired: Optional[PairedLoaders] = None
 
     def loader(self, dataset: Dataset, weights: Any, batch_size: int, num_workers: int) -> _EnvLoader:
         """loader has InfiniteDataLoader's signature and returns a stand-in for it."""
         if weights is not None:
-            _log.warning("psda: class_balanced weights are ignored; PSDA chooses the batches")
+            _log.warning("psda: class_balanced weights are ignored; the sampler chooses the batches")
         if self.batch_size is None:
             self.batch_size = batch_size
         if self.num_workers is None:
@@ -224,14 +262,39 @@ class DomainBedPSDA:
         """attach records the algorithm whose featurizer computes the features."""
         self.algorithm = algorithm
 
+    def next(self, key: tuple) -> Any:
+        """next returns environment ``key``'s part of its next batch."""
+        paired = self.paired()
+        part = paired.next(key)
+        if key == ("target", 0):
+            order = paired.next("order")  # queued with this batch: no fetch
+            if hasattr(self.algorithm, "psda_target_order"):
+                self.algorithm.psda_target_order = order
+        return part
+
     def _split(self, batch: Any) -> Dict[Hashable, Any]:
         halves = split_halves(batch)
-        parts = {}
-        for role, n in (("source", len(self.source)), ("target", len(self.target))):
-            x, y, env = halves[role]
-            for i in range(n):
-                rows = env == i
-                parts[(role, i)] = (x[rows], y[rows])
+        xs, ys, es = halves["source"]
+        xt, yt, et = halves["target"]
+        # Source rows grouped by environment (stable: batch order within one), as
+        # torch.cat(minibatches) will list them; target rows permuted alike, so target
+        # row m is again the partner of source row m.
+        ps = torch.argsort(es, stable=True)
+        xs, ys, es, xt, yt, et = xs[ps], ys[ps], es[ps], xt[ps], yt[ps], et[ps]
+        # Target rows grouped by UDA split; cat(unlabeled)[order] undoes the grouping.
+        pt = torch.argsort(et, stable=True)
+        order = None
+        if len(self.target) > 1:
+            order = torch.empty_like(pt)
+            order[pt] = torch.arange(len(pt))
+        parts: Dict[Hashable, Any] = {"order": order}
+        for i in range(len(self.source)):
+            rows = es == i
+            parts[("source", i)] = (xs[rows], ys[rows])
+        xt, yt, et = xt[pt], yt[pt], et[pt]
+        for j in range(len(self.target)):
+            rows = et == j
+            parts[("target", j)] = (xt[rows], yt[rows])
         return parts
 
     def paired(self) -> PairedLoaders:
@@ -241,36 +304,90 @@ class DomainBedPSDA:
         assert self._paired is not None
         return self._paired
 
+    def _discrepancy(self) -> str:
+        disc = getattr(self.algorithm, "discrepancy", None)
+        if disc is None:  # DomainBed's CORAL is its MMD class with the mean_cov kernel
+            disc = "coral" if getattr(self.algorithm, "kernel_type", "") == "mean_cov" else "mmd"
+        return disc
+
+    def _batch_k(self, n_s: int, n_t: int) -> int:
+        from .samplers import batch_limit
+
+        assert self.batch_size is not None
+        want = self.batch_size * self.n_train
+        limit = batch_limit(self.sampler_name, n_s, n_t)
+        k = min(want, limit)
+        even = self.sampler_name == "double-paired"  # quadruplets: two pairs per unit
+        if even and k % 2:
+            k -= 1
+        floor = 2 if even or self._discrepancy() == "coral" else 1
+        if k < floor:
+            raise ValueError("psda: the %s sampler cannot form a batch of %d items per domain from %d source and "
+                             "%d target items; use more data (a larger --uda_holdout_fraction) or another sampler"
+                             % (self.sampler_name, floor, n_s, n_t))
+        if k != want:
+            self.log("psda: batch_size = %d x %d training environments = %d items per domain, but the %s sampler "
+                     "serves at most %d%s from %d source and %d target items: clamped to k = %d"
+                     % (self.batch_size, self.n_train, want, self.sampler_name, limit,
+                        " (an even number)" if even else "", n_s, n_t, k))
+        return k
+
     def _build(self) -> None:
-        import psda
+        import time
+
+        import numpy as np
 
         from ..refresh import FeatureRefresher, extract_features
+        from .samplers import make_batch_sampler
 
         if self.algorithm is None:
-            raise RuntimeError("psda: no PSDA algorithm attached; run with --algorithm PSDA_MMD or PSDA_CORAL")
+            raise RuntimeError("psda: no algorithm attached to the sampler's loaders; run DomainBed through "
+                               "`python -m psda.domainbed`")
         if not self.target:
             raise ValueError("psda: no UDA split; run DomainBed with --task domain_adaptation "
-                             "--uda_holdout_fraction 0.5 (any value > 0)")
+                             "--uda_holdout_fraction 0.2 (any value > 0)")
+        featurizer = getattr(self.algorithm, "featurizer", None)
+        if featurizer is None and self.sampler_name != "uniform":
+            raise ValueError("psda: %s has no `featurizer` to compute the %s sampler's features; use "
+                             "--sampler uniform" % (type(self.algorithm).__name__, self.sampler_name))
+        t0 = time.perf_counter()
         hp = self.algorithm.hparams
         src = ConcatDataset([TaggedDataset(d, i) for i, d in enumerate(self.source)])
         tgt = ConcatDataset([TaggedDataset(d, i) for i, d in enumerate(self.target)])
-        k = self.batch_size * self.n_train
-        device = next(self.algorithm.parameters()).device
-        fkw = dict(batch_size=hp.get("psda_feature_batch_size", 64), device=device)
-        zs = extract_features(self.algorithm.featurizer, src, desc="psda source", **fkw)
-        zt = extract_features(self.algorithm.featurizer, tgt, desc="psda target", **fkw)
-        gammas = tuple(hp.get("psda_gammas", (0.001, 0.01, 0.1, 1.0, 10.0)))
-        disc = getattr(self.algorithm, "discrepancy", "mmd")
-        self.sampler = psda.PairedBatchSampler(zs, zt, k, stages=hp.get("psda_stages", 2), discrepancy=disc,
-                                               gammas=gammas, seed=self.seed, solver=hp.get("psda_solver", "auto"))
-        every = hp.get("psda_refresh_steps", 0) or None
-        self.refresher = FeatureRefresher(self.sampler, self.algorithm.featurizer, src, tgt, every_steps=every,
+        self.k = k = self._batch_k(len(src), len(tgt))
+        fkw: Dict[str, Any] = dict(batch_size=hp.get("psda_feature_batch_size", 64), progress=False)
+        if self.sampler_name == "uniform":  # needs no features
+            zs, zt = np.zeros((len(src), 1), np.float32), np.zeros((len(tgt), 1), np.float32)
+        else:
+            fkw["device"] = next(self.algorithm.parameters()).device
+            zs = extract_features(featurizer, src, desc="psda source", **fkw)
+            zt = extract_features(featurizer, tgt, desc="psda target", **fkw)
+        gammas = hp.get("psda_gammas", getattr(self.algorithm, "gammas", None))
+        self.sampler = make_batch_sampler(self.sampler_name, zs, zt, k, seed=self.seed,
+                                          discrepancy=self._discrepancy(), gammas=gammas,
+                                          solver=hp.get("psda_solver", "auto"))
+        self.every = int(hp.get("psda_refresh_steps", 0) or 0)
+        if self.sampler_name == "uniform" or not hasattr(self.sampler, "update"):
+            self.every = 0
+        self.refresher = FeatureRefresher(self.sampler, featurizer, src, tgt,
                                           background=bool(hp.get("psda_background", False)), **fkw)
-        self.algorithm.after_step = self.refresher.step
-        self._paired = PairedLoaders(src, tgt, self.sampler, split=self._split,
+        self._paired = PairedLoaders(src, tgt, self.sampler, split=self._split, before_fetch=self._before_fetch,
                                      on_epoch_end=self.refresher.epoch_end, num_workers=self.num_workers or 0)
-        _log.info("psda: %d source and %d target items, k=%d, %d batches per epoch",
-                  len(src), len(tgt), k, len(self.sampler))
+        self.log("psda: %s sampler over %d source and %d target items, k = %d, %d batches per epoch, %s; "
+                 "built in %.3f s"
+                 % (self.sampler_name, len(src), len(tgt), k, len(self.sampler),
+                    "refresh every %d steps" % self.every if self.every else "no refresh",
+                    time.perf_counter() - t0))
+
+    def _before_fetch(self, fetched: int) -> None:
+        # `fetched` steps have been taken: refresh after every `every`-th, and only when
+        # another step asks for a batch (so never after the final step).
+        if self.every and fetched and fetched % self.every == 0:
+            self.refresher.refresh()
+            self.refresh_times.append(self.refresher.stalls[-1])
+            self.log("psda: refresh %d after %d steps took %.3f s%s"
+                     % (self.refresher.refreshes, fetched, self.refresh_times[-1],
+                        " (matching continues in the background)" if self.refresher.background else ""))
 
 
 _ACTIVE: Optional[DomainBedPSDA] = None

@@ -1,0 +1,77 @@
+"""Hparams of psda's algorithms and samplers in DomainBed's registry.
+
+:func:`wrap` turns DomainBed's ``hparams_registry._hparams(algorithm, dataset, seed)``
+into one that also knows
+
+- psda's algorithms (UDA_MMD, UDA_CORAL, PSDA_MMD, PSDA_CORAL, UDA_DANN, UDA_CDANN) with
+  the paper's search distribution (Experiments, "Target domain accuracy"); DomainBed's
+  defaults otherwise:
+
+  ================  ===========================  =================================
+  hparam            default                      random search
+  ================  ===========================  =================================
+  batch_size        DomainBed's (64 small img.)  int(2 ** U(3, 7))  (k per domain)
+  lr                DomainBed's                  DomainBed's
+  weight_decay      0                            10 ** U(-6, -2)
+  mmd_gamma         1 (DomainBed's MMD/CORAL)    10 ** U(-1, 1)     (the trade-off)
+  ================  ===========================  =================================
+
+- recorded names such as ``"MMD + Double-paired"`` (the algorithm's hparams plus the
+  sampler's), see :mod:`psda.domainbed.samplers`;
+- the sampler hparams, for every algorithm run with a sampler other than DomainBed's
+  own loaders: ``psda_refresh_steps`` (100; {50, 100, 200, 500}: recompute the
+  features and the sampler's state every N steps, 0 never), ``psda_background``
+  (False), ``psda_feature_batch_size`` (64);
+- the dataset RotatedDigits, which gets RotatedMNIST's hparams.
+
+``batch_size`` means what it means in DomainBed: items per training environment. A
+sampler's batch holds k = batch_size × (training environments) source items and as
+many target items (DomainBed's ERM sees the same number of source items per step).
+Draws are independent per name, as in DomainBed (seeded by ``seed_hash(seed, name)``),
+so two samplers of one algorithm get the same lr, weight decay, trade-off and batch size
+for the same ``--hparams_seed``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict
+
+from .samplers import parse_algorithm
+
+__all__ = ["wrap", "PSDA_BASES"]
+
+#: psda's algorithms and the DomainBed algorithm whose hparams they start from.
+PSDA_BASES = {"UDA_MMD": "MMD", "UDA_CORAL": "CORAL", "PSDA_MMD": "MMD", "PSDA_CORAL": "CORAL",
+              "UDA_DANN": "DANN", "UDA_CDANN": "CDANN"}
+
+_DATASET_ALIASES = {"RotatedDigits": "RotatedMNIST"}
+
+
+def wrap(original: Callable) -> Callable:
+    """wrap returns ``_hparams(algorithm, dataset, random_seed)`` that answers for psda's
+    algorithms, recorded (algorithm + sampler) names and RotatedDigits, and calls
+    ``original`` for the rest. Each value is a (default, random draw) pair as in
+    DomainBed's registry."""
+    def _hparams(algorithm: str, dataset: str, random_seed: int) -> Dict[str, tuple]:
+        import numpy as np
+        from domainbed.lib import misc
+
+        base, sampler = parse_algorithm(algorithm)
+        db_dataset = _DATASET_ALIASES.get(dataset, dataset)
+        hp = dict(original(PSDA_BASES.get(base, base), db_dataset, random_seed))
+
+        def draw(name, default, random_fn):
+            r = np.random.RandomState(misc.seed_hash(random_seed, name))
+            hp[name] = (default, random_fn(r))
+
+        if base in PSDA_BASES:
+            draw("batch_size", hp["batch_size"][0], lambda r: int(2 ** r.uniform(3, 7)))
+            draw("weight_decay", 0.0, lambda r: 10 ** r.uniform(-6, -2))
+        if base in PSDA_BASES or sampler != "uniform":
+            draw("psda_refresh_steps", 100, lambda r: int(r.choice([50, 100, 200, 500])))
+            draw("psda_background", False, lambda r: False)
+            draw("psda_feature_batch_size", 64, lambda r: 64)
+        return hp
+
+    _hparams.psda_original = original
+    return _hparams

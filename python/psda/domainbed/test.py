@@ -1,0 +1,101 @@
+"""``python -m psda.domainbed.test [-v] [--all]``: DomainBed's own tests with psda registered.
+
+Runs, from the DomainBed checkout on ``PYTHONPATH`` (it needs the ``parameterized``
+package, as DomainBed's tests do):
+
+- ``domainbed.test.test_hparams_registry`` for psda's algorithms (and the recorded
+  "<algorithm> + <Sampler>" names of UDA_MMD) on every DomainBed dataset;
+- ``domainbed.test.test_models`` (init, three ``update`` steps without unlabelled data,
+  ``predict``) for psda's algorithms on Debug28 and RotatedDigits;
+- ``domainbed.test.test_datasets`` for RotatedDigits (one ERM step; no data needed).
+
+On a machine without CUDA, ``.cuda()`` (which DomainBed's tests call) leaves tensors and
+modules on the CPU. ``--all`` runs the same three test modules for every algorithm and
+dataset DomainBed knows (slow: Debug224 builds ResNet-50s). Other arguments go to
+``unittest`` (e.g. ``-v``, ``-k``). The exit status is unittest's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import unittest
+from typing import List, Optional
+
+__all__ = ["main", "suite"]
+
+_MODULES = ("domainbed.test.test_hparams_registry", "domainbed.test.test_models", "domainbed.test.test_datasets")
+
+
+def _cpu_cuda() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    torch.nn.Module.cuda = lambda self, device=None: self  # type: ignore[method-assign]
+    torch.Tensor.cuda = lambda self, *args, **kwargs: self  # type: ignore[method-assign]
+
+
+def suite(everything: bool = False) -> unittest.TestSuite:
+    """suite installs psda into DomainBed and returns DomainBed's hparams-registry,
+    model and dataset tests, parameterized over psda's algorithms and datasets (over
+    all of DomainBed's when ``everything``)."""
+    import importlib
+
+    from . import PSDA_ALGORITHMS, PSDA_DATASETS, display_name, install
+
+    install()
+    _cpu_cuda()
+    os.environ.setdefault("DATA_DIR", "")  # test_datasets skips without it; RotatedDigits needs none
+    from domainbed import algorithms, datasets
+    from domainbed.test import helpers
+
+    saved = list(algorithms.ALGORITHMS), list(datasets.DATASETS), list(helpers.DEBUG_DATASETS)
+    # The tests are parameterized when their modules are imported: narrow the lists first.
+    if not everything:
+        names = list(PSDA_ALGORITHMS) + [display_name("UDA_MMD", s) for s in ("paired", "double-paired")]
+        algorithms.ALGORITHMS[:] = names
+        helpers.DEBUG_DATASETS[:] = ["Debug28", *PSDA_DATASETS]
+    else:
+        helpers.DEBUG_DATASETS[:] = [*helpers.DEBUG_DATASETS, *PSDA_DATASETS]
+    from . import register_name
+
+    for name in algorithms.ALGORITHMS:
+        if " + " in name:
+            register_name(name)
+    tests = unittest.TestSuite()
+    try:
+        for module in _MODULES:
+            if not everything and module.endswith("test_datasets"):
+                datasets.DATASETS[:] = list(PSDA_DATASETS)
+            if module in sys.modules:
+                del sys.modules[module]
+            tests.addTests(unittest.defaultTestLoader.loadTestsFromModule(importlib.import_module(module)))
+            datasets.DATASETS[:] = saved[1]
+    finally:
+        algorithms.ALGORITHMS[:], datasets.DATASETS[:], helpers.DEBUG_DATASETS[:] = saved
+    return tests
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    """main runs :func:`suite` with unittest's text runner and exits with its status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    everything = "--all" in argv
+    verbosity = 2 if "-v" in argv else 1
+    patterns = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "-k"]
+    tests = suite(everything)
+    if patterns:
+        flat: List[unittest.TestCase] = []
+
+        def walk(s):
+            for t in s:
+                walk(t) if isinstance(t, unittest.TestSuite) else flat.append(t)
+
+        walk(tests)
+        tests = unittest.TestSuite(t for t in flat if any(p in t.id() for p in patterns))
+    result = unittest.TextTestRunner(verbosity=verbosity).run(tests)
+    sys.exit(0 if result.wasSuccessful() else 1)
+
+
+if __name__ == "__main__":
+    main()
