@@ -7,7 +7,7 @@ another sampler). That name is what ``train.py`` records in ``results.jsonl``, s
 DomainBed's ``collect_results`` prints one row per (algorithm, sampler) without knowing
 about samplers.
 
-Sampler names (``psda.SAMPLERS`` once psda has its sampler factory):
+Sampler names (``psda.SAMPLERS``):
 
 ==================  ======================  ==========================================
 name                shown as                what it is
@@ -27,11 +27,13 @@ from __future__ import annotations
 
 from typing import Any, Tuple
 
+import psda
+
 __all__ = ["SAMPLERS", "DISPLAY", "default_sampler", "display_name", "parse_algorithm",
            "make_batch_sampler", "batch_limit"]
 
 #: Every sampler name, in the order of the paper's tables.
-SAMPLERS = ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "paired", "double-paired")
+SAMPLERS = psda.SAMPLERS
 
 #: How collect_results shows a sampler after the algorithm's name.
 DISPLAY = {"uniform": "Uniform", "kmeans++": "k-means++", "dpp": "DPP", "anticlustering": "Anticlustering",
@@ -105,9 +107,8 @@ def batch_limit(sampler: str, n_source: int, n_target: int) -> int:
 def make_batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int,
                        **options: Any) -> Any:
     """make_batch_sampler builds the batch sampler ``name`` over
-    ``ConcatDataset([source, target])``: batches of k source indices then the k target
-    indices offset by n_source. It uses ``psda.batch_sampler`` when psda has it, else
-    :func:`_batch_sampler_before_factory`.
+    ``ConcatDataset([source, target])`` with ``psda.batch_sampler``: batches of k source
+    indices then the k target indices offset by n_source.
 
     Args:
         name: one of :data:`SAMPLERS`.
@@ -115,31 +116,6 @@ def make_batch_sampler(name: str, source_features: Any, target_features: Any, ba
         batch_size: k, per domain.
         options: seed, discrepancy ("mmd"/"coral"), gammas, solver (PSDA only).
     """
-    import psda
-
-    factory = getattr(psda, "batch_sampler", None)
-    if factory is None:
-        return _batch_sampler_before_factory(name, source_features, target_features, batch_size, **options)
     if name not in ("paired", "double-paired"):
         options.pop("solver", None)
-    return factory(name, source_features, target_features, batch_size, **options)
-
-
-def _batch_sampler_before_factory(name: str, source_features: Any, target_features: Any, batch_size: int,
-                                  *, seed: int = 0, discrepancy: str = "mmd", gammas: Any = None,
-                                  solver: str = "auto") -> Any:
-    """The samplers this psda offers without ``psda.batch_sampler``: uniform, paired and
-    double-paired. Delete this function (and its call) once ``psda.batch_sampler``
-    exists: it is the only place that builds samplers by class."""
-    import psda
-    from psda.baselines import UniformBatchSampler
-
-    if name == "uniform":
-        return UniformBatchSampler(len(source_features), len(target_features), batch_size, seed=seed)
-    if name in ("paired", "double-paired"):
-        kw = {} if gammas is None else {"gammas": tuple(gammas)}
-        return psda.PairedBatchSampler(source_features, target_features, batch_size,
-                                       stages=1 if name == "paired" else 2, discrepancy=discrepancy,
-                                       seed=seed, solver=solver, **kw)
-    raise ValueError("sampler %r needs psda.batch_sampler, which this psda lacks; this version offers "
-                     "uniform, paired and double-paired" % (name,))
+    return psda.batch_sampler(name, source_features, target_features, batch_size, **options)
