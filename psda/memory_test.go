@@ -2,6 +2,7 @@ package psda
 
 import (
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -39,5 +40,55 @@ func TestMatchRefusesWhatCannotFit(t *testing.T) {
 	}
 	if _, err := Match(small, small, Config{BatchSize: 2, Stages: 2, Discrepancy: MMD, Kernel: Linear}); err != nil {
 		t.Fatalf("100×100 refused: %v", err)
+	}
+}
+
+// Issue 17 case 2: CORAL's d×d covariances count, so that wide features are
+// refused instead of aborting the process.
+func TestMatchRefusesCoralCovariancesThatCannotFit(t *testing.T) {
+	saved := availableBytes
+	defer func() { availableBytes = saved }()
+	availableBytes = func() int64 { return 6 << 30 } // the issue's 6 GB address-space limit
+	const n, d = 8, 16000
+	x := Matrix{N: n, D: d, F32: make([]float32, n*d)}
+	_, err := Match(x, x, Config{BatchSize: 2, Stages: 2, Discrepancy: CORAL, Kernel: Linear})
+	if err == nil || !strings.Contains(err.Error(), "16000×16000 covariances") || !strings.Contains(err.Error(), "feature dimension") {
+		t.Fatalf("CORAL at d = %d on 6 GiB: got %v, want a refusal naming the covariances", d, err)
+	}
+	small := Matrix{N: n, D: 100, F32: make([]float32, n*100)}
+	for i := range small.F32 {
+		small.F32[i] = float32(i % 7)
+	}
+	if _, err := Match(small, small, Config{BatchSize: 2, Stages: 2, Discrepancy: CORAL, Kernel: Linear}); err != nil {
+		t.Fatalf("CORAL at d = 100 refused: %v", err)
+	}
+}
+
+// Issue 17 case 3: an address-space limit (ulimit -v) bounds the memory
+// the guard counts on, not only MemAvailable.
+func TestAvailableBytesHonoursAddressSpaceLimit(t *testing.T) {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_AS, &old); err != nil {
+		t.Skip("no RLIMIT_AS here")
+	}
+	vm := procKB("/proc/self/status", "VmSize:") << 10
+	if vm <= 0 {
+		t.Skip("no /proc/self/status VmSize here")
+	}
+	lim := old
+	lim.Cur = uint64(vm) + 512<<20
+	if lim.Cur > old.Max {
+		t.Skip("the hard limit is below the test's")
+	}
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
+		t.Skipf("cannot set RLIMIT_AS: %v", err)
+	}
+	got := availableBytes()
+	room, ok := addressSpaceRoom()
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &old); err != nil {
+		t.Fatalf("restoring RLIMIT_AS: %v", err)
+	}
+	if !ok || got > 512<<20 || got != max(min(room, got), 1) {
+		t.Fatalf("with ulimit -v at VmSize + 512 MiB: availableBytes = %d, room = %d (%v), want at most 512 MiB", got, room, ok)
 	}
 }
