@@ -240,3 +240,121 @@ def test_case09_concurrent_iteration_serves_whole_epochs():
     assert all(g in epochs for g in got), "a thread got batches that are no epoch's"
     assert 0 < sampler.epoch <= 12
     assert "Threads:" in psda.PairedBatchSampler.__doc__
+
+
+# ---------------------------------------------------------------------------
+# Case 6: WholeBatches refuses a sampler that already shards.
+# (The two-process Accelerate run that checks every batch of an epoch is used
+# exactly once is tests/test_distributed.py::test_accelerate_two_processes.)
+# ---------------------------------------------------------------------------
+
+
+def test_case06_whole_batches_refuses_a_sharding_sampler():
+    from psda.distributed import WholeBatches
+
+    src, tgt = _features(40, 40)
+    with pytest.raises(ValueError, match="num_replicas=1, rank=0"):
+        WholeBatches(psda.PairedBatchSampler(src, tgt, batch_size=4, num_replicas=2, rank=1))
+    w = WholeBatches(psda.PairedBatchSampler(src, tgt, batch_size=4, num_replicas=1, rank=0))
+    assert w.batch_size == 8 and len(w) == 10
+
+
+# ---------------------------------------------------------------------------
+# Case 10: a refresher that would never refresh; CORAL with a kernel.
+# ---------------------------------------------------------------------------
+
+
+def test_case10_feature_refresher_without_schedule_is_an_error():
+    from psda.refresh import FeatureRefresher
+
+    src, tgt = _features(20, 20)
+    sampler = psda.PairedBatchSampler(src, tgt, batch_size=4)
+    with pytest.raises(ValueError, match="never refresh.*every_epochs=1.*manual=True"):
+        FeatureRefresher(sampler, lambda x: x, [], [])
+    with pytest.raises(ValueError, match="manual means no schedule"):
+        FeatureRefresher(sampler, lambda x: x, [], [], manual=True, every_steps=3)
+    assert FeatureRefresher(sampler, lambda x: x, [], [], manual=True).schedule.every_epochs is None
+
+
+def test_case10_coral_with_linear_kernel_is_an_error():
+    src, tgt = _features(20, 20)
+    for call in (lambda: psda.match(src, tgt, batch_size=4, discrepancy="coral", kernel="linear"),
+                 lambda: psda.PairedBatchSampler(src, tgt, 4, discrepancy="coral", kernel="linear")):
+        with pytest.raises(ValueError, match="CORAL compares covariance matrices and uses no kernel"):
+            call()
+    psda.match(src, tgt, batch_size=4, discrepancy="coral")  # the default kernel is not an explicit choice
+
+
+# ---------------------------------------------------------------------------
+# Case 11: confusing errors become errors that name the input and the fix.
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale, discrepancy, kernel", [(1e154, "mmd", "linear"), (1e77, "coral", "rbf"),
+                                                        (1e200, "mmd", "rbf")])
+def test_case11_huge_finite_features_name_the_input(scale, discrepancy, kernel):
+    src, tgt = _features(12, 10)
+    with pytest.raises(ValueError, match="^target has entries up to .*rescale both feature sets"):
+        psda.match(src, tgt * scale, batch_size=2, discrepancy=discrepancy, kernel=kernel)
+    with pytest.raises(ValueError, match="^source_features has entries up to"):
+        psda.PairedBatchSampler(src * scale, tgt, 2, discrepancy=discrepancy, kernel=kernel)
+    # A common rescale makes it work, with the matching of the unscaled data (linear MMD and CORAL).
+    m = psda.match(src * scale / scale, tgt * scale / scale, batch_size=2, discrepancy=discrepancy, kernel=kernel)
+    assert np.isfinite(m.stage1_cost)
+
+
+def _odd_tensors():
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    x = torch.rand(6, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # beta/prototype/deprecation notes from torch
+        out = {
+            "meta": (torch.empty(6, 3, device="meta"), "meta torch tensor"),
+            "sparse_coo": (x.to_sparse(), "to_dense"),
+            "sparse_csr": (x.to_sparse_csr(), "to_dense"),
+            "quantized": (torch.quantize_per_tensor(x, 0.1, 0, torch.quint8), "dequantize"),
+            "nested": (torch.nested.nested_tensor([torch.rand(3), torch.rand(2)]), "nested torch tensor"),
+        }
+    return out
+
+
+@pytest.mark.parametrize("kind", ["meta", "sparse_coo", "sparse_csr", "quantized", "nested"])
+def test_case11_odd_torch_tensors_name_the_argument(kind):
+    import warnings
+
+    t, fix = _odd_tensors()[kind]
+    x = np.random.default_rng(0).random((6, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(TypeError, match=f"^target .*{fix}"):
+            psda.match(x, t, batch_size=2)
+        with pytest.raises(TypeError, match=f"^source_features .*{fix}"):
+            psda.PairedBatchSampler(t, x, 2)
+
+
+@pytest.mark.parametrize("n", [2**63, 2**64 + 5])
+def test_case11_huge_num_replicas_is_a_value_error(n):
+    src, tgt = _features(10, 10)
+    with pytest.raises(ValueError, match="num_replicas = .*< 2\\*\\*63"):
+        psda.PairedBatchSampler(src, tgt, 2, num_replicas=n, rank=0)
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--gammas", "nan"], "finite numbers > 0"),
+        (["--gammas", "1,inf"], "finite numbers > 0"),
+        (["--seed", "-1"], "0 <= seed"),
+        (["--plot", "/missing/dir/plot.png"], "does not exist"),
+        (["--k", "64", "--n-source", "30", "--n-target", "20"], "at most max(n_source, n_target) = 30"),
+    ],
+)
+def test_case11_cli_bad_arguments_exit_2_without_traceback(argv, message):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(psda.__file__).resolve().parent.parent), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-m", "psda", "variance", "--no-progress", *argv], capture_output=True,
+                         text=True, timeout=120, env=env)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert "Traceback" not in res.stderr and message in res.stderr, res.stderr

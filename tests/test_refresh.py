@@ -205,7 +205,7 @@ def test_background_matching_runs_while_the_caller_works():
     big = rng.normal(size=(1500, 16)).astype(np.float32)
     ds = TensorDataset(torch.from_numpy(big))
     sampler = psda.PairedBatchSampler(big, big[::-1].copy(), 32)
-    refresher = FeatureRefresher(sampler, lambda x: x + 1, ds, ds, background=True, progress=False)
+    refresher = FeatureRefresher(sampler, lambda x: x + 1, ds, ds, manual=True, background=True, progress=False)
     refresher.refresh()
     spins = 0
     while refresher.pending():
@@ -220,7 +220,8 @@ def test_background_error_is_raised_by_wait():
     sampler = psda.PairedBatchSampler(np.ones((N_S, 2)) + np.arange(N_S)[:, None], np.zeros((N_T, 2)), K)
     # Features of another size: update() raises in the thread, wait() re-raises here.
     refresher = FeatureRefresher(sampler, lambda x: x, TensorDataset(torch.zeros(N_S + 1, 2)),
-                                 TensorDataset(torch.zeros(N_T, 2)), background=True, progress=False)
+                                 TensorDataset(torch.zeros(N_T, 2)), manual=True, background=True,
+                                 progress=False)
     refresher.refresh()
     with pytest.raises(ValueError, match="same datasets"):
         refresher.wait()
@@ -250,7 +251,7 @@ def test_stateful_dataloader_resumes_mid_epoch(num_workers, refresh_at):
         else:
             sampler = psda.PairedBatchSampler(np.zeros((N_S, 2)), np.arange(2 * N_T).reshape(N_T, 2), K)
         loader = tdl.StatefulDataLoader(ds, batch_sampler=sampler, num_workers=num_workers)
-        refresher = FeatureRefresher(sampler, m, src, tgt, progress=False)
+        refresher = FeatureRefresher(sampler, m, src, tgt, manual=True, progress=False)
         start = 0
         if states is not None:
             loader.load_state_dict(states[0])

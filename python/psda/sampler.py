@@ -209,8 +209,8 @@ class PairedBatchSampler(_Base):
             num_replicas = world_size if num_replicas is None else num_replicas
             rank = world_rank if rank is None else rank
         self.num_replicas = _check_int(num_replicas, "num_replicas", "2")
-        if self.num_replicas < 1:
-            raise ValueError(f"num_replicas = {self.num_replicas}: must be >= 1 (the number of ranks)")
+        if not 1 <= self.num_replicas < 1 << 63:
+            raise ValueError(f"num_replicas = {self.num_replicas}: must be >= 1 (the number of ranks) and < 2**63")
         self.rank = _check_int(rank, "rank", "0")
         if not 0 <= self.rank < self.num_replicas:
             raise ValueError(f"rank = {self.rank}: want 0 <= rank < num_replicas = {self.num_replicas}")
@@ -242,7 +242,7 @@ class PairedBatchSampler(_Base):
 
     def _compute(self, s: np.ndarray, t: np.ndarray) -> Matching:
         return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
-                             solver=self.solver)
+                             solver=self.solver, names=("source_features", "target_features"))
 
     def _reset(self, matching: Matching) -> None:
         """Sets the state of a sampler that has not started: epoch 0, no pass."""
