@@ -358,3 +358,44 @@ def test_case11_cli_bad_arguments_exit_2_without_traceback(argv, message):
                          text=True, timeout=120, env=env)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "Traceback" not in res.stderr and message in res.stderr, res.stderr
+
+
+# ---------------------------------------------------------------------------
+# Case 12: progress output in logs and under DDP.
+# ---------------------------------------------------------------------------
+
+
+def test_case12_progress_not_a_terminal_writes_plain_lines():
+    import io
+
+    from psda._progress import LINE_INTERVAL, Progress
+
+    buf = io.StringIO()
+    p = Progress(1000, "job", stream=buf, force=True, interval=0.0)
+    for _ in range(1000):
+        p.advance()
+    p.close()
+    out = buf.getvalue()
+    assert "\r" not in out
+    lines = out.splitlines()
+    assert lines[-1].startswith("job: 1000/1000 (100%)")
+    # At most one line per LINE_INTERVAL besides the first and the last.
+    assert len(lines) <= 2 + int(float(lines[-1].split()[-1].rstrip("s")) / LINE_INTERVAL)
+    assert Progress(3, "quiet", stream=io.StringIO()).enabled is False  # not forced, not a terminal
+
+
+@pytest.mark.parametrize("rank, all_ranks, drawn", [("0", False, True), ("1", False, False), ("1", True, True)])
+def test_case12_progress_only_on_rank_zero_by_default(rank, all_ranks, drawn):
+    # RANK is what torchrun and friends set in each process; with an initialised
+    # process group its rank is used instead (psda._progress.process_rank).
+    code = (
+        "import io, psda._progress as P\n"
+        "buf = io.StringIO()\n"
+        f"p = P.Progress(2, 'r', stream=buf, force=True, all_ranks={all_ranks})\n"
+        "p.advance(2); p.close(); print(repr(buf.getvalue()))\n"
+    )
+    env = dict(os.environ, RANK=rank)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(psda.__file__).resolve().parent.parent), env.get("PYTHONPATH", "")])
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert res.returncode == 0, res.stderr
+    assert ("r: 2/2" in res.stdout) == drawn, res.stdout
