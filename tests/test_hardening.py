@@ -399,3 +399,64 @@ def test_case12_progress_only_on_rank_zero_by_default(rank, all_ranks, drawn):
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert res.returncode == 0, res.stderr
     assert ("r: 2/2" in res.stdout) == drawn, res.stdout
+
+
+# ---------------------------------------------------------------------------
+# Case 7: a checked way to build the loader, and a split that is always right.
+# ---------------------------------------------------------------------------
+
+
+def _datasets(n_source, n_target):
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import TensorDataset
+
+    # Items carry their own-domain index and a domain tag (0 source, 1 target).
+    return (TensorDataset(torch.arange(n_source), torch.zeros(n_source, dtype=torch.long)),
+            TensorDataset(torch.arange(n_target), torch.ones(n_target, dtype=torch.long)))
+
+
+def test_case07_paired_loader_refuses_datasets_that_do_not_match_the_features():
+    src, tgt = _features(150, 120)
+    sampler = psda.PairedBatchSampler(src, tgt, batch_size=8)
+    s200, t120 = _datasets(200, 120)
+    with pytest.raises(ValueError, match="source_dataset has 200 items .* 150 source"):
+        psda.paired_loader(s200, t120, sampler)
+    s150, _ = _datasets(150, 120)
+    with pytest.raises(ValueError, match="look swapped"):
+        psda.paired_loader(t120, s150, sampler)
+    with pytest.raises(ValueError, match="batch_size"):
+        psda.paired_loader(s150, t120, sampler, batch_size=8)
+    with pytest.raises(TypeError, match="PairedBatchSampler"):
+        psda.paired_loader(s150, t120, object())
+
+
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_case07_paired_loader_and_split_batch_give_the_matched_pairs(drop_last):
+    n_s, n_t, k = 45, 30, 4  # 45 pairs: with drop_last=False the last batch has 1 pair
+    src, tgt = _features(n_s, n_t)
+    sampler = psda.PairedBatchSampler(src, tgt, batch_size=k, drop_last=drop_last, stages=1)
+    want = [(b[:len(b) // 2], [t - n_s for t in b[len(b) // 2:]]) for b in
+            psda.PairedBatchSampler(src, tgt, batch_size=k, drop_last=drop_last, stages=1)]
+    loader = psda.paired_loader(*_datasets(n_s, n_t), sampler)
+    got = []
+    for batch in loader:
+        (i_s, dom_s), (i_t, dom_t) = psda.split_batch(batch)
+        assert dom_s.eq(0).all() and dom_t.eq(1).all()  # never a target item on the source side
+        got.append((i_s.tolist(), i_t.tolist()))
+    assert got == want
+    assert drop_last or len(got[-1][0]) == 45 % k  # the short last batch, split right
+    pairs = {tuple(p) for p in sampler.matching.pairs.tolist()}
+    assert all((s, t) in pairs for ss, tt in got for s, t in zip(ss, tt))
+
+
+def test_case07_split_batch_structures_and_errors():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(10).reshape(5, 2)
+    with pytest.raises(ValueError, match="5 rows"):
+        psda.split_batch(x)
+    a, b = psda.split_batch({"x": torch.arange(6), "y": [1, 2, 3, 4, 5, 6]})
+    assert a["x"].tolist() == [0, 1, 2] and b["y"] == [4, 5, 6]
+    with pytest.raises(TypeError, match="no length"):
+        psda.split_batch((torch.arange(4), 3))
+    assert psda.split_batch([5, 6, 7, 8]) == ([5, 6], [7, 8])  # a sampler batch: rows
+    assert psda.split_batch(["a", "b"]) == (["a"], ["b"])

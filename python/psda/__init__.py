@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Tuple
 import numpy as np
 
 from ._matching import DEFAULT_GAMMAS, Matching, match
+from .loader import paired_loader, split_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sampler import PairedBatchSampler
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 logging.getLogger("psda").addHandler(logging.NullHandler())
 
 __all__ = ["match", "Matching", "PairedBatchSampler", "linear_sum_assignment", "DEFAULT_GAMMAS",
-           "__version__", "core_version"]
+           "__version__", "core_version", "paired_loader", "split_batch"]
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _dist_version
