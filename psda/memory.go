@@ -83,10 +83,17 @@ func procKB(path, key string) int64 {
 	return 0
 }
 
-// coralBytes returns the peak bytes of CORAL's d×d matrices: two
-// covariances and their weighted difference are live at once, and the
-// Gram routine packs the difference once more while it is applied.
-func coralBytes(d int) int64 { return 4 * 8 * int64(d) * int64(d) }
+// coralBytes returns the peak bytes of CORAL's d×d matrices for n_s+n_t = n
+// rows: two covariances and their weighted difference are live at once, and
+// the Gram routine packs the difference once more while it is applied. With
+// fewer rows than features CORAL uses no d×d matrix (covForm) and needs
+// O(n·(n + d)) instead, which the cost matrices' bound covers.
+func coralBytes(n, d int) int64 {
+	if coralLowRank(n, d) {
+		return 0
+	}
+	return 4 * 8 * int64(d) * int64(d)
+}
 
 // checkMemory refuses a matching whose dense cost matrices (and, for CORAL,
 // d×d covariances of the d = dim features) cannot fit, so that the user
@@ -104,9 +111,13 @@ func checkMemory(ns, nt, dim int, cfg Config) error {
 		need = max(need, s2)
 	}
 	what := "its dense cost matrices"
+	cb := int64(0)
 	if cfg.Discrepancy == CORAL {
+		cb = coralBytes(ns+nt, dim)
+	}
+	if cb > 0 {
 		// The covariances are live while a stage's costs are computed.
-		need += coralBytes(dim)
+		need += cb
 		what = fmt.Sprintf("its dense cost matrices and CORAL's %d×%d covariances", dim, dim)
 	}
 	avail := availableBytes()
@@ -115,7 +126,7 @@ func checkMemory(ns, nt, dim int, cfg Config) error {
 	}
 	hint := "match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, " +
 		"use solver = \"sparse\", or run on a machine with more memory"
-	if cfg.Discrepancy == CORAL && coralBytes(dim) > need/2 {
+	if cb > need/2 {
 		hint = "reduce the feature dimension (e.g. project the features to a few hundred dimensions), " +
 			"use discrepancy = \"mmd\", or run on a machine with more memory"
 	}
