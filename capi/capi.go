@@ -33,17 +33,27 @@ type context struct {
 	mon psda.Monitor
 	// view is C memory holding {done, total, phase}, which compute keeps
 	// equal to mon's progress (psda_progress_view); freed with the context.
-	view *[3]int64
+	// Atomic because psda_progress_view reads it without mu.
+	view atomic.Pointer[[3]int64]
+	// freed is set, under mu, by psda_ctx_free. A call that looked the
+	// handle up before the free and then waited for mu must see it and
+	// fail with PSDA_ERR_HANDLE instead of using the freed view.
+	freed bool
 }
 
 // viewEvery is how often compute copies the progress into the view.
 const viewEvery = 20 * time.Millisecond
 
 // publish copies mon's progress into the view, one atomic store a field.
+// The caller holds mu, so the context is not freed meanwhile.
 func (c *context) publish() {
+	v := c.view.Load()
+	if v == nil {
+		return
+	}
 	d, ph := c.mon.Progress()
-	atomic.StoreInt64(&c.view[0], d)
-	atomic.StoreInt64(&c.view[2], int64(ph))
+	atomic.StoreInt64(&v[0], d)
+	atomic.StoreInt64(&v[2], int64(ph))
 }
 
 // mirror publishes the progress every viewEvery until the returned stop is
@@ -52,6 +62,9 @@ func (c *context) mirror() (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
+		// A panic in a goroutine of its own would end the C program; the
+		// view is a convenience, so a failure to publish is dropped.
+		defer func() { _ = recover() }()
 		t := time.NewTicker(viewEvery)
 		defer t.Stop()
 		for {
@@ -97,12 +110,22 @@ func onContext(h C.uintptr_t, fn string, body func(c *context) *failure) (status
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.freed {
+		// Freed by another thread while this one waited for the lock.
+		return report(&global, freedHandle(h))
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			status = report(&c.err, recovered(fn, r))
 		}
 	}()
 	return report(&c.err, body(c))
+}
+
+// freedHandle is the failure for a handle freed by another thread after
+// this call looked it up.
+func freedHandle(h C.uintptr_t) *failure {
+	return fail(errHandle, "psda: ctx = %d is not a live context: it was freed (by another thread while this call waited)", uint64(h))
 }
 
 // withoutContext runs body and records the outcome in the global error slot.
@@ -162,8 +185,12 @@ func psda_ctx_new(out *C.uintptr_t) C.int {
 		}
 		c := &context{cfg: psda.Config{Stages: 2, Discrepancy: psda.MMD, Kernel: psda.RBF}}
 		// C memory, so that C may keep its address (psda_progress_view).
-		c.view = (*[3]int64)(C.calloc(3, 8))
-		c.view[1] = psda.ProgressTotal
+		v := (*[3]int64)(C.calloc(3, 8))
+		if v == nil {
+			return fail(errInternal, "psda: out of memory allocating a context")
+		}
+		v[1] = psda.ProgressTotal
+		c.view.Store(v)
 		*out = C.uintptr_t(cgo.NewHandle(c))
 		return nil
 	})
@@ -183,10 +210,14 @@ func psda_ctx_free(h C.uintptr_t) C.int {
 		// before the handle disappears.
 		c.mu.Lock()
 		defer c.mu.Unlock()
+		if c.freed {
+			// Two threads freed h at once; this one lost the race.
+			return freedHandle(h)
+		}
+		c.freed = true
 		cgo.Handle(h).Delete()
 		c.res = nil
-		C.free(unsafe.Pointer(c.view))
-		c.view = nil
+		C.free(unsafe.Pointer(c.view.Swap(nil)))
 		return nil
 	})
 }
@@ -290,6 +321,11 @@ func psda_compute_f64(h C.uintptr_t, src *C.double, ns C.int64_t, tgt *C.double,
 	})
 }
 
+// maxBytes bounds the bytes of a caller's array: no process has more
+// (amd64 and arm64 address at most 2^48 bytes), and unsafe.Slice panics
+// beyond Go's own limit, which is no smaller.
+const maxBytes = 1 << 47
+
 // view returns the n×d values at p, C memory, as a slice that must not
 // outlive the call; name is "source" or "target".
 func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
@@ -300,8 +336,8 @@ func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
 		return nil, fail(errSize, "psda: n_%s = %d: need at least one row", name, n)
 	case d < 1:
 		return nil, fail(errSize, "psda: dim = %d: need at least one feature column", d)
-	case n > math.MaxInt64/d:
-		return nil, fail(errSize, "psda: n_%s*dim = %d*%d values: too large", name, n, d)
+	case n > maxBytes/int64(unsafe.Sizeof(*p))/d:
+		return nil, fail(errSize, "psda: n_%s*dim = %d*%d values: too large (over %d bytes)", name, n, d, int64(maxBytes))
 	}
 	return unsafe.Slice(p, n*d), nil
 }
@@ -484,7 +520,11 @@ func psda_progress_view(h C.uintptr_t, view **C.int64_t) C.int {
 		if view == nil {
 			return fail(errNull, "psda: view is NULL: pass the address of a const int64_t pointer")
 		}
-		*view = (*C.int64_t)(unsafe.Pointer(c.view))
+		v := c.view.Load()
+		if v == nil {
+			return freedHandle(h)
+		}
+		*view = (*C.int64_t)(unsafe.Pointer(v))
 		return nil
 	})
 }

@@ -7,7 +7,6 @@ import "C"
 
 import (
 	"errors"
-	"math"
 	"unsafe"
 
 	"github.com/psda-dev/psda/psda"
@@ -48,7 +47,7 @@ func lsap(cost *C.double, nr, nc C.int64_t, col4row *C.int64_t, cap C.int64_t, o
 		return fail(errSize, "psda: cost is %d×%d: both dimensions must be at least 1", int64(nr), int64(nc))
 	case nr > nc:
 		return fail(errSize, "psda: cost is %d×%d: need nr <= nc (transpose the matrix)", int64(nr), int64(nc))
-	case int64(nc) > math.MaxInt64/int64(nr):
+	case int64(nc) > maxBytes/8/int64(nr):
 		return fail(errSize, "psda: cost is %d×%d: too large", int64(nr), int64(nc))
 	case cap < nr:
 		return fail(errSize, "psda: cap = %d int64 values: col4row needs nr = %d", int64(cap), int64(nr))

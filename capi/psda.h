@@ -104,7 +104,9 @@ int psda_last_error(psda_ctx ctx, char *buf, size_t cap);
 int psda_ctx_new(psda_ctx *out);
 
 /* psda_ctx_free releases ctx and its result. Freeing 0 is a no-op; freeing a
- * context twice returns PSDA_ERR_HANDLE. */
+ * context twice returns PSDA_ERR_HANDLE, also when two threads free it at
+ * once (one returns PSDA_OK). It waits for a call running on ctx in another
+ * thread; calls that were waiting for ctx then return PSDA_ERR_HANDLE. */
 int psda_ctx_free(psda_ctx ctx);
 
 /* The option setters store a value for the next psda_compute_*; values are
@@ -150,9 +152,11 @@ int psda_set_solver(psda_ctx ctx, const char *name);
 
 /* psda_compute_f32 computes the matching of source (n_source x dim) and target
  * (n_target x dim), both row-major float32, read in place. On success the
- * context holds the result; on failure it holds none (PSDA_ERR_INVALID for
- * NaN/Inf features, bad options, or a batch size larger than
- * max(n_source, n_target); PSDA_ERR_CANCELLED after psda_cancel). Follow it
+ * context holds the result; on failure it holds none (PSDA_ERR_SIZE for
+ * sizes < 1 or arrays beyond 2^47 bytes; PSDA_ERR_INVALID for NaN/Inf
+ * features, bad options, a batch size larger than max(n_source, n_target) or
+ * cost matrices that do not fit in memory; PSDA_ERR_CANCELLED after
+ * psda_cancel). Follow it
  * from another thread with psda_progress. Time O(n_source * n_target * dim) for the costs
  * plus the exact assignment (O(n^3) worst case); memory O(n_source * n_target)
  * doubles with the dense solver, O(P * (dim + K)) with the sparse one (see

@@ -107,10 +107,13 @@ func copyString(s string, buf *C.char, cap C.size_t, what string) *failure {
 	if cap == 0 {
 		return fail(errSize, "psda: cap = 0: the %s needs %d bytes including the NUL", what, len(s)+1)
 	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(cap))
-	n := copy(dst[:len(dst)-1], s)
-	dst[n] = 0
-	if n < len(s) {
+	// Only len(s)+1 bytes are ever written: a larger cap (SIZE_MAX, say)
+	// must not reach unsafe.Slice, which refuses lengths beyond Go's limit.
+	n := min(uint64(cap), uint64(len(s))+1)
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(n))
+	w := copy(dst[:len(dst)-1], s)
+	dst[w] = 0
+	if w < len(s) {
 		return fail(errSize, "psda: cap = %d bytes: the %s needs %d including the NUL", cap, what, len(s)+1)
 	}
 	return nil

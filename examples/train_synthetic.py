@@ -111,7 +111,9 @@ class Paired:
 
     def epoch(self):
         for b in self.sampler:
-            yield b[: self.k], [t - self.n_s for t in b[self.k:]]
+            # split_batch halves each batch, so it is right for a short last batch too.
+            s_idx, t_idx = psda.split_batch(b)
+            yield s_idx, [t - self.n_s for t in t_idx]
 
 
 def run(method: str, discrepancy: str, args, log=print) -> List[Dict]:

@@ -23,8 +23,9 @@ import (
 //
 // The time complexity is O(n_s·n_t·d) for the linear kernel,
 // O((n_s+n_t)²·d) for the RBF mixture (the self-kernel means are part of the
-// full cost) and O(n_s·n_t·d + (n_s+n_t)·d²) for CORAL; memory is the result
-// plus O((n_s+n_t)·n/tileSize + d²).
+// full cost) and O(n_s·n_t·d + N·d·min(N, d)) for CORAL, N = n_s+n_t; memory
+// is the result plus O(N·n/tileSize + min(N, d)²) (CORAL's d×d matrices only
+// when N >= d, see covForm).
 func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 	return newStage1Model(src, tgt, cfg).dense(src.N, tgt.N, cfg.Monitor)
 }
@@ -248,8 +249,9 @@ func emitRows(emit func(i, j0 int, x []float64)) func(t *tile) {
 //
 // The time complexity is O(P²·d) for the linear kernel, O(P²·d) with a 4×
 // larger constant for the RBF mixture (the Gram matrix of the 2P paired
-// vectors) and O(P²·d + (n_s+n_t)·d²) for CORAL; memory is the result plus
-// O(P·P/tileSize) for the RBF mixture and O((n_s+n_t)·d + d²) for CORAL.
+// vectors) and O(P²·d + N·d·min(N, d)) for CORAL, N = n_s+n_t; memory is the
+// result plus O(P·P/tileSize) for the RBF mixture and O(N·d + min(N, d)²) for
+// CORAL (see covForm).
 func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
 	c, m, _ := stage2Dense(src, tgt, cfg, pairs)
 	return c, m
@@ -941,11 +943,12 @@ func quadForms(x vectors, f []float64, mon *Monitor) []float64 {
 // = ‖E‖² + (2/k)(a_iᵀE a_i − b_jᵀE b_j) + (‖a_i‖⁴ + ‖b_j‖⁴ − 2(a_i·b_j)²)/k².
 func coralStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 	ms, mt := colMeans(src), colMeans(tgt)
-	e := sub(scaled(covariance(tgt, mt, mon), 1/float64(tgt.N)), scaled(covariance(src, ms, mon), 1/float64(src.N)))
+	// E without a d×d matrix when the rows are fewer than the features (covForm).
+	e := newCovForm(src, tgt, ms, mt, -1/float64(src.N), 1/float64(tgt.N), mon)
 	a, b := rowsOf(src, nil, ms), rowsOf(tgt, nil, mt)
-	qa, qb := quadForms(a, e, mon), quadForms(b, e, mon)
+	qa, qb := e.quad(a, mon), e.quad(b, mon)
 	na, nb := sqNorms(a), sqNorms(b)
-	e2 := dot(e, e)
+	e2 := e.frob2(mon)
 	fk := float64(k)
 	for i := range qa {
 		qa[i] = e2 + 2*qa[i]/fk + na[i]*na[i]/(fk*fk)
@@ -1000,9 +1003,10 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 	ms, mt := colMeans(src), colMeans(tgt)
 	fk := float64(k)
 	fcoef := func(n int) float64 { return (fk-2)/(fk-1)*float64(n-1)/float64(n) - 1 }
-	f := sub(scaled(covariance(src, ms, mon), fcoef(src.N)), scaled(covariance(tgt, mt, mon), fcoef(tgt.N)))
+	// F without a d×d matrix when the rows are fewer than the features (covForm).
+	f := newCovForm(src, tgt, ms, mt, fcoef(src.N), -fcoef(tgt.N), mon)
 	a, b := rowsOf(src, nil, ms), rowsOf(tgt, nil, mt)
-	fa, fb := timesSym(a, f, mon), timesSym(b, f, mon)
+	fa, fb := f.times(a, mon), f.times(b, mon)
 	is, js := pairIndex(pairs)
 	ap, bp := rowsOf(src, is, ms), rowsOf(tgt, js, mt)
 	naa, nbb := sqNorms(ap), sqNorms(bp)
@@ -1015,7 +1019,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 		psi[r] = dot(ra, fa[is[r]*d:(is[r]+1)*d]) - dot(rb, fb[js[r]*d:(js[r]+1)*d])
 	}
 	ca0, ca1 := 1/fk, -1/(fk*(fk-1))
-	f2, beta := dot(f, f), 1/(fk*(fk-1))
+	f2, beta := f.frob2(mon), 1/(fk*(fk-1))
 	// rank returns ‖A2 Ca A2ᵀ − B2 Ca B2ᵀ‖_F² from the Gram entries among a_r, a_q, b_r, b_q.
 	rank := func(r int, aq, bq, arbq, aqbr, aqq, bqq, aqbq float64) float64 {
 		gaa := [4]float64{naa[r], aq, aq, aqq}

@@ -61,7 +61,7 @@ func checkSizes(src, tgt Matrix, cfg Config) error {
 	if p := max(src.N, tgt.N); cfg.BatchSize > p {
 		return fmt.Errorf("psda: batch_size = %d but there are only %d pairs (max(n_source, n_target)): use batch_size <= %d", cfg.BatchSize, p, p)
 	}
-	return checkMemory(src.N, tgt.N, cfg)
+	return checkMemory(src.N, tgt.N, src.D, cfg)
 }
 
 // Match computes the PSDA matching of src and tgt: Stage 1 pairs by an exact

@@ -41,3 +41,28 @@ func TestMatchRefusesWhatCannotFit(t *testing.T) {
 		t.Fatalf("100×100 refused: %v", err)
 	}
 }
+
+// Issue 17 case 2: CORAL's d×d covariances count, so that wide features are
+// refused instead of aborting the process; with fewer rows than features
+// there are none (covForm), and n = 8, d = 16,000 runs in little memory.
+func TestMatchRefusesCoralCovariancesThatCannotFit(t *testing.T) {
+	saved := availableBytes
+	defer func() { availableBytes = saved }()
+	availableBytes = func() int64 { return 150e6 }
+	const n, d = 3000, 2000 // n_s+n_t > d: the dense form, 4·8·d² = 128 MB
+	x := Matrix{N: n, D: d, F32: make([]float32, n*d)}
+	_, err := Match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: CORAL, Kernel: Linear})
+	if err == nil || !strings.Contains(err.Error(), "2000×2000 covariances") || !strings.Contains(err.Error(), "feature dimension") {
+		t.Fatalf("CORAL at n = %d, d = %d on 150 MB: got %v, want a refusal naming the covariances", n, d, err)
+	}
+	availableBytes = func() int64 { return 6 << 30 } // the issue's 6 GB limit
+	const wn, wd = 8, 16000
+	w := Matrix{N: wn, D: wd, F32: make([]float32, wn*wd)}
+	for i := range w.F32 {
+		w.F32[i] = float32(i%13) - 6
+	}
+	m, err := Match(w, w, Config{BatchSize: 2, Stages: 2, Discrepancy: CORAL, Kernel: Linear})
+	if err != nil || len(m.Pairs) != wn {
+		t.Fatalf("CORAL at n = %d, d = %d: %v", wn, wd, err)
+	}
+}

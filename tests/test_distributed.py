@@ -222,11 +222,15 @@ def _accelerate_worker(rank, world_size, port, out_dir):
     zs = extract_features(net[:2], src, progress=False) + acc.process_index  # differ until broadcast
     zt = extract_features(net[:2], tgt, progress=False)
     zs, zt = broadcast_features(zs, zt)
-    sampler = psda.PairedBatchSampler(zs, zt, K)  # one replica: Accelerate shards the batches
+    # One replica: Accelerate shards the batches (WholeBatches refuses more).
+    sampler = psda.PairedBatchSampler(zs, zt, K, num_replicas=1, rank=0)
+    epoch = [list(b) for b in psda.PairedBatchSampler(zs, zt, K, num_replicas=1, rank=0)]
+    with pytest.raises(ValueError, match="num_replicas=1, rank=0"):
+        WholeBatches(psda.PairedBatchSampler(zs, zt, K))  # world size 2 from torch.distributed
     loader = acc.prepare(DataLoader(ConcatDataset([src, tgt]), batch_sampler=WholeBatches(sampler)))
     batches = [idx.tolist() for _, idx in loader]
-    torch.save({"batches": batches, "digest": matching_digest(sampler.matching), "state": acc.num_processes},
-               os.path.join(out_dir, "acc%d.pt" % rank))
+    torch.save({"batches": batches, "digest": matching_digest(sampler.matching), "state": acc.num_processes,
+                "epoch": epoch}, os.path.join(out_dir, "acc%d.pt" % rank))
     acc.wait_for_everyone()
     dist.destroy_process_group()
 
@@ -242,6 +246,13 @@ def test_accelerate_two_processes(tmp_path):
     assert len(b0) == len(b1) >= 2 and all(len(b) == 2 * K for b in b0 + b1)
     pairs = [{(b[m], b[K + m]) for b in bs for m in range(K)} for bs in (b0, b1)]
     assert not pairs[0] & pairs[1]
+    # Issue 17 case 6: every batch of the epoch is used exactly once across the
+    # two processes (items carry their own-domain index: undo the offset).
+    # Before, the sampler also took world size 2 and each process got half its share.
+    # With drop_last (the sampler's default, which WholeBatches passes on) Accelerate
+    # drops an odd last batch, as DistributedSampler would.
+    want = [b[:K] + [t - N_S for t in b[K:]] for b in logs[0]["epoch"]]
+    assert sorted(b0 + b1) == sorted(want[: 2 * (len(want) // 2)])
 
 
 try:

@@ -428,9 +428,10 @@ def test_docstring_examples_run():
     """Every Example: in the public modules is a doctest that passes."""
     import doctest
 
+    import psda.loader
     import psda.sampler
 
-    for mod in (psda, _matching, psda.sampler):
+    for mod in (psda, _matching, psda.sampler, psda.loader):
         failed, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert failed == 0, mod.__name__
         assert attempted > 0 or mod is psda, mod.__name__

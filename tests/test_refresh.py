@@ -91,7 +91,9 @@ def test_extract_features_progress_bar_on_given_stream():
     buf = io.StringIO()
     extract_features(Recorder(4, 2), xy_dataset(10, 4, 0), batch_size=3, stream=buf, desc="src")
     out = buf.getvalue()
-    assert out.startswith("\rsrc") and out.rstrip().split("\r")[-1].split()[-2] == "4/4" and out.endswith("\n")
+    # Not a terminal: plain lines, no carriage returns (issue 17 case 12).
+    assert "\r" not in out and out.endswith("\n")
+    assert out.splitlines()[-1].startswith("src: 4/4 (100%)")
     buf = io.StringIO()
     extract_features(Recorder(4, 2), xy_dataset(10, 4, 0), batch_size=3, stream=buf, progress=False)
     assert buf.getvalue() == ""
@@ -205,7 +207,7 @@ def test_background_matching_runs_while_the_caller_works():
     big = rng.normal(size=(1500, 16)).astype(np.float32)
     ds = TensorDataset(torch.from_numpy(big))
     sampler = psda.PairedBatchSampler(big, big[::-1].copy(), 32)
-    refresher = FeatureRefresher(sampler, lambda x: x + 1, ds, ds, background=True, progress=False)
+    refresher = FeatureRefresher(sampler, lambda x: x + 1, ds, ds, manual=True, background=True, progress=False)
     refresher.refresh()
     spins = 0
     while refresher.pending():
@@ -220,7 +222,8 @@ def test_background_error_is_raised_by_wait():
     sampler = psda.PairedBatchSampler(np.ones((N_S, 2)) + np.arange(N_S)[:, None], np.zeros((N_T, 2)), K)
     # Features of another size: update() raises in the thread, wait() re-raises here.
     refresher = FeatureRefresher(sampler, lambda x: x, TensorDataset(torch.zeros(N_S + 1, 2)),
-                                 TensorDataset(torch.zeros(N_T, 2)), background=True, progress=False)
+                                 TensorDataset(torch.zeros(N_T, 2)), manual=True, background=True,
+                                 progress=False)
     refresher.refresh()
     with pytest.raises(ValueError, match="same datasets"):
         refresher.wait()
@@ -250,7 +253,7 @@ def test_stateful_dataloader_resumes_mid_epoch(num_workers, refresh_at):
         else:
             sampler = psda.PairedBatchSampler(np.zeros((N_S, 2)), np.arange(2 * N_T).reshape(N_T, 2), K)
         loader = tdl.StatefulDataLoader(ds, batch_sampler=sampler, num_workers=num_workers)
-        refresher = FeatureRefresher(sampler, m, src, tgt, progress=False)
+        refresher = FeatureRefresher(sampler, m, src, tgt, manual=True, progress=False)
         start = 0
         if states is not None:
             loader.load_state_dict(states[0])

@@ -8,6 +8,10 @@ matchings are computed exactly by a Go core; this package exposes them as
 - :func:`psda.match`: the matching of two feature arrays, a :class:`Matching`;
 - :class:`psda.PairedBatchSampler`: a batch sampler for a PyTorch
   ``DataLoader`` over ``ConcatDataset([source_ds, target_ds])``;
+- :func:`psda.batch_sampler`: any of :data:`psda.SAMPLERS` (PSDA's and the
+  paper's comparison samplers) behind one contract;
+- :func:`psda.paired_loader` and :func:`psda.split_batch`: a DataLoader
+  checked against the features, and the source/target halves of a batch;
 - :func:`psda.linear_sum_assignment`: the core's exact dense assignment
   solver, a drop-in for SciPy's function.
 
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Tuple
 import numpy as np
 
 from ._matching import DEFAULT_GAMMAS, Matching, match
+from .loader import paired_loader, split_batch
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sampler import PairedBatchSampler
@@ -39,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
 logging.getLogger("psda").addHandler(logging.NullHandler())
 
 __all__ = ["match", "Matching", "PairedBatchSampler", "linear_sum_assignment", "DEFAULT_GAMMAS",
-           "__version__", "core_version", "batch_sampler", "SAMPLERS"]
+           "__version__", "core_version", "batch_sampler", "SAMPLERS", "paired_loader", "split_batch"]
 
 # The names of psda.batch_sampler, kept here so that listing them imports nothing.
 SAMPLERS = ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "paired", "double-paired")
@@ -50,6 +55,7 @@ def batch_sampler(name: str, source_features: Any, target_features: Any, batch_s
     from .samplers import batch_sampler as _make
 
     return _make(name, source_features, target_features, batch_size, **options)
+
 
 try:
     from importlib.metadata import PackageNotFoundError, version as _dist_version

@@ -233,6 +233,17 @@ def _torch_to_numpy(x: Any, name: str) -> np.ndarray:
     import torch  # present: x is a tensor
 
     t = x.detach()
+    # Layouts and kinds .numpy() cannot read: say which argument and how to fix it,
+    # rather than let torch's own message (which names neither) through.
+    if getattr(t, "is_meta", False) or t.device.type == "meta":
+        raise TypeError(f"{name} is a meta torch tensor: it has a shape but no values; pass a tensor with data")
+    if getattr(t, "is_nested", False):
+        raise TypeError(f"{name} is a nested torch tensor: features need one row per example of one length; "
+                        f"pad or stack them into a 2-D tensor (e.g. {name}.to_padded_tensor(0.0))")
+    if t.layout != torch.strided:
+        raise TypeError(f"{name} is a torch tensor with layout {t.layout}: pass a dense tensor ({name}.to_dense())")
+    if t.is_quantized:
+        raise TypeError(f"{name} is a quantized torch tensor ({t.dtype}): pass {name}.dequantize()")
     if t.is_complex():
         raise TypeError(f"{name} is a complex torch tensor ({t.dtype}): features must be real; pass {name}.real or {name}.abs()")
     if t.dtype == torch.bool:
@@ -306,6 +317,35 @@ def _check_finite(a: np.ndarray, name: str) -> None:
             )
 
 
+# The largest squared norm the costs may meet: the costs sum and multiply a
+# few such terms, so leave float64 headroom (its maximum is about 1.8e308).
+_MAX_SQNORM = 1e300
+
+
+def _check_scale(s: np.ndarray, t: np.ndarray, names: Tuple[str, str], discrepancy: str) -> None:
+    """Refuses finite features so large that the costs overflow float64.
+
+    The MMD costs hold squared norms and distances, about d·(2·max|x|)²; CORAL's
+    hold their squares. Past float64's range the core would only report an
+    infinite cost, naming neither the input nor the fix. Time O(n·d), no copy.
+    """
+    amax = [max(float(a.max()), -float(a.min())) for a in (s, t)]
+    which = 0 if amax[0] >= amax[1] else 1
+    if amax[which] == 0:
+        return
+    # In logarithms: the square itself may overflow a Python float.
+    log_sq = math.log10(s.shape[1]) + 2 * math.log10(2.0 * amax[which])
+    log_bound = math.log10(_MAX_SQNORM) / (2 if discrepancy == "coral" else 1)
+    if log_sq > log_bound:
+        power = "fourth powers" if discrepancy == "coral" else "squares"
+        raise ValueError(
+            f"{names[which]} has entries up to {amax[which]:.3g} in absolute value: the {discrepancy.upper()} costs "
+            f"hold {power} of norms of such vectors, which overflow float64; rescale both feature sets by the same "
+            f"factor (e.g. divide by {amax[which]:.3g}, or standardise them); the matching does not change under a "
+            "common scale for the linear MMD and CORAL"
+        )
+
+
 def _as_pair(source: Any, target: Any, names: Tuple[str, str]) -> Tuple[np.ndarray, np.ndarray]:
     """Converts both feature sets and makes their dtypes equal (float64 if they differ)."""
     s = _as_features(source, names[0])
@@ -350,6 +390,14 @@ def _check_config(
     if not isinstance(kernel, str) or kernel.lower() not in _KERNELS:
         raise ValueError(f"kernel = {kernel!r}: want 'rbf' (the paper's RBF mixture) or 'linear'")
     kernel = kernel.lower()
+    if discrepancy == "coral" and kernel == "linear":
+        # The default kernel ("rbf") cannot be told from an explicit one;
+        # "linear" can, and says the caller expects a kernel to act.
+        raise ValueError(
+            "kernel = 'linear' with discrepancy = 'coral': CORAL compares covariance matrices and uses no "
+            "kernel, so kernel would be ignored; leave kernel at its default for CORAL, or use "
+            "discrepancy='mmd' for the linear-kernel MMD"
+        )
     if isinstance(gammas, (str, bytes)) or not isinstance(gammas, (Sequence, np.ndarray)):
         raise TypeError(f"gammas = {gammas!r}: want a sequence of floats > 0, e.g. gammas=(0.1, 1.0)")
     try:
@@ -454,9 +502,12 @@ def _match_arrays(
     gammas: Tuple[float, ...],
     progress: ProgressArg = None,
     solver: str = "auto",
+    names: Tuple[str, str] = ("source", "target"),
 ) -> Matching:
     """Runs the Go core on checked, converted inputs; logs time and sizes."""
     from . import _native
+
+    _check_scale(s, t, names, discrepancy)
 
     logger.debug(
         "matching n_source=%d n_target=%d d=%d %s %s/%s batch_size=%d stages=%d solver=%s",

@@ -21,8 +21,6 @@ from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import _psdago as _gopy
-
 __all__ = ["version", "match", "linear_sum_assignment", "Schedule"]
 
 # Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below,
@@ -54,6 +52,38 @@ PHASES = ("idle", "stage 1 costs", "stage 1 assignment", "stage 2 costs", "stage
 # Seconds between two looks at a running matching: the latency of Ctrl-C and
 # of progress updates.
 _POLL = 0.05
+
+# The Go runtime reserves address space when the library loads and aborts
+# the whole process (no exception) when it cannot: under `ulimit -v`
+# (RLIMIT_AS) with less room than this above the current size, loading it
+# fails that way. Measured with Go 1.26 on linux/amd64 after numpy: aborts
+# with 0.7 and 1.06 GB of room, loads with 1.36 GB and more.
+_GO_ADDRESS_SPACE = 3 << 29  # 1.5 GiB
+
+
+def _check_address_space() -> None:
+    """Raise ImportError, instead of letting the Go runtime abort the process,
+    when an address-space limit leaves too little room to load it."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        with open("/proc/self/status") as f:
+            vm = next((int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:")), 0)
+    except (ImportError, OSError, ValueError):  # not Linux: nothing to check
+        return
+    if soft == resource.RLIM_INFINITY or vm <= 0 or soft - vm >= _GO_ADDRESS_SPACE:
+        return
+    raise ImportError(
+        "psda's Go core needs about %.1f GB of address space to load, but the address-space limit "
+        "(ulimit -v / RLIMIT_AS = %.2f GB) leaves %.2f GB above this process's %.2f GB: raise the limit "
+        "(ulimit -v %d or more), or run psda in a process without it"
+        % (_GO_ADDRESS_SPACE / 1e9, soft / 1e9, max(soft - vm, 0) / 1e9, vm / 1e9, (vm + _GO_ADDRESS_SPACE) // 1024 + 1)
+    )
+
+
+_check_address_space()
+from . import _psdago as _gopy  # noqa: E402  (after the check: loading starts the Go runtime)
 
 # dlopen of an already loaded file returns the same handle: this is the Go
 # runtime the extension module started, not a second one.

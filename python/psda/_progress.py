@@ -2,19 +2,44 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Optional, TextIO
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "process_rank"]
+
+#: Least seconds between two plain lines when the stream is not a terminal.
+LINE_INTERVAL = 5.0
+
+
+def process_rank() -> int:
+    """process_rank returns this process's rank: torch.distributed's when it is
+    initialised, else the ``RANK`` environment variable that launchers (torchrun,
+    Lightning, Accelerate) set, else 0. Never imports torch itself."""
+    dist = sys.modules.get("torch.distributed")
+    try:
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank())
+    except (AttributeError, RuntimeError):  # a half-initialised or exotic build
+        pass
+    try:
+        return int(os.environ.get("RANK", "0"))
+    except ValueError:
+        return 0
 
 
 class Progress:
     """Progress draws ``label [#####.....] done/total elapsed`` on one line of a stream.
 
-    It redraws at most every ``interval`` seconds so that tight loops stay cheap,
-    and draws nothing when ``enabled`` is False (``--no-progress``) or when the
-    stream is not a terminal and ``force`` is False, so logs and pipes stay clean.
+    On a terminal it redraws one line in place (``\\r``) at most every
+    ``interval`` seconds so that tight loops stay cheap. Elsewhere (a log file, a
+    pipe, a batch job's output) it draws nothing unless ``force``; forced, it
+    writes plain lines ``label: done/total (pct%) elapsed``, at most one every
+    ``max(interval, LINE_INTERVAL)`` seconds, and a last one at the end, so that
+    logs hold no carriage returns. It draws nothing when ``enabled`` is False
+    (``--no-progress``), and by default only on rank 0 of a distributed run (see
+    :func:`process_rank`), so that N processes do not print N bars.
 
     Args:
         total: number of steps in the whole run (>= 0).
@@ -23,6 +48,7 @@ class Progress:
         stream: where to draw; defaults to ``sys.stderr``.
         force: draw even when ``stream`` is not a terminal.
         interval: minimum seconds between redraws.
+        all_ranks: draw on every rank of a distributed run, not only rank 0.
 
     Example:
         >>> p = Progress(3, "demo", enabled=False)
@@ -41,18 +67,25 @@ class Progress:
         force: bool = False,
         interval: float = 0.1,
         width: int = 30,
+        all_ranks: bool = False,
     ) -> None:
         self.total = max(int(total), 0)
         self.label = label
         self.stream = sys.stderr if stream is None else stream
-        isatty = getattr(self.stream, "isatty", lambda: False)()
-        self.enabled = bool(enabled) and (force or isatty)
-        self.interval = interval
+        try:
+            isatty = bool(getattr(self.stream, "isatty", lambda: False)())
+        except (OSError, ValueError):  # a closed or detached stream
+            isatty = False
+        self.tty = isatty
+        self.enabled = bool(enabled) and (force or isatty) and (all_ranks or process_rank() == 0)
+        self.interval = interval if isatty else max(interval, LINE_INTERVAL)
         self.width = width
         self.done = 0
         self._start = time.monotonic()
         self._last = -1.0
         self._drawn = False
+        self._closed = False
+        self._last_key: object = None
 
     def set_label(self, label: str) -> None:
         """set_label changes the text shown before the bar and redraws."""
@@ -68,6 +101,18 @@ class Progress:
         if not self.enabled:
             return
         now = time.monotonic()
+        if not self.tty:
+            # Plain lines: never two alike, at most one per interval (a new
+            # label or the end does not force one; close() writes the last).
+            key = (self.label, self.done)
+            if key == self._last_key or (now - self._last < self.interval and not (force and self._closed)):
+                return
+            self._last, self._last_key = now, key
+            frac = self.done / self.total if self.total else 1.0
+            self.stream.write(f"{self.label}: {self.done}/{self.total} ({100 * frac:.0f}%) {now - self._start:.1f}s\n")
+            self.stream.flush()
+            self._drawn = True
+            return
         if not force and now - self._last < self.interval and self.done < self.total:
             return
         self._last = now
@@ -75,17 +120,19 @@ class Progress:
         filled = int(round(frac * self.width))
         bar = "#" * filled + "." * (self.width - filled)
         elapsed = now - self._start
-        self.stream.write(
-            f"\r{self.label[:40]:<40} [{bar}] {self.done}/{self.total} {elapsed:6.1f}s"
-        )
+        self.stream.write(f"\r{self.label[:40]:<40} [{bar}] {self.done}/{self.total} {elapsed:6.1f}s")
         self.stream.flush()
         self._drawn = True
 
     def close(self) -> None:
         """close draws the final state and ends the line (only if anything was drawn)."""
-        if not self.enabled:
+        if not self.enabled or self._closed:
             return
-        self._draw(force=True)
-        if self._drawn:
-            self.stream.write("\n")
-            self.stream.flush()
+        self._closed = True
+        if self.tty:
+            self._draw(force=True)
+            if self._drawn:
+                self.stream.write("\n")
+                self.stream.flush()
+        else:
+            self._draw(force=True)

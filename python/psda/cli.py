@@ -93,9 +93,19 @@ def _float_list(text: str) -> List[float]:
         vals = [float(v) for v in text.replace(",", " ").split()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: want numbers such as 0.1,1,10") from None
-    if not vals or min(vals) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: want one or more numbers > 0")
+    if not vals or not all(math.isfinite(v) and v > 0 for v in vals):
+        raise argparse.ArgumentTypeError(f"{text!r}: want one or more finite numbers > 0")
     return vals
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: want an integer") from None
+    if not 0 <= v < 1 << 63:
+        raise argparse.ArgumentTypeError(f"{text}: want an integer with 0 <= seed < 2**63")
+    return v
 
 
 def _method_list(text: str) -> List[str]:
@@ -158,7 +168,7 @@ def _variance_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--epochs", type=_positive, default=None,
                    help=f"epochs per (method, k); default: enough for >= {MIN_BATCHES} batches "
                         f"and at least {MIN_EPOCHS} epochs")
-    p.add_argument("--seed", type=int, default=0, help="seed for the data and every sampler")
+    p.add_argument("--seed", type=_seed, default=0, help="seed for the data and every sampler")
     p.add_argument("--discrepancy", choices=("mmd", "coral"), default="mmd")
     p.add_argument("--kernel", choices=("linear", "rbf"), default="linear",
                    help="MMD kernel (ignored for CORAL)")
@@ -199,6 +209,33 @@ def _na_reason(method: str, k: int, args) -> Optional[str]:
     return None
 
 
+def _kernel_kwargs(args) -> dict:
+    """The kernel argument for psda's matchings: MMD only (CORAL takes none)."""
+    return {"kernel": args.kernel} if args.discrepancy == "mmd" else {}
+
+
+def check_variance_args(parser: argparse.ArgumentParser, args) -> None:
+    """Refuses, before any work, what would fail or mean nothing at the end of a run.
+
+    parser.error exits with status 2 and a usage line, without a traceback.
+    """
+    p = max(args.n_source, args.n_target)
+    too_big = [k for k in args.k if k > p]
+    if too_big:
+        parser.error(f"--k {','.join(map(str, too_big))}: a batch size k must be at most max(n_source, n_target) "
+                     f"= {p} (there are only {p} pairs); use smaller --k or larger --n-source/--n-target")
+    if args.plot:
+        out = Path(args.plot).expanduser()
+        parent = out.resolve().parent
+        if out.is_dir():
+            parser.error(f"--plot {args.plot}: is a directory; give a file name such as {out / 'variance.png'}")
+        if not parent.is_dir():
+            parser.error(f"--plot {args.plot}: the directory {parent} does not exist; create it first "
+                         "(checked now so that the run is not lost at the end)")
+        if not os.access(parent, os.W_OK):
+            parser.error(f"--plot {args.plot}: the directory {parent} is not writable")
+
+
 class _Reference:
     """Caches reference matchings: for MMD the matching does not depend on k
     (every cost scales by 1/k^2), so one solve serves every batch size."""
@@ -216,8 +253,8 @@ class _Reference:
         if key not in self.cache:
             a = self.args
             self.cache[key] = self.mod.match(self.s, self.t, batch_size=k, stages=2,
-                                             discrepancy=a.discrepancy, kernel=a.kernel,
-                                             gammas=a.gammas)
+                                             discrepancy=a.discrepancy, gammas=a.gammas,
+                                             **_kernel_kwargs(a))
         return self.cache[key]
 
 
@@ -228,10 +265,10 @@ def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
 
         opts: dict = {"seed": args.seed, "num_replicas": 1, "rank": 0}
         if method in ("paired", "double-paired"):
-            opts.update(discrepancy=args.discrepancy, kernel=args.kernel, gammas=tuple(args.gammas),
-                        solver=args.solver)
+            opts.update(discrepancy=args.discrepancy, gammas=tuple(args.gammas), solver=args.solver,
+                        **_kernel_kwargs(args))
         elif method in ("anticlustering", "vardass", "ordered"):
-            opts.update(discrepancy=args.discrepancy, kernel=args.kernel, gammas=tuple(args.gammas))
+            opts.update(discrepancy=args.discrepancy, gammas=tuple(args.gammas), **_kernel_kwargs(args))
         elif method == "dpp":
             opts.update(gammas=tuple(args.gammas))
         try:
@@ -385,6 +422,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_bench(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "variance":
+        check_variance_args(sub.choices["variance"], args)
         return run_variance(args)
     parser.print_help()
     return 2

@@ -204,14 +204,32 @@ class WholeBatches(_Base):  # type: ignore[misc]
     batch sampler in when several processes run) compares every batch's length with
     ``batch_sampler.batch_size`` and, for ours, would yield nothing. Wrapped, it hands
     process r the whole batches r, r + P, r + 2P, ... of each epoch (with
-    ``split_batches=False``, the default). Build the sampler with ``num_replicas=1``
-    then: Accelerate does the sharding.
+    ``split_batches=False``, the default). Build the sampler with ``num_replicas=1,
+    rank=0`` then: Accelerate does the sharding. (Left to default, the sampler would
+    take the world size from ``torch.distributed``, which Accelerate initialises, and
+    the batches would be sharded twice: each process would get half of its share.)
 
     Iteration, ``len``, ``set_epoch``, ``update``, ``state_dict`` and
     ``load_state_dict`` go to the wrapped sampler; ``.sampler`` is the wrapped sampler.
+
+    Raises:
+        ValueError: if the sampler has ``num_replicas > 1``.
+
+    Example::
+
+        sampler = psda.PairedBatchSampler(zs, zt, batch_size=32, num_replicas=1, rank=0)
+        loader = accelerator.prepare(DataLoader(ds, batch_sampler=WholeBatches(sampler)))
     """
 
     def __init__(self, sampler: Any):
+        replicas = getattr(sampler, "num_replicas", 1)
+        if replicas != 1:
+            raise ValueError(
+                "WholeBatches(sampler): sampler has num_replicas = %r (rank %r), so it already shards each epoch, "
+                "and Accelerate's BatchSamplerShard would shard it again, dropping batches: build the sampler with "
+                "num_replicas=1, rank=0 (Accelerate gives each process its share)"
+                % (replicas, getattr(sampler, "rank", None))
+            )
         self.sampler = sampler
         self.batch_size = 2 * sampler.batch_size
         self.drop_last = sampler.drop_last

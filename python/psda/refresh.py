@@ -266,7 +266,11 @@ class FeatureRefresher:
         model: the feature extractor (e.g. ``net.features``).
         source_dataset, target_dataset: the datasets the sampler indexes, in the same
             order as the features it was built from.
-        every_steps, every_epochs: the schedule (see :class:`RefreshSchedule`).
+        every_steps, every_epochs: the schedule (see :class:`RefreshSchedule`); at
+            least one is required unless ``manual``.
+        manual: no schedule: only :meth:`refresh` refreshes (step() and epoch_end()
+            still join a background matching). Without it, giving neither
+            interval is a ValueError, since the refresher would silently never run.
         background: compute the matching in a thread.
         distributed: shard extraction across ranks (None: when torch.distributed is
             initialised with more than one process).
@@ -296,10 +300,22 @@ class FeatureRefresher:
         *,
         every_steps: Optional[int] = None,
         every_epochs: Optional[int] = None,
+        manual: bool = False,
         background: bool = False,
         distributed: Optional[bool] = None,
         **extract_kwargs: Any,
     ):
+        if every_steps is None and every_epochs is None and not manual:
+            raise ValueError(
+                "FeatureRefresher: every_steps and every_epochs are both None, so step() and epoch_end() would "
+                "never refresh: pass every_epochs=1 (refresh after each epoch) or every_steps=N, or manual=True "
+                "if you call refresher.refresh() yourself"
+            )
+        if manual and (every_steps is not None or every_epochs is not None):
+            raise ValueError(
+                "FeatureRefresher: manual=True with every_steps = %r, every_epochs = %r: manual means no schedule; "
+                "pass either manual=True or a schedule" % (every_steps, every_epochs)
+            )
         self.sampler = sampler
         self.model = model
         self.source_dataset = source_dataset

@@ -44,6 +44,12 @@ __all__ = ["PairedBatchSampler"]
 logger = logging.getLogger("psda")
 
 _STATE_FORMAT = "psda.PairedBatchSampler/1"
+_STATE_KEYS = ("format", "epoch", "batches", "seed", "batch_size", "drop_last", "num_replicas", "rank",
+               "n_source", "n_target", "matching", "pending_matching")
+
+# The most passes one view may run ahead of the other (views()) before the
+# oldest kept for the other view is dropped.
+_MAX_VIEW_LAG = 64
 
 # Who iterates a pass: the sampler itself (offset target indices), or one of
 # the two views (un-offset indices).
@@ -53,22 +59,41 @@ _BOTH, _SOURCE, _TARGET = "both", "source", "target"
 class _Pass:
     """One walk through an epoch's batches, shared by the two views.
 
-    The index buffer is filled once when the pass begins (at the first batch
-    request), so nothing that happens to the sampler afterwards (update,
-    set_epoch) changes its batches.
+    The pass fixes its epoch, matching and schedule when it begins (at the
+    first batch request), so nothing that happens to the sampler afterwards
+    (update, set_epoch) changes its batches. The index buffer (2·P int64) is
+    filled from them when a side starts walking and released when no side
+    walks it, so that a pass kept for a view that has not started it yet
+    (see PairedBatchSampler._view_pass) costs O(batches), not O(P).
     """
 
     def __init__(self, epoch: int, matching: Matching, schedule: Any, rank: int, start: int, sides: Tuple[str, ...], generation: int):
         self.epoch = epoch
         self.matching = matching
+        self.schedule = schedule
+        self.rank = rank
         self.start = start
         self.lens = np.asarray(schedule.batch_lens(rank), dtype=np.int64)
         self.num_batches = len(self.lens)
-        self.flat = np.asarray(schedule.fill(epoch, rank, start), dtype=np.int64)
-        # offsets[b - start] is where batch b begins in flat (2·len values each).
-        self.offsets = np.concatenate([[0], np.cumsum(2 * self.lens[start:])])
         self.progress = {side: start for side in sides}
         self.generation = generation
+        self.walkers = 0
+        self._arrays: Optional[Tuple[np.ndarray, np.ndarray]] = None
+
+    def acquire(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Returns (flat, offsets), filling them if no side holds them; pair with release()."""
+        self.walkers += 1
+        if self._arrays is None:
+            flat = np.asarray(self.schedule.fill(self.epoch, self.rank, self.start), dtype=np.int64)
+            # offsets[b - start] is where batch b begins in flat (2·len values each).
+            offsets = np.concatenate([[0], np.cumsum(2 * self.lens[self.start :])])
+            self._arrays = (flat, offsets)
+        return self._arrays
+
+    def release(self) -> None:
+        self.walkers -= 1
+        if self.walkers == 0:
+            self._arrays = None
 
     @property
     def done(self) -> int:
@@ -91,7 +116,16 @@ class PairedBatchSampler(_Base):
 
     The shuffle uses the sampler's own generator, seeded by ``seed`` and the
     epoch; it never touches NumPy's or torch's global random state. The epoch
-    advances by itself after a complete pass; :meth:`set_epoch` sets it.
+    advances by itself after a complete pass (modulo 2**64); :meth:`set_epoch`
+    sets it.
+
+    Threads: the sampler's own state is guarded by a lock, so :meth:`update`
+    and :meth:`state_dict` may run in other threads while it is iterated. It
+    is meant to be iterated by one loop at a time (as a DataLoader does, in
+    its main process): iterators running concurrently in several threads
+    each serve the epoch that was current when they began, so they serve the
+    same epoch instead of consecutive ones. Give each thread its own sampler
+    (``num_replicas``/``rank`` split an epoch) if they must not overlap.
 
     Args:
         source_features: source features, shape (n_source, d), in the order of
@@ -175,8 +209,8 @@ class PairedBatchSampler(_Base):
             num_replicas = world_size if num_replicas is None else num_replicas
             rank = world_rank if rank is None else rank
         self.num_replicas = _check_int(num_replicas, "num_replicas", "2")
-        if self.num_replicas < 1:
-            raise ValueError(f"num_replicas = {self.num_replicas}: must be >= 1 (the number of ranks)")
+        if not 1 <= self.num_replicas < 1 << 63:
+            raise ValueError(f"num_replicas = {self.num_replicas}: must be >= 1 (the number of ranks) and < 2**63")
         self.rank = _check_int(rank, "rank", "0")
         if not 0 <= self.rank < self.num_replicas:
             raise ValueError(f"rank = {self.rank}: want 0 <= rank < num_replicas = {self.num_replicas}")
@@ -208,7 +242,7 @@ class PairedBatchSampler(_Base):
 
     def _compute(self, s: np.ndarray, t: np.ndarray) -> Matching:
         return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
-                             solver=self.solver)
+                             solver=self.solver, names=("source_features", "target_features"))
 
     def _reset(self, matching: Matching) -> None:
         """Sets the state of a sampler that has not started: epoch 0, no pass."""
@@ -224,6 +258,7 @@ class PairedBatchSampler(_Base):
         self._current: Optional[_Pass] = None  # the pass begun last
         self._view_passes = {_SOURCE: 0, _TARGET: 0}  # passes started by each view
         self._view_plans: Dict[int, _Pass] = {}
+        self._warned_lag = False
 
     def _schedule(self, matching: Matching) -> Any:
         from . import _native
@@ -273,11 +308,12 @@ class PairedBatchSampler(_Base):
         """
         epoch = _check_int(epoch, "epoch", "0")
         if not 0 <= epoch < 1 << 64:
-            raise ValueError(f"epoch = {epoch}: must be >= 0")
-        if epoch != self._epoch:
-            self._resume = 0
-        self._epoch = epoch
-        self._generation += 1
+            raise ValueError(f"epoch = {epoch}: want 0 <= epoch < 2**64 (the shuffle's epoch counter is 64 bits)")
+        with self._lock:
+            if epoch != self._epoch:
+                self._resume = 0
+            self._epoch = epoch
+            self._generation += 1
 
     def update(self, source_features: Any, target_features: Any) -> None:
         """Recomputes the matching from new features of the same examples.
@@ -331,11 +367,11 @@ class PairedBatchSampler(_Base):
         """
         with self._lock:
             pending = self._pending
-        p = self._current
-        if p is not None and p.done < p.num_batches:
-            epoch, batches, matching = p.epoch, p.done, p.matching
-        else:
-            epoch, batches, matching = self._epoch, self._resume, self._matching
+            p = self._current
+            if p is not None and p.done < p.num_batches:
+                epoch, batches, matching = p.epoch, p.done, p.matching
+            else:
+                epoch, batches, matching = self._epoch, self._resume, self._matching
         return {
             "format": _STATE_FORMAT,
             "epoch": int(epoch),
@@ -359,15 +395,22 @@ class PairedBatchSampler(_Base):
         matching this sampler computed at construction).
 
         Raises:
-            ValueError: if the state is not a sampler state, or was taken with a
-                different batch_size, drop_last, num_replicas, rank or dataset
-                size (the error names the setting to construct the sampler with).
+            ValueError: if the state is not a sampler state, lacks one of its
+                keys, or was taken with a different batch_size, drop_last,
+                num_replicas, rank, dataset size, stages, discrepancy or kernel
+                (the error names the setting to construct the sampler with).
         """
         if not isinstance(state_dict, dict) or state_dict.get("format") != _STATE_FORMAT:
             raise ValueError(
                 f"state_dict is not a {_STATE_FORMAT} state (format = "
                 f"{state_dict.get('format') if isinstance(state_dict, dict) else type(state_dict).__name__!r}): "
                 "pass the dict returned by PairedBatchSampler.state_dict()"
+            )
+        missing = [k for k in _STATE_KEYS if k not in state_dict]
+        if missing:
+            raise ValueError(
+                f"state_dict lacks the key(s) {', '.join(map(repr, missing))}: it is not a complete "
+                f"{_STATE_FORMAT} state; pass an unmodified PairedBatchSampler.state_dict()"
             )
         for key in ("batch_size", "drop_last", "num_replicas", "rank", "n_source", "n_target"):
             if state_dict.get(key) != getattr(self, key):
@@ -380,9 +423,23 @@ class PairedBatchSampler(_Base):
         pst = state_dict.get("pending_matching")
         pending = None if pst is None else Matching._from_state(pst, "pending_matching")
         for where, m in (("matching", matching), ("pending_matching", pending)):
-            if m is not None and (m.n_source, m.n_target) != (self.n_source, self.n_target):
+            if m is None:
+                continue
+            if (m.n_source, m.n_target) != (self.n_source, self.n_target):
                 raise ValueError(f"state_dict[{where!r}] matches {m.n_source} source and {m.n_target} target examples, "
                                  f"not this sampler's {self.n_source} and {self.n_target}")
+            # The matching becomes .matching: its settings must be this
+            # sampler's, or .stages and .matching would disagree (and update()
+            # would switch to other units at the next epoch).
+            for key in ("stages", "discrepancy", "kernel"):
+                if key == "kernel" and self.discrepancy != "mmd":
+                    continue
+                if getattr(m, key) != getattr(self, key):
+                    raise ValueError(
+                        f"state_dict[{where!r}] was computed with {key} = {getattr(m, key)!r} but this sampler has "
+                        f"{key} = {getattr(self, key)!r}: construct the sampler with {key}={getattr(m, key)!r}, "
+                        "the settings of the one whose state was saved"
+                    )
         seed = _check_int(state_dict.get("seed"), "state_dict['seed']", "0") % (1 << 64)
         epoch = _check_int(state_dict.get("epoch"), "state_dict['epoch']", "0")
         batches = _check_int(state_dict.get("batches"), "state_dict['batches']", "0")
@@ -396,7 +453,7 @@ class PairedBatchSampler(_Base):
         self._reset(matching)
         self.seed = seed
         self._pending = pending
-        self._epoch, self._resume = (epoch + 1, 0) if batches == nb else (epoch, batches)
+        self._epoch, self._resume = ((epoch + 1) % (1 << 64), 0) if batches == nb else (epoch, batches)
 
     def views(self) -> Tuple["_SideView", "_SideView"]:
         """Returns (source_batches, target_batches) for two DataLoaders.
@@ -425,12 +482,14 @@ class PairedBatchSampler(_Base):
     # -- iteration ----------------------------------------------------------
 
     def _begin(self, sides: Tuple[str, ...]) -> _Pass:
-        """Starts a pass: applies a pending update if a new epoch starts, snapshots the batches."""
-        with self._lock:
-            if self._resume == 0 and self._pending is not None:
-                self._matching, self._pending = self._pending, None
-                logger.debug("epoch %d uses the updated matching %s", self._epoch, self._matching.fingerprint)
-            matching = self._matching
+        """Starts a pass: applies a pending update if a new epoch starts, fixes the batches.
+
+        The caller holds self._lock.
+        """
+        if self._resume == 0 and self._pending is not None:
+            self._matching, self._pending = self._pending, None
+            logger.debug("epoch %d uses the updated matching %s", self._epoch, self._matching.fingerprint)
+        matching = self._matching
         p = _Pass(self._epoch, matching, self._schedule(matching), self.rank, self._resume, sides, self._generation)
         self._resume = 0
         self._current = p
@@ -438,28 +497,37 @@ class PairedBatchSampler(_Base):
 
     def _handed(self, p: _Pass, side: str) -> None:
         """Records that one more batch of p went out on side; ends the pass when all are out."""
-        p.progress[side] += 1
-        if p.progress[side] == p.num_batches and p.generation == self._generation and self._epoch == p.epoch:
-            # The first side to finish an epoch advances it, unless set_epoch
-            # or load_state_dict intervened.
-            self._epoch = p.epoch + 1
+        with self._lock:
+            p.progress[side] += 1
+            if p.progress[side] == p.num_batches and p.generation == self._generation and self._epoch == p.epoch:
+                # The first side to finish an epoch advances it, unless set_epoch
+                # or load_state_dict intervened; after epoch 2**64 - 1 the
+                # counter wraps to 0, as the 64-bit shuffle seed would.
+                self._epoch = (p.epoch + 1) % (1 << 64)
 
     def _generate(self, p: _Pass, side: str) -> Iterator[List[int]]:
-        flat, lens, offsets = p.flat, p.lens, p.offsets
-        n_source = self.n_source
-        for b in range(p.start, p.num_batches):
-            o, n = int(offsets[b - p.start]), int(lens[b])
-            if side == _BOTH:
-                batch = flat[o : o + n].tolist() + (flat[o + n : o + 2 * n] + n_source).tolist()
-            elif side == _SOURCE:
-                batch = flat[o : o + n].tolist()
-            else:
-                batch = flat[o + n : o + 2 * n].tolist()
-            # Counted before the yield, so that the state taken right after
-            # receiving batch b says b batches, and the epoch advances as soon
-            # as its last batch is out.
-            self._handed(p, side)
-            yield batch
+        with self._lock:
+            flat, offsets = p.acquire()
+        try:
+            lens = p.lens
+            n_source = self.n_source
+            for b in range(p.start, p.num_batches):
+                o, n = int(offsets[b - p.start]), int(lens[b])
+                if side == _BOTH:
+                    batch = flat[o : o + n].tolist() + (flat[o + n : o + 2 * n] + n_source).tolist()
+                elif side == _SOURCE:
+                    batch = flat[o : o + n].tolist()
+                else:
+                    batch = flat[o + n : o + 2 * n].tolist()
+                # Counted before the yield, so that the state taken right after
+                # receiving batch b says b batches, and the epoch advances as soon
+                # as its last batch is out.
+                self._handed(p, side)
+                yield batch
+        finally:
+            del flat, offsets
+            with self._lock:
+                p.release()
 
     def __iter__(self) -> Iterator[List[int]]:
         """Yields this epoch's batches (the rest of the epoch after a resume).
@@ -469,22 +537,39 @@ class PairedBatchSampler(_Base):
         DataLoader with workers calls ``iter()`` twice per epoch, so nothing
         may happen at ``iter()`` itself.)
         """
-        yield from self._generate(self._begin((_BOTH,)), _BOTH)
+        with self._lock:
+            p = self._begin((_BOTH,))
+        yield from self._generate(p, _BOTH)
 
     def _view_pass(self, side: str) -> _Pass:
         """Returns the pass a view starts: the other view's n-th pass, or a new one.
 
-        Called at a view's first batch request (see _SideView.__iter__).
+        Called at a view's first batch request (see _SideView.__iter__). A
+        pass kept for the other view holds no index buffer (see _Pass); at
+        most _MAX_VIEW_LAG are kept, so iterating one view alone does not
+        grow memory without bound.
         """
-        self._view_passes[side] += 1
-        n = self._view_passes[side]
-        p = self._view_plans.get(n)
-        if p is None:
-            p = self._begin((_SOURCE, _TARGET))
-            self._view_plans[n] = p
-        else:
-            del self._view_plans[n]  # both views have it now
-        return p
+        with self._lock:
+            self._view_passes[side] += 1
+            n = self._view_passes[side]
+            p = self._view_plans.pop(n, None)
+            if p is None:
+                p = self._begin((_SOURCE, _TARGET))
+                self._view_plans[n] = p
+                if len(self._view_plans) > _MAX_VIEW_LAG:
+                    oldest = min(self._view_plans)
+                    del self._view_plans[oldest]
+                    other = _TARGET if side == _SOURCE else _SOURCE
+                    self._view_passes[other] = max(self._view_passes[other], oldest)
+                    if not self._warned_lag:
+                        self._warned_lag = True
+                        logger.warning(
+                            "PairedBatchSampler.views(): the %s view is %d passes ahead of the %s view; the oldest "
+                            "pass kept for it was dropped, so the two views are no longer aligned pass by pass: "
+                            "iterate both views (zip them), or iterate the sampler itself",
+                            side, _MAX_VIEW_LAG, other,
+                        )
+            return p
 
     # -- pickling (copy.deepcopy, spawn): the Go schedule is rebuilt --------
 

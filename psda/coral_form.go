@@ -1,0 +1,124 @@
+package psda
+
+// covForm is the symmetric d×d matrix F = c_s Σ_s + c_t Σ_t, a weighted sum of
+// the two domains' unbiased covariances, which CORAL's costs use only
+// through ‖F‖_F², xᵀF x and F x (coralStage1's E, coralStage2's F).
+//
+// It is held one of two ways. Dense: the d×d matrix, built from the
+// covariances in O((n_s+n_t)·d²). Low rank: with z_m the N = n_s+n_t centred
+// rows of both domains and w_m = c/(n−1) their weights,
+// F = Σ_m w_m z_m z_mᵀ, so
+//
+//	xᵀF x = Σ_m w_m (z_m·x)²,  F x = Σ_m w_m (z_m·x) z_m,
+//	‖F‖_F² = Σ_{m,l} w_m w_l (z_m·z_l)²,
+//
+// all from Gram products with the rows, in O(N²·d) time and no d×d memory.
+// The low-rank form is used when N < d: then it is both the cheaper and the
+// smaller (wide features, few rows: d = 16,000 with 8 rows needs 8.2 GB of
+// d×d matrices, and 1 MB this way).
+type covForm struct {
+	d     int
+	dense []float64 // d×d, or nil for the low-rank form
+	z     vectors   // the N centred rows, source then target (low rank)
+	zc    vectors   // the d columns of z, as vectors of length N (low rank)
+	w     []float64 // the N weights (low rank)
+}
+
+// coralLowRank reports whether covForm uses the low-rank form for N rows of
+// dimension d; a variable so that tests can force either form.
+var coralLowRank = func(n, d int) bool { return n < d }
+
+// newCovForm returns F = cs·Σ_s + ct·Σ_t for the rows of src and tgt around
+// their means ms and mt. A domain with one row has Σ = 0 (as covariance
+// returns).
+func newCovForm(src, tgt Matrix, ms, mt []float64, cs, ct float64, mon *Monitor) *covForm {
+	d, n := src.D, src.N+tgt.N
+	if !coralLowRank(n, d) {
+		return &covForm{d: d, dense: sub(scaled(covariance(src, ms, mon), cs), scaled(covariance(tgt, mt, mon), -ct))}
+	}
+	w := make([]float64, n)
+	for m := range w {
+		if m < src.N && src.N > 1 {
+			w[m] = cs / float64(src.N-1)
+		} else if m >= src.N && tgt.N > 1 {
+			w[m] = ct / float64(tgt.N-1)
+		}
+	}
+	z := vectors{n: n, d: d, fill: func(m int, dst []float64) {
+		if m < src.N {
+			src.Row(m, dst)
+			for k := range dst {
+				dst[k] -= ms[k]
+			}
+			return
+		}
+		tgt.Row(m-src.N, dst)
+		for k := range dst {
+			dst[k] -= mt[k]
+		}
+	}}
+	zc := vectors{n: d, d: n, fill: func(c int, dst []float64) {
+		for m := range dst {
+			if m < src.N {
+				dst[m] = src.At(m, c) - ms[c]
+			} else {
+				dst[m] = tgt.At(m-src.N, c) - mt[c]
+			}
+		}
+	}}
+	return &covForm{d: d, z: z, zc: zc, w: w}
+}
+
+// quad returns xᵀF x for every vector of x.
+func (f *covForm) quad(x vectors, mon *Monitor) []float64 {
+	if f.dense != nil {
+		return quadForms(x, f.dense, mon)
+	}
+	ps := newPartials(nblocks(f.z.n), x.n)
+	gram(x, f.z, false, dots, mon, func(t *tile) {
+		slot := ps.slot(t.bj)
+		w := f.w[t.j0 : t.j0+t.nj]
+		for i := 0; i < t.ni; i++ {
+			s := 0.0
+			for j, g := range t.g[i*t.ld:][:t.nj] {
+				s += w[j] * g * g
+			}
+			slot[t.i0+i] = s
+		}
+	})
+	return ps.total()
+}
+
+// frob2 returns ‖F‖_F².
+func (f *covForm) frob2(mon *Monitor) float64 {
+	if f.dense != nil {
+		return dot(f.dense, f.dense)
+	}
+	return dot(f.w, f.quad(f.z, mon))
+}
+
+// times returns the |x|×d row-major matrix whose row i is F x_i.
+func (f *covForm) times(x vectors, mon *Monitor) []float64 {
+	if f.dense != nil {
+		return timesSym(x, f.dense, mon)
+	}
+	// H = (X Zᵀ) diag(w), |x|×N; then F x_i = Σ_m H_im z_m = (H Z)_i.
+	n := f.z.n
+	h := make([]float64, x.n*n)
+	gram(x, f.z, false, dots, mon, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			row := h[(t.i0+i)*n+t.j0:][:t.nj]
+			for j, g := range t.g[i*t.ld:][:t.nj] {
+				row[j] = g * f.w[t.j0+j]
+			}
+		}
+	})
+	d := f.d
+	out := make([]float64, x.n*d)
+	gram(denseRows(h, x.n, n), f.zc, false, dots, mon, func(t *tile) {
+		for i := 0; i < t.ni; i++ {
+			copy(out[(t.i0+i)*d+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+		}
+	})
+	return out
+}
