@@ -5,7 +5,7 @@ matrices built with NumPy GEMMs, Stage 1 with
 ``scipy.optimize.linear_sum_assignment`` and Stage 2 with a symmetric
 ``linear_sum_assignment`` whose cycles are turned into quadruplets. It shares
 no code with the psda package; the paper (section "Method") is the
-specification, ``METHOD.md`` the derivation notes.
+specification, ``docs/method.md`` the derivations.
 
 Costs follow the paper exactly, with full values (no dropped constants):
 

@@ -11,7 +11,7 @@ import (
 // linear or RBF-mixture kernel and for CORAL. Every entry is the full
 // conditional expected error E[‖D̂ − D‖² | …], with all constant, row and
 // column terms, so that sums of entries are the objective reported to users.
-// The identities used are derived in shared/METHOD.md and checked in
+// The identities used are derived in docs/method.md and checked in
 // cost_test.go against the paper's formulas evaluated directly.
 //
 // Precision: float64 throughout (see kernel.go); float32 input is converted
@@ -427,7 +427,7 @@ func b2i(b bool) int {
 }
 
 // rbfStage1: C_ij·k² = [κ(s,s) − 2g(s_i)] + [κ(t,t) + 2g(t_j)] − 2κ(s_i,t_j) + ‖δ‖²
-// with g(z) = mean_i' κ(z,s_i') − mean_j' κ(z,t_j') (METHOD.md, Stage 1). The
+// with g(z) = mean_i' κ(z,s_i') − mean_j' κ(z,t_j') (docs/method.md, "Stage 1"). The
 // self-kernel row sums need the two self Gram matrices (symmetric halves,
 // never stored); the cross kernel is stored in the result and finished in
 // place once its row and column sums are known.

@@ -7,7 +7,7 @@
 // cost C^st (eqs. 3–5), Stage 2 groups those pairs into quadruplets by a
 // minimum-weight perfect matching under C^MM. Costs are defined for the MMD
 // (linear kernel or RBF mixture) and for CORAL. The derivations that make the
-// costs cheap are in shared/METHOD.md; every identity used here is checked in
+// costs cheap are in docs/method.md; every identity used here is checked in
 // the tests against the paper's formulas evaluated directly.
 //
 // Solvers live in the sub-package assign; this package owns the costs, the

@@ -213,7 +213,7 @@ func (m *Matching) group(mate []int) {
 // addDeferred completes a Stage1Cost computed without the kernel sums
 // (stage1Model.deferSums) from the sums of md's last float64 full pass: with
 // n_s = n_t = n, the terms' sums over all rows and columns are
-// 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (METHOD.md, Stage 1), of which the
+// 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
 // deferred terms kept 2n·nterms.
 func (m *Matching) addDeferred(md *stage2Model) {
 	if !m.sumsPending || md == nil {

@@ -1,6 +1,6 @@
 package psda
 
-// This file is the sparse exact path (METHOD.md, "Certificates and scale"):
+// This file is the sparse exact path (docs/method.md, "The sparse exact path"):
 // for sizes whose dense cost matrices do not fit, each stage keeps only
 // candidate edges (the sparseK cheapest of every row and column under the
 // cross part of the cost, found in one float64 Gram pass that also yields
@@ -907,7 +907,7 @@ func lowerBy(tau, e []float64, emax float64) {
 	}
 }
 
-// stage1Sparse is stage1 on the sparse path: the same assignment (METHOD.md's
+// stage1Sparse is stage1 on the sparse path: the same assignment (docs/method.md's
 // square model of eqs. 3–5, the larger side as rows, q or q+1 copies of each
 // column and dummy rows on the extra copies), solved on candidate edges and
 // certified against every dense edge by pricing passes.

@@ -14,7 +14,7 @@ import (
 //
 // Imbalanced requires 1 <= nc <= nr, len(c) == nr*nc and finite costs, and
 // returns an error otherwise. With nr == nc it is Rectangular. Otherwise it
-// solves METHOD.md's exact square model without big-M: with nr = q·nc + r,
+// solves docs/method.md's exact square model without big-M: with nr = q·nc + r,
 // column j gets h copies (h = q+1, or q when r = 0) with identical costs,
 // and nc−r dummy rows may take only the extra copy t = q of a column, at cost
 // 0. The copies stay implicit: both phases work on nc columns, using that

@@ -165,7 +165,7 @@ func denseCost(c []float64, n int) func(r, q int) float64 {
 // assignment relaxation (sigma[r] != r), into a perfect matching: mate[r] is
 // r's partner; odd is the number of vertices on odd cycles of sigma (0 means
 // the matching costs at most the relaxation's L*/2, hence is optimal). It is
-// the rounding of MinWeightPerfectMatching (METHOD.md, "Stage 2") for callers
+// the rounding of MinWeightPerfectMatching (docs/method.md, "Stage 2") for callers
 // that solve the relaxation themselves, e.g. sparsely, and have no n×n matrix.
 //
 // cost(r, q) returns the symmetric edge cost, for r != q only; it is called

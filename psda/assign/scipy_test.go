@@ -62,7 +62,7 @@ func scipyCost(t *testing.T, c []float64, nr, nc int) float64 {
 }
 
 // scipyImbalancedCost returns the optimum of the imbalanced problem (nr > nc)
-// computed by SciPy on METHOD.md's explicit square model: q+1 copies of each
+// computed by SciPy on docs/method.md's square model of the imbalanced constraints: q+1 copies of each
 // column and nc−r dummy rows allowed (cost 0) only on the extra copy, the
 // required copies forbidden (inf) for them.
 func scipyImbalancedCost(t *testing.T, c []float64, nr, nc int) float64 {

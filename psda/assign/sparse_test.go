@@ -632,7 +632,7 @@ func TestSparseHooks(t *testing.T) {
 	}
 }
 
-// TestSparseImbalancedModel solves METHOD.md's square model of the
+// TestSparseImbalancedModel solves docs/method.md's square model of the
 // imbalanced problem (q+1 copies of each column, dummy rows that share one
 // edge range reaching only the extra copies at cost 0) as a sparse graph
 // and compares it with the dense Imbalanced solver on the same costs.

@@ -17,7 +17,7 @@ const warmK = 16
 var warmMin = 256
 
 // warmStart is the first warm start of square problems, tried before
-// auctionInit: the pricing loop of the sparse path (METHOD.md) run on the
+// auctionInit: the pricing loop of the sparse path (docs/method.md, "The sparse exact path") run on the
 // dense matrix. It solves the sparse problem on a few candidate entries of
 // every row and column (SolveSparse), then up to warmRounds times adds each
 // row's warmPrice most violated entries under the sparse potentials and

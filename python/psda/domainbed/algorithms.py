@@ -24,7 +24,7 @@ import torch.nn.functional as F
 __all__ = ["rbf_mmd", "coral", "PSDAAlgorithm", "UDA_MMD", "UDA_CORAL", "PSDA_MMD", "PSDA_CORAL",
            "DEFAULT_GAMMAS"]
 
-#: The RBF mixture of the paper's accuracy experiments (METHOD.md, "Notation").
+#: The RBF mixture of the paper's accuracy experiments (docs/method.md, "Notation").
 DEFAULT_GAMMAS = (0.001, 0.01, 0.1, 1.0, 10.0)
 
 
