@@ -228,12 +228,21 @@ def test_linear_sum_assignment_matches_scipy_layout():
 
 
 def test_linear_sum_assignment_errors():
+    # The internal entry takes a validated non-empty 2-D float64 array (the
+    # public psda.linear_sum_assignment converts); the Go core still checks
+    # the values and the feasibility of the forbidden entries.
+    with pytest.raises(TypeError, match="2-D float64"):
+        _native.linear_sum_assignment([[1.0, 2.0], [0.0, 1.0]])
+    with pytest.raises(TypeError, match="2-D float64"):
+        _native.linear_sum_assignment(np.zeros((0, 3)))
     with pytest.raises(ValueError, match="finite"):
-        _native.linear_sum_assignment([[1.0, np.nan], [0.0, 1.0]])
-    with pytest.raises(ValueError, match="2-D"):
-        _native.linear_sum_assignment([1.0, 2.0])
-    r, k, obj = _native.linear_sum_assignment(np.zeros((0, 3)))
-    assert len(r) == len(k) == 0 and obj == 0
+        _native.linear_sum_assignment(np.array([[1.0, np.nan], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="finite"):
+        _native.linear_sum_assignment(np.array([[1.0, -np.inf], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="infeasible"):
+        _native.linear_sum_assignment(np.array([[np.inf, np.inf], [0.0, 1.0]]))
+    r, k, obj = _native.linear_sum_assignment(np.array([[np.inf, 1.0], [2.0, 5.0]]))
+    assert list(k) == [1, 0] and obj == 3.0
 
 
 # --- _native.Schedule -------------------------------------------------------

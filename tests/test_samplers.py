@@ -349,7 +349,7 @@ def test_two_process_gloo_shards_one_plan(tmp_path):
 
 def test_one_set_of_options_serves_every_name():
     s, t = _data()
-    opts = dict(discrepancy="coral", kernel="linear", seed=1, drop_last=True, num_replicas=1, rank=0)
+    opts = dict(discrepancy="mmd", kernel="linear", seed=1, drop_last=True, num_replicas=1, rank=0)
     for name in psda.SAMPLERS:
         sm = psda.batch_sampler(name, s, t, 4, **opts)
         assert len(list(sm)) == len(sm)

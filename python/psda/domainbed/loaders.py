@@ -369,7 +369,9 @@ class DomainBedPSDA:
         self.every = int(hp.get("psda_refresh_steps", 0) or 0)
         if self.sampler_name == "uniform" or not hasattr(self.sampler, "update"):
             self.every = 0
-        self.refresher = FeatureRefresher(self.sampler, featurizer, src, tgt,
+        # manual: these loaders decide when to refresh (every psda_refresh_steps
+        # fetched batches, never after the final step) and call refresh().
+        self.refresher = FeatureRefresher(self.sampler, featurizer, src, tgt, manual=True,
                                           background=bool(hp.get("psda_background", False)), **fkw)
         self._paired = PairedLoaders(src, tgt, self.sampler, split=self._split, before_fetch=self._before_fetch,
                                      on_epoch_end=self.refresher.epoch_end, num_workers=self.num_workers or 0)
