@@ -1,9 +1,10 @@
 // Package assign holds exact solvers for the combinatorial problems behind
 // PSDA: the dense rectangular linear assignment problem with dual potentials
 // and an optimality certificate, its imbalanced (evenly spread) variant, and
-// minimum-weight perfect matching on a complete graph via the symmetric
-// assignment relaxation, and a sparse square assignment solver for graphs
-// too large to store densely.
+// exact minimum-weight perfect matching (the weighted blossom algorithm,
+// warm-started from the symmetric assignment relaxation) with a dual
+// certificate, and a sparse square assignment solver for graphs too large to
+// store densely.
 //
 // How the pieces fit:
 //
@@ -15,9 +16,13 @@
 //	                             on columns, then exact augmenting paths
 //	Certify      (certify.go)    LP duality check, O(nr·nc), for both
 //	MinWeightPerfectMatching     symmetric assignment with a forbidden
-//	             (matching.go)   diagonal, rounded to a matching; Bound = L*/2
-//	RoundRelaxation(Near)        the same rounding from a cost oracle, for a
-//	             (matching.go)   relaxation solved elsewhere (sparsely)
+//	             (matching.go)   diagonal, whose halved duals and tight cycle
+//	                             edges (RelaxationStart) start the blossom
+//	                             algorithm
+//	BlossomDense, BlossomSparse  Edmonds' weighted blossom algorithm in
+//	             (blossom.go)    Galil's organisation, dense or on an edge list
+//	CertifyMatching(Graph)       vertex and blossom duals checked against
+//	             (certify_matching.go) every edge
 //	SolveSparse  (sparse.go)     sparse square assignment: auction warm start,
 //	                             heap Dijkstra paths; ResolveSparse restarts
 //	                             from a solution by paths alone
