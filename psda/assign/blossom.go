@@ -7,6 +7,10 @@ import (
 	"slices"
 )
 
+// One file of about 1,000 lines on purpose: the algorithm's stages (grow,
+// shrink, expand, augment, dual change) all read and write the same
+// per-vertex and per-blossom state, and split up they would hide that.
+//
 // This file is a primal–dual weighted blossom algorithm for minimum-weight
 // perfect matching on a general graph, after J. Edmonds, "Paths, trees, and
 // flowers" and "Maximum matching and a polyhedron with 0,1-vertices"
