@@ -31,13 +31,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .._matching import _as_pair, _check_bool, _check_int
-
-try:  # torch is optional: subclass its Sampler when it is there.
-    from torch.utils.data import Sampler as _TorchSampler
-
-    _Base: Any = _TorchSampler[List[int]]
-except ImportError:  # pragma: no cover - exercised only without torch
-    _Base = object
+from ..sampler import _Base  # torch's Sampler[List[int]] when torch is there, else object
 
 __all__ = ["DABatchSampler"]
 
