@@ -56,6 +56,25 @@ _MAX_VIEW_LAG = 64
 _BOTH, _SOURCE, _TARGET = "both", "source", "target"
 
 
+
+def _check_ranks(num_replicas: Any, rank: Any) -> Tuple[int, int]:
+    """Returns (num_replicas, rank), each taken from torch.distributed when None,
+    checked: 1 <= num_replicas < 2**63 and 0 <= rank < num_replicas. Every
+    batch sampler's constructor uses it."""
+    if num_replicas is None or rank is None:
+        from .distributed import world
+
+        world_size, world_rank = world()
+        num_replicas = world_size if num_replicas is None else num_replicas
+        rank = world_rank if rank is None else rank
+    num_replicas = _check_int(num_replicas, "num_replicas", "2")
+    if not 1 <= num_replicas < 1 << 63:
+        raise ValueError(f"num_replicas = {num_replicas}: must be >= 1 (the number of ranks) and < 2**63")
+    rank = _check_int(rank, "rank", "0")
+    if not 0 <= rank < num_replicas:
+        raise ValueError(f"rank = {rank}: want 0 <= rank < num_replicas = {num_replicas}")
+    return num_replicas, rank
+
 class _Pass:
     """One walk through an epoch's batches, shared by the two views.
 
@@ -202,18 +221,7 @@ class PairedBatchSampler(_Base):
         self.solver = _check_solver(solver)
         self.seed = _check_int(seed, "seed", "0") % (1 << 64)
         self.drop_last = _check_bool(drop_last, "drop_last")
-        if num_replicas is None or rank is None:
-            from .distributed import world
-
-            world_size, world_rank = world()
-            num_replicas = world_size if num_replicas is None else num_replicas
-            rank = world_rank if rank is None else rank
-        self.num_replicas = _check_int(num_replicas, "num_replicas", "2")
-        if not 1 <= self.num_replicas < 1 << 63:
-            raise ValueError(f"num_replicas = {self.num_replicas}: must be >= 1 (the number of ranks) and < 2**63")
-        self.rank = _check_int(rank, "rank", "0")
-        if not 0 <= self.rank < self.num_replicas:
-            raise ValueError(f"rank = {self.rank}: want 0 <= rank < num_replicas = {self.num_replicas}")
+        self.num_replicas, self.rank = _check_ranks(num_replicas, rank)
         s, t = _as_pair(source_features, target_features, ("source_features", "target_features"))
         self.n_source, self.n_target = int(s.shape[0]), int(t.shape[0])
         _check_batch_fits(self.batch_size, self.n_source, self.n_target)

@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .._matching import _as_pair, _check_bool, _check_int
-from ..sampler import _Base  # torch's Sampler[List[int]] when torch is there, else object
+from ..sampler import _Base, _check_ranks  # torch's Sampler[List[int]] when torch is there, else object
 
 __all__ = ["DABatchSampler"]
 
@@ -87,18 +87,7 @@ class DABatchSampler(_Base):
             raise ValueError(f"batch_size = {self.batch_size}: must be >= 1 (examples per domain in a batch)")
         self.seed = _check_int(seed, "seed", "0") % (1 << 64)
         self.drop_last = _check_bool(drop_last, "drop_last")
-        if num_replicas is None or rank is None:
-            from ..distributed import world
-
-            world_size, world_rank = world()
-            num_replicas = world_size if num_replicas is None else num_replicas
-            rank = world_rank if rank is None else rank
-        self.num_replicas = _check_int(num_replicas, "num_replicas", "2")
-        if self.num_replicas < 1:
-            raise ValueError(f"num_replicas = {self.num_replicas}: must be >= 1 (the number of ranks)")
-        self.rank = _check_int(rank, "rank", "0")
-        if not 0 <= self.rank < self.num_replicas:
-            raise ValueError(f"rank = {self.rank}: want 0 <= rank < num_replicas = {self.num_replicas}")
+        self.num_replicas, self.rank = _check_ranks(num_replicas, rank)
         s, t = self._features(source_features, target_features)
         self.n_source, self.n_target = len(s), len(t)
         self._check_sizes()
