@@ -98,3 +98,50 @@ func psda_kdpp_sample_f64(lam *C.double, nEig C.int64_t, v *C.double, n, k, nb C
 		return nil
 	})
 }
+
+//export psda_kmeans_f64
+func psda_kmeans_f64(x *C.double, m, d C.int64_t, w *C.double, group *C.int64_t, k, minSize, passes C.int64_t,
+	seed C.uint64_t, history *C.double, historyCap C.int64_t, historyLen *C.int64_t, cancel *C.int32_t,
+	done *C.int64_t) C.int {
+	return withoutContext("psda_kmeans_f64", func() *failure {
+		switch {
+		case x == nil || w == nil || group == nil || history == nil || historyLen == nil:
+			return fail(errNull, "psda: x, w, group, history and history_len are required")
+		case m < 1 || d < 1 || k < 1:
+			return fail(errSize, "psda: m = %d rows, d = %d features, k = %d clusters: all must be >= 1", int64(m), int64(d), int64(k))
+		case passes < 0:
+			return fail(errInvalid, "psda: passes = %d: must be >= 0", int64(passes))
+		case historyCap < passes+1:
+			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), int64(passes)+1)
+		}
+		c := &diverse.Clustering{
+			X:       unsafe.Slice((*float64)(unsafe.Pointer(x)), int(m)*int(d)),
+			M:       int(m),
+			D:       int(d),
+			W:       unsafe.Slice((*float64)(unsafe.Pointer(w)), int(m)),
+			Group:   unsafe.Slice((*int64)(unsafe.Pointer(group)), int(m)),
+			K:       int(k),
+			MinSize: int(minSize),
+		}
+		o := diverse.Options{Passes: int(passes), Seed: uint64(seed)}
+		if cancel != nil {
+			flag := (*int32)(unsafe.Pointer(cancel))
+			o.Stop = func() bool { return atomic.LoadInt32(flag) != 0 }
+		}
+		if done != nil {
+			counter := (*int64)(unsafe.Pointer(done))
+			o.OnPass = func(pass int, _ float64) { atomic.StoreInt64(counter, int64(pass)) }
+		}
+		h, err := diverse.WeightedKMeans(c, o)
+		out := unsafe.Slice((*float64)(unsafe.Pointer(history)), int(historyCap))
+		copy(out, h)
+		*historyLen = C.int64_t(len(h))
+		if errors.Is(err, diverse.ErrCancelled) {
+			return fail(errCancelled, "psda: weighted k-means cancelled; group holds the clustering reached")
+		}
+		if err != nil {
+			return fail(errInvalid, "psda: %s", err.Error())
+		}
+		return nil
+	})
+}
