@@ -8,6 +8,7 @@ probabilities, k-means++ seeding probabilities) or random partitions.
 """
 
 import copy
+import io
 import itertools
 import math
 import pickle
@@ -18,6 +19,7 @@ import pytest
 import psda
 from psda.samplers import exchange as ex
 from psda.samplers.dpp import kdpp_sample, log_esp, rbf_gram
+from psda.samplers.kmeans import weighted_kmeans
 from psda.samplers.stratified import anticlusters, vardass_strata
 from psda.variance import DiscrepancyError
 
@@ -38,6 +40,11 @@ def _make(name, s, t, k=K, **kw):
     kw.setdefault("rank", 0)
     kw.setdefault("seed", 3)
     return psda.batch_sampler(name, s, t, k, **kw)
+
+
+def _index_dataset():
+    """ConcatDataset([source, target]) whose items are their own ConcatDataset indices."""
+    return ConcatDataset([TensorDataset(torch.arange(NS)), TensorDataset(torch.arange(NT) + NS)])
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +85,7 @@ def test_layout_len_and_epochs(built, name):
         assert again != batches
 
 
-@pytest.mark.parametrize("name", OURS + ["paired"])
+@pytest.mark.parametrize("name", psda.SAMPLERS)
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_dataloader_serves_the_batches_and_resumes(built, name, num_workers):
     s, t, samplers = built
@@ -93,41 +100,65 @@ def test_dataloader_serves_the_batches_and_resumes(built, name, num_workers):
     it = iter(sm)
     head = [next(it) for _ in range(3)]
     state = sm.state_dict()
-    if name in OURS:  # plain types and bytes only
-        import io
-
-        buf = io.BytesIO()
-        torch.save(state, buf)
-        buf.seek(0)
-        state = torch.load(buf, weights_only=True)
+    # Plain types and bytes only: torch.load(weights_only=True) takes it.
+    buf = io.BytesIO()
+    torch.save(state, buf)
+    buf.seek(0)
+    state = torch.load(buf, weights_only=True)
     rest = list(it)
     s2, t2 = _data(seed=9)
     fresh = _make(name, s2, t2, seed=11)
     fresh.load_state_dict(state)
-    assert list(fresh) == rest and len(head) + len(rest) == len(sm)
+    # The resumed sampler serves the rest of the epoch through the DataLoader.
+    got = [x.tolist() for (x,) in DataLoader(_index_dataset(), batch_sampler=fresh, num_workers=num_workers)]
+    assert got == rest and len(head) + len(rest) == len(sm)
     assert fresh.epoch == 5
 
 
-@pytest.mark.parametrize("name", OURS)
+@pytest.mark.parametrize("name", [n for n in psda.SAMPLERS if n not in OURS])  # the samplers that offer views()
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_views_with_two_dataloaders(built, name, num_workers):
+    s, t, samplers = built
+    sm = copy.deepcopy(samplers[name])
+    assert not hasattr(samplers["vardass"], "views")  # only PairedBatchSampler offers them
+    sm.set_epoch(1)
+    want = list(sm)
+    sm.set_epoch(1)
+    sb, tb = sm.views()
+    src = DataLoader(TensorDataset(torch.arange(NS)), batch_sampler=sb, num_workers=num_workers)
+    tgt = DataLoader(TensorDataset(torch.arange(NT)), batch_sampler=tb, num_workers=num_workers)
+    got = [xs.tolist() + (xt + NS).tolist() for (xs,), (xt,) in zip(src, tgt)]
+    assert got == want and len(sb) == len(tb) == len(sm)
+    assert sm.epoch == 2
+
+
+@pytest.mark.parametrize("name", psda.SAMPLERS)
 @pytest.mark.parametrize("drop_last", [True, False])
 def test_sharding(built, name, drop_last):
     s, t, _ = built
     R = 3
     one = _make(name, s, t, drop_last=drop_last)
-    src, tgt = one.epoch_batches(2)
-    total = len(src)
+    one.set_epoch(2)
+    full = list(one)  # the epoch's batches on a single rank
+    total = len(full)
+    if name in OURS:
+        src, tgt = one.epoch_batches(2)
+        assert full == [a.tolist() + (b + NS).tolist() for a, b in zip(src, tgt)]
     ranks = [_make(name, s, t, num_replicas=R, rank=r, drop_last=drop_last) for r in range(R)]
     per = total // R if drop_last else -(-total // R)
+    seen = []
     for r, sm in enumerate(ranks):
         sm.set_epoch(2)
-        got = list(sm)
+        got = [x.tolist() for (x,) in DataLoader(_index_dataset(), batch_sampler=sm)]
         assert len(got) == len(sm) == per
         for b, batch in enumerate(got):
-            g = (b * R + r) % total
-            assert batch == src[g].tolist() + (tgt[g] + NS).tolist()
+            assert batch == full[(b * R + r) % total]  # rank r takes batches r, r + R, ... (psda/schedule.go)
+        seen += got
+    if drop_last:  # the ranks split the epoch: no batch twice
+        assert len({tuple(b) for b in seen}) == per * R
 
 
-@pytest.mark.parametrize("name", OURS)
+@pytest.mark.parametrize("name", psda.SAMPLERS)
 def test_update_pickle_and_refresh(built, name):
     s, t, samplers = built
     sm = copy.deepcopy(samplers[name])
@@ -159,8 +190,9 @@ def test_global_rng_untouched(built):
     a, b = np.random.random(), torch.rand(1)
     np.random.seed(1)
     torch.manual_seed(1)
-    for name in OURS:
+    for name in psda.SAMPLERS:
         list(copy.deepcopy(samplers[name]))
+        _make(name, s, t, seed=8).update(s + 1, t)
     assert np.random.random() == a and torch.rand(1) == b
 
 
@@ -203,17 +235,126 @@ def test_vardass_sampler_strata_are_the_plan_and_batches_take_one_each():
         assert sorted(where[b[:4]]) == [0, 1, 2, 3]
 
 
-def test_ordered_order_beats_its_start_and_matches_explicit():
-    s, t = _data(48, 48)
+def _wsse(X, w, g, k):
+    """(3) of psda.samplers.kmeans by explicit loops."""
+    f = 0.0
+    for h in range(k):
+        m = g == h
+        c = (w[m, None] * X[m]).sum(0) / w[m].sum()
+        f += float((w[m] * ((X[m] - c) ** 2).sum(1)).sum())
+    return f
+
+
+@pytest.mark.parametrize("engine", ["numpy", "go"])
+def test_weighted_kmeans_with_min_size_descends_to_a_local_optimum(engine):
+    rng = np.random.default_rng(5)
+    X, w = rng.normal(size=(16, 2)), rng.uniform(0.2, 2.0, 16)
+    g0 = np.arange(16) % 3
+    g, hist = weighted_kmeans(X, w, g0, 3, 4, passes=50, rng=np.random.default_rng(1), engine=engine)
+    assert hist[0] == pytest.approx(_wsse(X, w, g0, 3), rel=1e-12)
+    assert hist[-1] == pytest.approx(_wsse(X, w, g, 3), rel=1e-12) and hist[-1] < hist[0]
+    assert all(b <= a + 1e-12 for a, b in zip(hist, hist[1:])), hist
+    counts = np.bincount(g, minlength=3)
+    assert counts.min() >= 4
+    # No single move allowed by the minimum size lowers (3): enumeration.
+    for i in range(16):
+        if counts[g[i]] <= 4:
+            continue
+        for h in range(3):
+            trial = g.copy()
+            trial[i] = h
+            assert _wsse(X, w, trial, 3) >= hist[-1] - 1e-9
+    with pytest.raises(ValueError, match="min_size = 6"):
+        weighted_kmeans(X, w, g0, 3, 6, rng=np.random.default_rng(1), engine=engine)
+
+
+def test_allocation_is_proportional():
+    """c >= 1, sum k, closest to N_h k / n in squares: against enumeration of all such c."""
+    from psda.samplers.stratified import allocation
+
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        H = int(rng.integers(1, 6))
+        k = int(rng.integers(H, 11))
+        sizes = rng.integers(5, 60, size=H)
+        c = allocation(sizes, k)
+        q = sizes * k / sizes.sum()
+        best = min(sum((np.array(v) - q) ** 2) for v in itertools.product(range(1, k + 1), repeat=H) if sum(v) == k)
+        assert c.sum() == k and c.min() >= 1
+        assert sum((c - q) ** 2) == pytest.approx(best, abs=1e-12), (sizes, k, c)
+
+
+def test_ordered_strata_allocation_and_order():
+    s, t = _data(60, 52)
     sm = _make("ordered", s, t, k=4, discrepancy="mmd", kernel="linear")
-    hist = sm.plan["order_objective"]
-    assert hist[-1] < hist[0] and all(b <= a + 1e-12 for a, b in zip(hist, hist[1:]))
+    G = 15
     src, tgt = sm.batches()
+    # Source (60 = G k rows): weighted k-means strata of at least min_cluster_size = G // 2
+    # rows, rounded so that every batch takes counts[h] rows of stratum h.
+    strata, counts = sm.strata("source"), sm.plan["source_counts"]
+    assert sorted(np.concatenate(strata).tolist()) == list(range(60))
+    assert counts.sum() == 4 and all(len(h) >= c * G >= G // 2 for h, c in zip(strata, counts))
+    where = np.empty(60, int)
+    for h, st in enumerate(strata):
+        where[st] = h
+    for b in src:
+        assert np.array_equal(np.bincount(where[b], minlength=len(strata)), counts)
+    assert sorted(np.concatenate(src).tolist()) == list(range(60))  # every row once per epoch
+    # Target (52 rows < G k): rows repeated, never twice in one batch.
+    assert all(len(set(b)) == 4 for b in tgt.tolist())
+    hs = sm.plan["source_strata_objective"]
+    assert all(b <= a + 1e-12 for a, b in zip(hs, hs[1:]))
+    # The order: lower error than its random start, and the explicit error of the batches.
+    hist = sm.plan["order_objective"]
+    assert hist[-1] < hist[0] / 5 and all(b <= a + 1e-12 for a, b in zip(hist, hist[1:]))
     ev = DiscrepancyError(s, t, kernel="linear")
-    explicit = ev.batch_errors([a.tolist() + (b + 48).tolist() for a, b in zip(src, tgt)]).sum()
+    explicit = ev.batch_errors([a.tolist() + (b + 60).tolist() for a, b in zip(src, tgt)]).sum()
     assert hist[-1] == pytest.approx(explicit, rel=1e-9)
-    # Each batch holds one row of every stratum of each domain (stratification kept).
-    assert sorted(np.concatenate(src).tolist()) == list(range(48))
+    with pytest.raises(ValueError, match="strata = 5"):
+        _make("ordered", s, t, k=4, strata=5)
+    with pytest.raises(ValueError, match="min_cluster_size = 20"):
+        _make("ordered", s, t, k=4, min_cluster_size=20)
+
+
+def test_progress_reports_every_search(capsys):
+    s, t = _data(60, 60)
+    for name in ("vardass", "anticlustering", "ordered", "dpp"):
+        sm = _make(name, s, t, k=4, progress=True)
+    list(sm)  # the k-DPP draws happen per epoch
+    err = capsys.readouterr().err
+    for want in ("psda vardass: source pass 1/20", "psda anticlustering: target pass 1/20",
+                 "psda ordered: source strata pass 1/20", "psda ordered: order pass 1/20",
+                 "psda dpp: target k-DPP draws 15/15"):
+        assert want in err, err
+    last = {}
+    for line in err.splitlines():  # every pass of each search, in order
+        what, p = line.rsplit(" pass ", 1) if " pass " in line else (line, "0/0")
+        p = int(p.split("/")[0])
+        assert p == last.get(what, 0) + 1 or "dpp" in what
+        last[what] = p
+
+
+def test_ctrl_c_cancels_the_worker():
+    """A KeyboardInterrupt in the main thread sets the cancel flag the Go loop polls, and waits for it."""
+    from psda import _native
+    from psda.samplers import _core
+
+    cancel, done = np.zeros(1, np.int32), np.zeros(1, np.int64)
+    seen = []
+
+    def call():  # stands for a Go search: reports a pass, then runs until cancelled
+        done[0] = 1
+        while not cancel[0]:
+            pass
+        seen.append("stopped")
+        return _native._ERR_CANCELLED
+
+    def on_count(p):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        _core._run(_native, call, on_count, done, cancel)
+    assert cancel[0] == 1 and seen == ["stopped"]  # the worker saw the flag and ended before _run returned
 
 
 def test_anticlustering_beats_random_partitions_and_matches_explicit():
@@ -383,4 +524,15 @@ def test_c_entries_cancel_and_check_sizes():
     st = kd(a(lam), 3, a(v), 3, 2, 1, 0, a(out), 2, None, None)
     assert st == native._ERR_INVALID
     with pytest.raises(Exception, match="fewer than k = 2"):
+        native._check(st)
+    _, km = _core._lib("psda_kmeans_f64")
+    g = np.arange(200, dtype=np.int64) % 10
+    hist, hlen, done = np.zeros(21), np.zeros(1, np.int64), np.zeros(1, np.int64)
+    st = km(a(X), 200, 2, a(w), a(g), 10, 5, 20, 1, a(hist), 21, a(hlen), a(np.ones(1, np.int32)), a(done))
+    assert st == native._ERR_CANCELLED and done[0] == 0
+    st = km(a(X), 200, 2, a(w), a(g), 10, 5, 20, 1, a(hist), 21, a(hlen), a(np.zeros(1, np.int32)), a(done))
+    assert st == native._OK and done[0] == hlen[0] - 1 >= 1  # every pass reported
+    st = km(a(X), 200, 2, a(w), a(g), 10, 21, 20, 1, a(hist), 21, a(hlen), None, None)
+    assert st == native._ERR_INVALID
+    with pytest.raises(Exception, match="MinSize = 21"):
         native._check(st)

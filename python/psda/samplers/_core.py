@@ -15,7 +15,7 @@ from typing import Callable, List, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["available", "exchange", "kdpp_sample"]
+__all__ = ["available", "exchange", "kdpp_sample", "kmeans"]
 
 _POLL = 0.05
 
@@ -25,6 +25,7 @@ _SIGNATURES = {
     "psda_exchange_f64": [_P, _I64, _I64, _P, _P, _P, _P, _I64, _P, ctypes.c_double, _I64, _I64, ctypes.c_uint64,
                           _P, _I64, _P, _P, _P],
     "psda_kdpp_sample_f64": [_P, _I64, _P, _I64, _I64, _I64, ctypes.c_uint64, _P, _I64, _P, _P],
+    "psda_kmeans_f64": [_P, _I64, _I64, _P, _P, _I64, _I64, _I64, ctypes.c_uint64, _P, _I64, _P, _P, _P],
 }
 
 
@@ -46,8 +47,13 @@ def available(name: str = "psda_exchange_f64") -> bool:
     return _lib(name) is not None
 
 
-def _run(native, call, on_count: Optional[Callable[[int], None]], done: np.ndarray, cancel: np.ndarray) -> None:
-    """Runs call() in a worker thread; Ctrl-C sets cancel and re-raises; reports done's changes."""
+def _run(native, call, on_count: Optional[Callable[[int], None]], done: np.ndarray, cancel: np.ndarray,
+         each: bool = True) -> None:
+    """Runs call() in a worker thread; Ctrl-C sets cancel and re-raises; reports done's changes.
+
+    on_count gets every count from 1 to the last (each=True: passes) or the
+    latest count at each poll (each=False: draws, which come by the thousand).
+    """
     out = {}
 
     def work() -> None:
@@ -56,12 +62,21 @@ def _run(native, call, on_count: Optional[Callable[[int], None]], done: np.ndarr
     worker = threading.Thread(target=work, name="psda-diverse", daemon=True)
     worker.start()
     reported = 0
+
+    def report() -> None:
+        # Every count reached since the last poll (a fast search finishes
+        # several passes between polls), and the last one after the worker ends.
+        nonlocal reported
+        now = int(done[0])
+        while on_count is not None and reported < now:
+            reported = reported + 1 if each else now
+            on_count(reported)
+
     try:
         while worker.is_alive():
             worker.join(_POLL)
-            if on_count is not None and int(done[0]) != reported:
-                reported = int(done[0])
-                on_count(reported)
+            report()
+        report()
     except BaseException:
         cancel[0] = 1
         native._join(worker)
@@ -72,8 +87,9 @@ def _run(native, call, on_count: Optional[Callable[[int], None]], done: np.ndarr
     native._check(status)
 
 
-def kdpp_sample(lam: np.ndarray, v: np.ndarray, k: int, nb: int, seed: int) -> np.ndarray:
-    """nb k-DPP draws by the Go core (psda/diverse.SampleKDPP): (nb, k) int64."""
+def kdpp_sample(lam: np.ndarray, v: np.ndarray, k: int, nb: int, seed: int,
+                on_count: Optional[Callable[[int], None]] = None) -> np.ndarray:
+    """nb k-DPP draws by the Go core (psda/diverse.SampleKDPP): (nb, k) int64; on_count(draws done) at each poll."""
     native, fn = _lib("psda_kdpp_sample_f64")
     lam = np.ascontiguousarray(lam, dtype=np.float64)
     v = np.ascontiguousarray(v, dtype=np.float64)
@@ -81,7 +97,7 @@ def kdpp_sample(lam: np.ndarray, v: np.ndarray, k: int, nb: int, seed: int) -> n
     cancel, done = np.zeros(1, np.int32), np.zeros(1, np.int64)
     a = native._addr
     _run(native, lambda: fn(a(lam), len(lam), a(v), v.shape[0], k, nb, int(seed) % (1 << 64), a(out), out.size,
-                            a(cancel), a(done)), None, done, cancel)
+                            a(cancel), a(done)), on_count, done, cancel, each=False)
     return out
 
 
@@ -105,4 +121,23 @@ def exchange(X, w, group, cls, centre, omega, *, sign: float, passes: int, partn
     _run(native, lambda: fn(a(X), m, d, a(w), a(group), a(cls), a(centre), len(omega), a(omega), float(sign),
                             int(passes), int(partners or 0), int(seed) % (1 << 64), a(hist), len(hist), a(hlen),
                             a(cancel), a(done)), cb, done, cancel)
+    return group, hist[: int(hlen[0])].tolist()
+
+
+def kmeans(X, w, group, k: int, min_size: int, *, passes: int, seed: int,
+           on_pass: Optional[Callable[[int, float], None]] = None) -> Tuple[np.ndarray, List[float]]:
+    """Same contract as psda.samplers.kmeans.weighted_kmeans, run by the Go core (psda/diverse.WeightedKMeans)."""
+    native, fn = _lib("psda_kmeans_f64")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    group = np.array(group, dtype=np.int64)
+    m, d = X.shape
+    hist = np.zeros(passes + 1)
+    hlen = np.zeros(1, np.int64)
+    cancel = np.zeros(1, np.int32)
+    done = np.zeros(1, np.int64)
+    a = native._addr
+    cb = None if on_pass is None else (lambda now: on_pass(now, float("nan")))
+    _run(native, lambda: fn(a(X), m, d, a(w), a(group), int(k), int(min_size), int(passes), int(seed) % (1 << 64),
+                            a(hist), len(hist), a(hlen), a(cancel), a(done)), cb, done, cancel)
     return group, hist[: int(hlen[0])].tolist()

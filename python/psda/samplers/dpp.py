@@ -124,6 +124,7 @@ class DPPSampler(DABatchSampler):
         exact_limit: rows up to which L is the exact Gram matrix.
         engine: "auto" (draws by the Go core's psda/diverse.SampleKDPP when
             built, else NumPy), "go" or "numpy" (the reference).
+        progress: print the Go core's draws done (every 50 ms) to stderr.
         discrepancy, kernel: accepted for a common interface; the k-DPP kernel
             is the RBF mixture for every discrepancy (see the module docstring).
 
@@ -139,10 +140,10 @@ class DPPSampler(DABatchSampler):
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *,
                  gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600, engine: str = "auto",
-                 **kwargs: Any) -> None:
+                 progress: bool = False, **kwargs: Any) -> None:
         if engine not in ("auto", "go", "numpy"):
             raise ValueError(f"engine = {engine!r}: want 'auto' (the Go core when built), 'go' or 'numpy'")
-        self.engine = engine
+        self.engine, self.progress = engine, bool(progress)
         self.gammas = tuple(float(g) for g in gammas)
         if not self.gammas or min(self.gammas) <= 0:
             raise ValueError(f"gammas = {gammas!r}: want at least one bandwidth > 0")
@@ -181,11 +182,20 @@ class DPPSampler(DABatchSampler):
 
         if self.engine != "numpy" and _core.available("psda_kdpp_sample_f64"):
             seeds = rng.integers(1 << 63, size=2)
-            return (_core.kdpp_sample(ls, vs, k, num_batches, int(seeds[0])),
-                    _core.kdpp_sample(lt, vt, k, num_batches, int(seeds[1])))
+            out = []
+            for side, lam, v, seed in (("source", ls, vs, seeds[0]), ("target", lt, vt, seeds[1])):
+                out.append(_core.kdpp_sample(lam, v, k, num_batches, int(seed), on_count=self._reporter(side, num_batches)))
+            return tuple(out)
         if self.engine == "go":
             raise RuntimeError("engine = 'go': the compiled psda core has no psda_kdpp_sample_f64; rebuild psda")
         return kdpp_sample(ls, vs, es, k, num_batches, rng), kdpp_sample(lt, vt, et, k, num_batches, rng)
+
+    def _reporter(self, side: str, total: int):
+        if not self.progress:
+            return None
+        import sys
+
+        return lambda r: print(f"psda dpp: {side} k-DPP draws {r}/{total}", file=sys.stderr, flush=True)
 
     def __getstate__(self):
         d = super().__getstate__()

@@ -13,11 +13,11 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from .._matching import DEFAULT_GAMMAS
-from .base import DABatchSampler, groups_to_batches, strata_to_batches
+from .base import DABatchSampler, groups_to_batches, strata_to_batches, stream
 from .exchange import exchange
 from .features import feature_map, pack_groups, unpack_groups
 
-__all__ = ["VaRDASSSampler", "OrderedSampler", "AnticlusteringSampler", "vardass_strata"]
+__all__ = ["VaRDASSSampler", "OrderedSampler", "AnticlusteringSampler", "vardass_strata", "ordered_strata", "deal"]
 
 
 def _check_discrepancy(discrepancy: str, kernel: str, gammas: Sequence[float]):
@@ -155,7 +155,7 @@ class VaRDASSSampler(_FeatureSampler):
         for side, phi in (("source", ps), ("target", pt)):
             strata, hist = vardass_strata(phi, self.batch_size, passes=self.passes,
                                           partners=self._partners(len(phi), phi.shape[1]), rng=rng,
-                                          on_pass=self._reporter(side))
+                                          on_pass=self._reporter(side), engine=self.engine)
             plan[side] = pack_groups(strata)
             plan[side + "_objective"] = np.array(hist)
         return plan
@@ -245,81 +245,247 @@ def anticlusters(phi: np.ndarray, k: int, *, passes: int = 20, partners: Optiona
     return [np.flatnonzero(group == g) for g in range(G)], hist
 
 
+def ordered_strata(phi: np.ndarray, strata: int, min_size: int, *, passes: int = 20, rng: np.random.Generator,
+                   on_pass=None, engine: str = "auto"):
+    """ORDERED's strata of one domain: weighted kernel k-means with a minimum cluster size.
+
+    ``strata`` clusters of at least ``min_size`` rows minimising (3) of
+    psda.samplers.kmeans (unit weights) in the kernel's feature map, from
+    balanced principal-direction cuts, by the single-row moves (4).
+
+    Returns:
+        (group, history): each row's stratum, and the SSE at the start and
+        after every pass (non-increasing).
+    """
+    from .kmeans import weighted_kmeans
+
+    n = len(phi)
+    x = phi - phi.mean(0)
+    group = np.empty(n, np.int64)
+    for h, c in enumerate(_principal_split(x, np.arange(n), strata)):
+        group[c] = h
+    return weighted_kmeans(x, np.ones(n), group, strata, min_size, passes=passes, rng=rng, on_pass=on_pass,
+                           engine=engine)
+
+
+def allocation(sizes: np.ndarray, k: int) -> np.ndarray:
+    """Rows per batch of each stratum: proportional to its size, at least one each, summing to k.
+
+    Largest remainders of q_h = N_h k / n on top of max(1, floor(q_h)).
+    """
+    sizes = np.asarray(sizes, np.float64)
+    q = sizes * k / sizes.sum()
+    c = np.maximum(1, np.floor(q)).astype(np.int64)
+    while c.sum() < k:
+        c[np.argmax(q - c)] += 1
+    while c.sum() > k:
+        r = np.where(c > 1, q - c, np.inf)
+        c[np.argmin(r)] -= 1
+    return c
+
+
+def round_strata(x: np.ndarray, group: np.ndarray, H: int, G: int, k: int) -> np.ndarray:
+    """Moves rows between strata until stratum h holds at least c_h G rows (c = allocation(sizes, k)).
+
+    Then every batch can take exactly c_h rows of stratum h (the same
+    composition in every batch: proportional allocation with the plain batch
+    mean). Each stratum short of c_h G rows takes, from strata with rows to
+    spare, those whose move raises the SSE (3) least by (4) at the current
+    centroids. Returns the per-batch counts c; ``group`` is changed in place.
+    """
+    sizes = np.bincount(group, minlength=H)
+    c = allocation(sizes, k)
+    need = c * G
+    for h in np.flatnonzero(sizes < need):
+        sizes = np.bincount(group, minlength=H)
+        short = int(need[h] - sizes[h])
+        if short <= 0:
+            continue
+        W = sizes.astype(np.float64)
+        C = np.zeros((H, x.shape[1]))
+        np.add.at(C, group, x)
+        C /= np.maximum(W, 1)[:, None]
+        spare = sizes - need
+        cand = np.flatnonzero(spare[group] > 0)
+        a = group[cand]
+        cost = (W[h] / (W[h] + 1) * ((x[cand] - C[h]) ** 2).sum(1)
+                - W[a] / np.maximum(W[a] - 1, 1) * ((x[cand] - C[a]) ** 2).sum(1))
+        taken = np.zeros(H, np.int64)
+        for i in cand[np.argsort(cost, kind="stable")]:
+            if short == 0:
+                break
+            g = group[i]
+            if taken[g] < spare[g]:
+                taken[g] += 1
+                group[i] = h
+                short -= 1
+    return c
+
+
+def deal(strata: List[np.ndarray], counts: np.ndarray, G: int, rng: np.random.Generator):
+    """Lays a domain's strata into G batches (and a spare group G): stratum h gives counts[h] rows to every batch.
+
+    Stratum h's slots, in random order: slot j < counts[h] G goes to batch
+    j mod G, the rest to the spare group (not served; the order search may
+    swap them in).
+
+    Returns:
+        (slots, group, stratum): each slot's index into the strata's rows, its batch (G = spare) and stratum.
+    """
+    slots, group, stratum = [], [], []
+    for h, st in enumerate(strata):
+        st = st[rng.permutation(len(st))]
+        g = np.full(len(st), G, np.int64)
+        g[: counts[h] * G] = np.arange(counts[h] * G) % G
+        slots.append(st)
+        group.append(g)
+        stratum.append(np.full(len(st), h, np.int64))
+    return np.concatenate(slots), np.concatenate(group), np.concatenate(stratum)
+
+
+def _repair_duplicates(rows: np.ndarray, group: np.ndarray, cls: np.ndarray, G: int) -> None:
+    """Swaps slots of one class so that no batch holds a row twice (the repeated rows of the smaller domain).
+
+    The exchange search may move two copies of a row into one batch; each
+    such copy swaps with a slot of its class in a batch holding neither row.
+    In place; a no-op when the rows are distinct.
+    """
+    if len(np.unique(rows)) == len(rows):
+        return
+    for _ in range(len(rows)):
+        live = group < G
+        key = group[live] * (rows.max() + 1) + rows[live]
+        u, first, cnt = np.unique(key, return_index=True, return_counts=True)
+        dup = u[cnt > 1]
+        if len(dup) == 0:
+            return
+        idx = np.flatnonzero(live)
+        i = idx[np.flatnonzero(key == dup[0])[1]]
+        a = group[i]
+        in_a = set(rows[(group == a)].tolist())
+        for j in np.flatnonzero((cls == cls[i]) & (group != a) & (group < G)):
+            b = group[j]
+            if rows[j] not in in_a and rows[i] not in set(rows[group == b].tolist()):
+                group[i], group[j] = b, a
+                break
+        else:
+            return  # no fix found: leave the duplicate (a batch still holds k rows)
+
+
 class OrderedSampler(_FeatureSampler):
     """OrderedSampler: stratified batches in an optimised order (ORDERED, Napoli & White, arXiv 2605.05084).
 
-    Both domains are stratified as in VaRDASS (k strata each); every batch
-    takes one row from each stratum of each domain, and which row of stratum h
-    goes to which batch (the sampling order) is optimised: starting from a
-    random order, rows of the same stratum and domain are exchanged between
-    batches while that lowers the summed error of the epoch's batches,
+    Each domain is stratified by weighted kernel k-means with a minimum
+    cluster size (``strata`` clusters of at least ``min_cluster_size`` rows,
+    psda.samplers.kmeans); the strata are dealt into the epoch's batches with
+    proportional allocation (stratum h puts about N_h k / n rows in every
+    batch); then which rows of stratum h go to which batch (the sampling
+    order) is optimised: starting from a random order, rows of the same
+    stratum and domain are exchanged between batches while that lowers the
+    summed error of the epoch's batches,
     sum_b ||(mean_s,b - mu_s) - (mean_t,b - mu_t)||^2 in the discrepancy's
     feature space. The batches are then fixed; each epoch serves them in a
     random order. With n not a multiple of k, n mod k rows per domain sit in
     a spare slot that the search may swap in (they are not served); the
-    smaller domain's strata are repeated to fill max(n_s, n_t) // k batches.
+    smaller domain's rows are repeated to fill max(n_s, n_t) // k batches.
 
-    Args: as VaRDASSSampler (``passes`` applies to the strata and to the order).
+    Args: as VaRDASSSampler, and
+        strata: clusters per domain (default: batch_size).
+        min_cluster_size: the fewest rows a stratum may hold (default: half
+            the mean stratum size, n // (2 strata), at least 1).
+        ``passes`` applies to the strata and to the order.
 
     Example:
         >>> import numpy as np, psda
         >>> x = np.random.default_rng(0).normal(size=(40, 2))
         >>> s = psda.batch_sampler("ordered", x, x + 1, 4, num_replicas=1, rank=0)
-        >>> len(s)
-        10
+        >>> len(s), min(len(h) for h in s.strata("source")) >= 5
+        (10, True)
     """
 
     name = "ordered"
+
+    def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, strata: Optional[int] = None,
+                 min_cluster_size: Optional[int] = None, **kwargs: Any) -> None:
+        for key, v in (("strata", strata), ("min_cluster_size", min_cluster_size)):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"{key} = {v!r}: want None (the default) or an int >= 1")
+        self.n_strata, self.min_cluster_size = strata, min_cluster_size
+        super().__init__(source_features, target_features, batch_size, **kwargs)
+
+    def _config(self):
+        return {**super()._config(), "strata": self.n_strata, "min_cluster_size": self.min_cluster_size}
+
+    def _sizes(self, m: int, G: int, side: str):
+        k = self.batch_size
+        H = k if self.n_strata is None else self.n_strata
+        mn = max(1, G // 2) if self.min_cluster_size is None else self.min_cluster_size
+        if H > k:
+            raise ValueError(f"strata = {H}: more strata than batch_size = {k}; every batch takes at least one row "
+                             f"of every stratum: use strata <= {k}")
+        if H * mn > m:
+            raise ValueError(f"strata = {H} with min_cluster_size = {mn}: the {side} domain has {m} slots, fewer "
+                             f"than strata * min_cluster_size = {H * mn}: use fewer strata or a smaller "
+                             "min_cluster_size")
+        return H, mn
 
     def _search(self, s, t):
         ps, pt = self._phi(s, t)
         rng = np.random.default_rng([self.seed, 0x0de4])
         k = self.batch_size
         G = max(self.n_source, self.n_target) // k
-        xs_, ws_, gs_, cs_ = [], [], [], []
+        xs_, ws_, gs_, cs_, rows_ = [], [], [], [], []
         plan: Dict[str, Any] = {}
+        H0 = 0
         for dom, (side, phi) in enumerate((("source", ps), ("target", pt))):
-            strata, hist = vardass_strata(phi, k, passes=self.passes, partners=self._partners(len(phi), phi.shape[1]),
-                                          rng=rng, on_pass=self._reporter(side + " strata"), engine=self.engine)
+            n = len(phi)
+            # Slots: the rows, and in the smaller domain repeats of them
+            # (each row once before any twice) to fill G k batch places.
+            rows = np.arange(n) if n >= G * k else np.concatenate([np.arange(n), stream(rng, n, G * k - n)])
+            x = (phi - phi.mean(0))[rows]
+            H, mn = self._sizes(len(rows), G, side)
+            group, hist = ordered_strata(x, H, mn, passes=self.passes, rng=rng,
+                                         on_pass=self._reporter(side + " strata"), engine=self.engine)
             plan[side + "_strata_objective"] = np.array(hist)
-            x = phi - phi.mean(0)
-            rows, group, cls = [], [], []
-            for h, st in enumerate(strata):
-                # G slots per stratum (rows repeated in the smaller domain),
-                # the rest in the spare group G; the start is a random order.
-                slot = st[rng.permutation(len(st))] if len(st) >= G else np.concatenate(
-                    [st, st[(np.arange(G - len(st)) + rng.integers(len(st))) % len(st)]])
-                rows.append(slot)
-                g = np.full(len(slot), G, np.int64)
-                g[:G] = rng.permutation(G)
-                group.append(g)
-                cls.append(np.full(len(slot), 2 * h + dom, np.int64))
-            rows_a = np.concatenate(rows)
-            xs_.append(x[rows_a])
-            ws_.append(np.full(len(rows_a), (1.0 if dom == 0 else -1.0) / k))
-            gs_.append(np.concatenate(group))
-            cs_.append(np.concatenate(cls))
-            plan[side + "_rows"] = rows_a
+            counts = round_strata(x, group, H, G, k)
+            strata = [np.flatnonzero(group == h) for h in range(H)]
+            plan[side + "_strata"] = pack_groups([rows[st] for st in strata])
+            plan[side + "_counts"] = counts
+            slots, g, stratum = deal(strata, counts, G, rng)
+            # The start is a random order: the batches' labels are permuted.
+            g = np.where(g < G, rng.permutation(G)[np.minimum(g, G - 1)], G)
+            xs_.append(x[slots])
+            ws_.append(np.full(len(slots), (1.0 if dom == 0 else -1.0) / k))
+            gs_.append(g)
+            cs_.append(stratum + H0)  # exchange classes: (domain, stratum)
+            rows_.append(rows[slots])
+            H0 += H
         X = np.concatenate(xs_)
         omega = np.ones(G + 1)
         omega[G] = 0.0  # the spare slots count in no batch
-        group, hist = exchange(X, np.concatenate(ws_), np.concatenate(gs_), np.concatenate(cs_),
-                               np.zeros((G + 1, X.shape[1])), omega, sign=1.0, passes=self.passes,
+        cls = np.concatenate(cs_)
+        group, hist = exchange(X, np.concatenate(ws_), np.concatenate(gs_), cls, np.zeros((G + 1, X.shape[1])),
+                               omega, sign=1.0, passes=self.passes,
                                partners=self._partners(len(X) // k, X.shape[1]), rng=rng,
                                on_pass=self._reporter("order"), engine=self.engine)
-        plan["order_objective"] = np.array(hist)
-        m = len(plan["source_rows"])
-        for side, rows, g in (("source", plan["source_rows"], group[:m]), ("target", plan["target_rows"], group[m:])):
+        m0 = len(rows_[0])
+        for side, rows, g, c in (("source", rows_[0], group[:m0], cls[:m0]), ("target", rows_[1], group[m0:], cls[m0:])):
+            g = g.copy()
+            _repair_duplicates(rows, g, c, G)
             keep = g < G
-            # batches[b] = the k rows with group b, in stratum order.
+            # batches[b] = the k rows with group b, in slot order.
             order = np.lexsort((np.arange(keep.sum()), g[keep]))
             plan[side] = rows[keep][order].reshape(G, k)
-            del plan[side + "_rows"]
+        plan["order_objective"] = np.array(hist)
         return plan
 
     def batches(self) -> np.ndarray:
         """The fixed batches in force: (source (G, k), target (G, k)) un-offset indices."""
         return self._plan["source"], self._plan["target"]
+
+    def strata(self, side: str) -> List[np.ndarray]:
+        """ORDERED's strata of "source" or "target" in force, as index arrays."""
+        return unpack_groups(self._plan[side + "_strata"])
 
     def _draw(self, plan, rng, num_batches):
         order = rng.permutation(len(plan["source"]))[:num_batches]
