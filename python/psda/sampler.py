@@ -120,6 +120,26 @@ class _Pass:
         return min(self.progress.values())
 
 
+def _check_same_examples(sampler: Any, n_source: int, n_target: int) -> None:
+    """update()'s check, for every psda batch sampler: new features must describe the same examples."""
+    if (n_source, n_target) != (sampler.n_source, sampler.n_target):
+        raise ValueError(
+            f"update() got {n_source} source and {n_target} target examples, but the sampler indexes "
+            f"{sampler.n_source} and {sampler.n_target}: pass features of the same datasets, or build a new sampler"
+        )
+
+
+def _check_state_settings(sampler: Any, state_dict: Dict[str, Any]) -> None:
+    """load_state_dict()'s check, for every psda batch sampler: the state's settings and datasets are the sampler's."""
+    for key in ("batch_size", "drop_last", "num_replicas", "rank", "n_source", "n_target"):
+        if state_dict.get(key) != getattr(sampler, key):
+            raise ValueError(
+                f"state_dict has {key} = {state_dict.get(key)!r} but this sampler has {key} = "
+                f"{getattr(sampler, key)!r}: construct the sampler with the settings and datasets "
+                "of the one whose state was saved"
+            )
+
+
 class PairedBatchSampler(_Base):
     """Yields PSDA batches over ``ConcatDataset([source_ds, target_ds])``.
 
@@ -343,11 +363,7 @@ class PairedBatchSampler(_Base):
                 examples changed (the dataset's index space is fixed).
         """
         s, t = _as_pair(source_features, target_features, ("source_features", "target_features"))
-        if (s.shape[0], t.shape[0]) != (self.n_source, self.n_target):
-            raise ValueError(
-                f"update() got {s.shape[0]} source and {t.shape[0]} target examples, but the sampler indexes "
-                f"{self.n_source} and {self.n_target}: pass features of the same datasets, or build a new sampler"
-            )
+        _check_same_examples(self, s.shape[0], t.shape[0])
         m = self._compute(s, t)
         with self._lock:
             self._pending = m
@@ -420,13 +436,7 @@ class PairedBatchSampler(_Base):
                 f"state_dict lacks the key(s) {', '.join(map(repr, missing))}: it is not a complete "
                 f"{_STATE_FORMAT} state; pass an unmodified PairedBatchSampler.state_dict()"
             )
-        for key in ("batch_size", "drop_last", "num_replicas", "rank", "n_source", "n_target"):
-            if state_dict.get(key) != getattr(self, key):
-                raise ValueError(
-                    f"state_dict has {key} = {state_dict.get(key)!r} but this sampler has {key} = "
-                    f"{getattr(self, key)!r}: construct the sampler with the settings and datasets "
-                    "of the one whose state was saved"
-                )
+        _check_state_settings(self, state_dict)
         matching = Matching._from_state(state_dict["matching"], "matching")
         pst = state_dict.get("pending_matching")
         pending = None if pst is None else Matching._from_state(pst, "pending_matching")

@@ -31,7 +31,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from .._matching import _as_pair, _check_bool, _check_int
-from ..sampler import _Base, _check_ranks  # torch's Sampler[List[int]] when torch is there, else object
+from ..sampler import PairedBatchSampler, _Base, _check_ranks, _check_same_examples, _check_state_settings
 
 __all__ = ["DABatchSampler"]
 
@@ -148,10 +148,9 @@ class DABatchSampler(_Base):
 
     # -- public API -----------------------------------------------------------
 
-    @property
-    def epoch(self) -> int:
-        """The epoch the next pass will serve (advanced after every complete pass)."""
-        return self._epoch
+    # PairedBatchSampler's own: the same epoch counter, lock and resume rules.
+    epoch = PairedBatchSampler.epoch
+    set_epoch = PairedBatchSampler.set_epoch
 
     @property
     def plan(self) -> Dict[str, Any]:
@@ -161,20 +160,6 @@ class DABatchSampler(_Base):
     def __len__(self) -> int:
         """Returns the exact number of batches per epoch on this rank."""
         return self._batches_per_rank()[1]
-
-    def set_epoch(self, epoch: int) -> None:
-        """Sets the epoch of the next pass; the batches depend on (seed, epoch) only.
-
-        Optional: the epoch also advances by itself after every complete pass.
-        Setting the epoch a resumed state is in keeps the resume position.
-        """
-        epoch = _check_int(epoch, "epoch", "0")
-        if not 0 <= epoch < 1 << 64:
-            raise ValueError(f"epoch = {epoch}: want 0 <= epoch < 2**64")
-        if epoch != self._epoch:
-            self._resume = 0
-        self._epoch = epoch
-        self._generation += 1
 
     def update(self, source_features: Any, target_features: Any) -> None:
         """Recomputes the set-up from new features of the same examples; used from the next epoch.
@@ -187,10 +172,7 @@ class DABatchSampler(_Base):
             ValueError: if the numbers of examples changed.
         """
         s, t = self._features(source_features, target_features)
-        if (len(s), len(t)) != (self.n_source, self.n_target):
-            raise ValueError(
-                f"update() got {len(s)} source and {len(t)} target examples, but the sampler indexes "
-                f"{self.n_source} and {self.n_target}: pass features of the same datasets, or build a new sampler")
+        _check_same_examples(self, len(s), len(t))
         plan = self._build(s, t)
         with self._lock:
             self._pending = plan
@@ -232,11 +214,7 @@ class DABatchSampler(_Base):
         if state_dict.get("sampler") != self.name:
             raise ValueError(f"state_dict is from a {state_dict.get('sampler')!r} sampler, this one is {self.name!r}: "
                              "load it into a sampler built by psda.batch_sampler with that name")
-        for key in ("batch_size", "drop_last", "num_replicas", "rank", "n_source", "n_target"):
-            if state_dict.get(key) != getattr(self, key):
-                raise ValueError(
-                    f"state_dict has {key} = {state_dict.get(key)!r} but this sampler has {key} = "
-                    f"{getattr(self, key)!r}: construct the sampler with the settings and datasets of the saved one")
+        _check_state_settings(self, state_dict)
         seed = _check_int(state_dict.get("seed"), "state_dict['seed']", "0") % (1 << 64)
         epoch = _check_int(state_dict.get("epoch"), "state_dict['epoch']", "0")
         batches = _check_int(state_dict.get("batches"), "state_dict['batches']", "0")
