@@ -375,32 +375,33 @@ def _repair_duplicates(rows: np.ndarray, group: np.ndarray, cls: np.ndarray, G: 
 class OrderedSampler(_FeatureSampler):
     """OrderedSampler: stratified batches in an optimised order (ORDERED, Napoli & White, arXiv 2605.05084).
 
-    Each domain is stratified by weighted kernel k-means with a minimum
-    cluster size (``strata`` clusters of at least ``min_cluster_size`` rows,
-    psda.samplers.kmeans); the strata are dealt into the epoch's batches with
-    proportional allocation (stratum h puts about N_h k / n rows in every
-    batch); then which rows of stratum h go to which batch (the sampling
-    order) is optimised: starting from a random order, rows of the same
-    stratum and domain are exchanged between batches while that lowers the
-    summed error of the epoch's batches,
-    sum_b ||(mean_s,b - mu_s) - (mean_t,b - mu_t)||^2 in the discrepancy's
-    feature space. The batches are then fixed; each epoch serves them in a
-    random order. With n not a multiple of k, n mod k rows per domain sit in
-    a spare slot that the search may swap in (they are not served); the
-    smaller domain's rows are repeated to fill max(n_s, n_t) // k batches.
+    Per domain, with G = max(n_s, n_t) // k batches: (1) strata by weighted
+    kernel k-means with a minimum cluster size (``strata`` clusters of at
+    least ``min_cluster_size`` rows, eqs. (3)-(4) of psda.samplers.kmeans, in
+    the discrepancy's feature map); (2) proportional allocation: stratum h
+    gives c_h rows to every batch (sum c_h = k), its size rounded to c_h G
+    rows by the cheapest moves; (3) the order: starting from a random
+    order, rows of one stratum and domain are exchanged between batches
+    while that lowers the summed error of the epoch's batches,
+    sum_b ||(mean_s,b - mu_s) - (mean_t,b - mu_t)||^2 in feature space
+    (psda.samplers.exchange). The batches are then fixed; each epoch serves
+    them in a random order. n - G k rows of the larger domain sit in a spare
+    group the search may swap in (not served); the smaller domain's rows
+    repeat to fill the G k places. docs/samplers.md lists the deviations
+    from the paper.
 
     Args: as VaRDASSSampler, and
-        strata: clusters per domain (default: batch_size).
-        min_cluster_size: the fewest rows a stratum may hold (default: half
-            the mean stratum size, n // (2 strata), at least 1).
-        ``passes`` applies to the strata and to the order.
+        strata: clusters per domain, at most batch_size (default: batch_size).
+        min_cluster_size: the fewest rows a stratum may hold in the k-means
+            (default: G // 2, at least 1).
+        ``passes`` applies to the k-means and to the order.
 
     Example:
         >>> import numpy as np, psda
         >>> x = np.random.default_rng(0).normal(size=(40, 2))
         >>> s = psda.batch_sampler("ordered", x, x + 1, 4, num_replicas=1, rank=0)
-        >>> len(s), min(len(h) for h in s.strata("source")) >= 5
-        (10, True)
+        >>> len(s), [len(h) for h in s.strata("source")], s.plan["source_counts"].tolist()
+        (10, [10, 10, 10, 10], [1, 1, 1, 1])
     """
 
     name = "ordered"
