@@ -53,8 +53,9 @@ def batch_sampler(name: str, source_features: Any, target_features: Any, batch_s
         **options: the sampler's own options: ``seed``, ``drop_last``,
             ``num_replicas``, ``rank`` for all; ``discrepancy``, ``kernel``,
             ``gammas`` for the feature-space samplers and PSDA; ``passes``,
-            ``partners`` for vardass/ordered/anticlustering; ``exact_limit``
-            for dpp; ``solver`` for paired/double-paired (``stages`` is set by
+            ``partners``, ``progress``, ``engine`` for vardass/ordered/anticlustering;
+            ``strata``, ``min_cluster_size`` for ordered; ``exact_limit``,
+            ``progress``, ``engine`` for dpp; ``solver`` for paired/double-paired (``stages`` is set by
             the name).
 
     Raises:
