@@ -45,7 +45,7 @@ _DESCRIPTIONS = {
     "dpp": "diverse sampling: a k-DPP per minibatch (RBF-mixture kernel)",
     "anticlustering": "k-means anticlusters as fixed batches (exchange method)",
     "vardass": "VaRDASS: stratified sampling, one row from each of k discrepancy-specific strata",
-    "ordered": "ORDERED: VaRDASS strata, batch order optimised by exchanges",
+    "ordered": "ORDERED: weighted kernel k-means strata, order optimised within strata",
     "paired": "PSDA Paired (stages=1), psda.PairedBatchSampler",
     "double-paired": "PSDA Double-paired (stages=2), psda.PairedBatchSampler",
     "ref-paired": "Paired from the NumPy+SciPy reference (benchmarks/scipy_psda.py)",
@@ -386,8 +386,8 @@ def _plot(args, results) -> int:
     ax.set_yscale("log")
     ax.set_xlabel("batch size k (per domain)")
     ax.set_ylabel(r"$E\,\|\hat D - D\|^2$")
-    ax.set_title(f"{args.discrepancy.upper()} ({args.kernel if args.discrepancy == 'mmd' else 'CORAL'}), "
-                 f"{args.data}, n_s={args.n_source}, n_t={args.n_target}, d={args.dim}")
+    name = f"MMD ({args.kernel} kernel)" if args.discrepancy == "mmd" else "CORAL"
+    ax.set_title(f"{name}, {args.data}, n_s={args.n_source}, n_t={args.n_target}, d={args.dim}")
     ax.grid(True, which="both", alpha=0.3)
     # Outside the axes, so that it hides no data.
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=9)
