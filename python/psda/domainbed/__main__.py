@@ -16,8 +16,9 @@ from .samplers import DISPLAY, SAMPLERS
 
 _EPILOG = """\
 psda's algorithms: UDA_MMD, UDA_CORAL (the paper's UDA MMD / CORAL, any sampler, default
-uniform), PSDA_MMD, PSDA_CORAL (= UDA_MMD / UDA_CORAL + Double-paired). psda's dataset:
-RotatedDigits (offline, no --data_dir needed).
+uniform), PSDA_MMD, PSDA_CORAL (= UDA_MMD / UDA_CORAL + Double-paired). psda's datasets
+(offline, no --data_dir needed): RotatedDigits (DomainBed's MNIST CNN) and
+RotatedDigitsFlat (the same images flattened: DomainBed's MLP).
 
 A sampler other than DomainBed's own loaders (any sampler for psda's algorithms; any
 other than uniform for DomainBed's) needs --task domain_adaptation and
