@@ -75,6 +75,14 @@ def test_rotated_digits_are_sklearn_digits_rotated():
     (x90, y90), = rotated_digits_tensors(angles=(90,))
     assert torch.equal(y0, y90)
     torch.testing.assert_close(x90, torch.rot90(x0, 1, dims=(2, 3)), atol=1e-5, rtol=0)
+    # RotatedDigitsFlat: the same images, each flattened (DomainBed then builds its MLP)
+    from psda.domainbed.datasets import RotatedDigitsFlat
+
+    flat = RotatedDigitsFlat(None, [0], {})
+    assert flat.input_shape == (784,) and len(flat) == 6
+    for i in range(6):
+        assert torch.equal(flat[i].tensors[0], xs[i].reshape(len(xs[i]), 784))
+        assert torch.equal(flat[i].tensors[1], ds[i].tensors[1])
 
 
 # ---- the pairing inside update() ----------------------------------------------------

@@ -117,6 +117,8 @@ def run_sweep(args):
     log = open(os.path.join(args.output_dir, "jobs.jsonl"), "a")
     t_start = time.perf_counter()
     for i, job in enumerate(todo):
+        if os.path.exists(os.path.join(job.output_dir, "done")):  # another process ran it meanwhile
+            continue
         if os.path.exists(job.output_dir):  # incomplete: start it again, as delete_incomplete does
             shutil.rmtree(job.output_dir)
         t0 = time.perf_counter()
@@ -162,6 +164,8 @@ def accuracy_table(args):
     method = model_selection.IIDAccuracySelectionMethod
     accs = collections.defaultdict(list)  # (algorithm, test env) -> accuracy per trial
     for g in groups:
+        if g["test_env"] not in args.test_envs:
+            continue
         acc = method.sweep_acc(g["records"])
         if acc is not None:
             accs[(g["algorithm"], g["test_env"])].append(100 * acc)
@@ -192,6 +196,8 @@ def time_table(args):
         p = os.path.join(args.output_dir, d, "results.jsonl")
         if os.path.exists(os.path.join(args.output_dir, d, "done")):
             secs, name = job_train_seconds(p)
+            if json.loads(open(p).readline())["args"]["test_envs"][0] not in args.test_envs:
+                continue
             times[parse_algorithm(name)].append(secs)
     algs = [a for a in args.baselines + args.algorithms if any(b == a for b, _ in times)]
     lines = ["| Sampler | " + " | ".join(algs) + " |", "|---" * (len(algs) + 1) + "|"]
