@@ -250,8 +250,14 @@ DOMAINBED = _domainbed_dir()
 @pytest.fixture
 def domainbed_on_path(monkeypatch):
     """DomainBed importable in this process (the runs below call the command's main():
-    `python -m psda.domainbed` itself runs in the sweep test's jobs)."""
+    `python -m psda.domainbed` itself runs in the sweep test's jobs). Debug28's loaders
+    run without worker processes: DomainBed's infinite loaders never stop theirs, which
+    a separate process would end but this one would keep (prefetching workers are
+    tested in test_domainbed_workflow.py)."""
     monkeypatch.syspath_prepend(DOMAINBED)
+    from domainbed import datasets
+
+    monkeypatch.setattr(datasets.Debug28, "N_WORKERS", 0)
     return DOMAINBED
 
 

@@ -61,7 +61,9 @@ def main(argv: Optional[List[str]] = None) -> None:
 
     It can be called again in the same process (one job after another, importing torch
     and DomainBed once): each call sets up its own loaders (:func:`psda.domainbed.install`)
-    and restores sys.argv, sys.stdout and sys.stderr, which train.py replaces.
+    and restores sys.argv, sys.stdout and sys.stderr, which train.py replaces. DomainBed's
+    loaders never stop their worker processes: with a dataset whose ``N_WORKERS`` > 0
+    (not RotatedDigits) they stay until the process ends.
 
     Example::
 
