@@ -112,12 +112,18 @@ def run_sweep(args):
     jobs = list_jobs(args)
     Job = db_sweep.Job
     todo = [j for j in jobs if j.state != Job.DONE]
+    if args.reverse:
+        todo.reverse()
+    # Directories present now are incomplete runs to start again; one that appears later
+    # belongs to another process running the same list (e.g. with --reverse): skip it.
+    stale = {j.output_dir for j in todo if os.path.exists(j.output_dir)}
     print("psda tables: %d jobs, %d done, %d to run" % (len(jobs), len(jobs) - len(todo), len(todo)), flush=True)
     extra = ["--checkpoint_freq", str(args.checkpoint_freq or args.steps), "--skip_model_save"]
     log = open(os.path.join(args.output_dir, "jobs.jsonl"), "a")
     t_start = time.perf_counter()
     for i, job in enumerate(todo):
-        if os.path.exists(os.path.join(job.output_dir, "done")):  # another process ran it meanwhile
+        if os.path.exists(os.path.join(job.output_dir, "done")) or \
+                (os.path.exists(job.output_dir) and job.output_dir not in stale):  # another process has it
             continue
         if os.path.exists(job.output_dir):  # incomplete: start it again, as delete_incomplete does
             shutil.rmtree(job.output_dir)
@@ -377,6 +383,8 @@ def main():
     p.add_argument("--samplers", nargs="+", default=None, help="default: every sampler psda offers")
     p.add_argument("--grad_steps", type=int, default=None, help="default: --steps")
     p.add_argument("--grad_batches", type=int, default=10)
+    p.add_argument("--reverse", action="store_true",
+                   help="run the jobs last first (a second process on the same list meets the first halfway)")
     p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (0: torch's default)")
     p.add_argument("--parts", nargs="+", default=["sweep", "tables", "gradients"],
                    choices=["sweep", "tables", "gradients"])
