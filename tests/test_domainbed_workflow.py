@@ -365,17 +365,18 @@ def test_jobs_in_one_process_do_not_leak_into_each_other(domainbed, tmp_path):
     common = ["--dataset", "RotatedDigitsFlat", "--task", "domain_adaptation", "--uda_holdout_fraction", "0.2",
               "--test_envs", "0", "--steps", "2", "--checkpoint_freq", "5", "--skip_model_save",
               "--hparams", json.dumps({"batch_size": 2})]
-    main(common + ["--algorithm", "UDA_MMD", "--sampler", "paired", "--output_dir", str(tmp_path / "a")])
+    # a DomainBed algorithm with a PSDA sampler (it has no RBF mixture of its own)
+    main(common + ["--algorithm", "ERM", "--sampler", "double-paired", "--output_dir", str(tmp_path / "a")])
     assert sys.stdout is stdout and fast_data_loader.InfiniteDataLoader is not original
     main(common + ["--algorithm", "ERM", "--output_dir", str(tmp_path / "b")])
     assert sys.stdout is stdout and fast_data_loader.InfiniteDataLoader is original
     from domainbed import algorithms
 
     assert not getattr(algorithms.get_algorithm_class, "psda_original", None)
-    for d, name in (("a", "UDA_MMD + Paired"), ("b", "ERM")):
+    for d, name in (("a", "ERM + Double-paired"), ("b", "ERM")):
         rows = [json.loads(line) for line in (tmp_path / d / "results.jsonl").read_text().splitlines()]
         assert (tmp_path / d / "done").exists() and [r["step"] for r in rows] == [0, 1]
         assert rows[0]["args"]["algorithm"] == name and rows[0]["hparams"]["mlp_width"] == 256
     # each job's out.txt holds its own run only
-    assert "sampler over 1200 source" in (tmp_path / "a" / "out.txt").read_text()
+    assert "double-paired sampler over 1200 source" in (tmp_path / "a" / "out.txt").read_text()
     assert "sampler over" not in (tmp_path / "b" / "out.txt").read_text()
