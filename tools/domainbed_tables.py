@@ -385,7 +385,7 @@ def main():
     p.add_argument("--grad_batches", type=int, default=10)
     p.add_argument("--reverse", action="store_true",
                    help="run the jobs last first (a second process on the same list meets the first halfway)")
-    p.add_argument("--threads", type=int, default=2, help="torch.set_num_threads (0: torch's default)")
+    p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (0: torch's default)")
     p.add_argument("--parts", nargs="+", default=["sweep", "tables", "gradients"],
                    choices=["sweep", "tables", "gradients"])
     p.add_argument("--tiny", action="store_true",
