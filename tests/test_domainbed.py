@@ -1,12 +1,10 @@
 """Tests of psda.domainbed: the algorithms' losses and update step, the paired loaders and
-the DomainBed stand-in loaders (no DomainBed needed), and a real `python -m psda.domainbed`
-run on Debug28 when PSDA_DOMAINBED_DIR points to a DomainBed checkout."""
+the DomainBed stand-in loaders (no DomainBed needed), and real runs of `python -m psda.domainbed`'s
+main() on Debug28 with a DomainBed checkout ($PSDA_DOMAINBED_DIR or ../shared/DomainBed)."""
 
 import itertools
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -249,17 +247,30 @@ def _domainbed_dir():
 DOMAINBED = _domainbed_dir()
 
 
+@pytest.fixture
+def domainbed_on_path(monkeypatch):
+    """DomainBed importable in this process (the runs below call the command's main():
+    `python -m psda.domainbed` itself runs in the sweep test's jobs). Debug28's loaders
+    run without worker processes: DomainBed's infinite loaders never stop theirs, which
+    a separate process would end but this one would keep (prefetching workers are
+    tested in test_domainbed_workflow.py)."""
+    monkeypatch.syspath_prepend(DOMAINBED)
+    from domainbed import datasets
+
+    monkeypatch.setattr(datasets.Debug28, "N_WORKERS", 0)
+    return DOMAINBED
+
+
 @pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
 @pytest.mark.parametrize("algorithm", ["PSDA_MMD", "PSDA_CORAL"])
-def test_python_m_psda_domainbed_debug28(tmp_path, algorithm):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([DOMAINBED, os.environ.get("PYTHONPATH", "")]))
+def test_python_m_psda_domainbed_debug28(domainbed_on_path, tmp_path, algorithm):
+    from psda.domainbed.__main__ import main
+
     hp = {"batch_size": 4, "psda_refresh_steps": 2, "psda_feature_batch_size": 8}
-    cmd = [sys.executable, "-m", "psda.domainbed", "--dataset", "Debug28", "--algorithm", algorithm,
-           "--task", "domain_adaptation", "--test_envs", "0", "--uda_holdout_fraction", "0.5",
-           "--steps", "7", "--checkpoint_freq", "3", "--hparams", json.dumps(hp),
-           "--output_dir", str(tmp_path), "--skip_model_save"]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    main(["--dataset", "Debug28", "--algorithm", algorithm,
+          "--task", "domain_adaptation", "--test_envs", "0", "--uda_holdout_fraction", "0.5",
+          "--steps", "7", "--checkpoint_freq", "3", "--hparams", json.dumps(hp),
+          "--output_dir", str(tmp_path), "--skip_model_save"])
     assert (tmp_path / "done").exists()
     rows = [json.loads(line) for line in (tmp_path / "results.jsonl").read_text().splitlines()]
     assert [row["step"] for row in rows] == [0, 3, 6]
@@ -273,9 +284,9 @@ def test_python_m_psda_domainbed_debug28(tmp_path, algorithm):
 
 
 @pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
-def test_python_m_psda_domainbed_rejects_domain_generalization(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([DOMAINBED, os.environ.get("PYTHONPATH", "")]))
-    cmd = [sys.executable, "-m", "psda.domainbed", "--dataset", "Debug28", "--algorithm", "PSDA_MMD",
-           "--output_dir", str(tmp_path)]
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode != 0 and "--task domain_adaptation" in r.stderr
+def test_python_m_psda_domainbed_rejects_domain_generalization(domainbed_on_path, tmp_path):
+    from psda.domainbed.__main__ import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["--dataset", "Debug28", "--algorithm", "PSDA_MMD", "--output_dir", str(tmp_path)])
+    assert "--task domain_adaptation" in str(e.value.code)

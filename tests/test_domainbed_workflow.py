@@ -75,6 +75,14 @@ def test_rotated_digits_are_sklearn_digits_rotated():
     (x90, y90), = rotated_digits_tensors(angles=(90,))
     assert torch.equal(y0, y90)
     torch.testing.assert_close(x90, torch.rot90(x0, 1, dims=(2, 3)), atol=1e-5, rtol=0)
+    # RotatedDigitsFlat: the same images, each flattened (DomainBed then builds its MLP)
+    from psda.domainbed.datasets import RotatedDigitsFlat
+
+    flat = RotatedDigitsFlat(None, [0], {})
+    assert flat.input_shape == (784,) and len(flat) == 6
+    for i in range(6):
+        assert torch.equal(flat[i].tensors[0], xs[i].reshape(len(xs[i]), 784))
+        assert torch.equal(flat[i].tensors[1], ds[i].tensors[1])
 
 
 # ---- the pairing inside update() ----------------------------------------------------
@@ -342,3 +350,33 @@ def test_help_lists_psda_options(domainbed, capsys):
 
 def test_psda_mmd_is_uda_mmd_double_paired():
     assert issubclass(PSDA_MMD, UDA_MMD)
+
+
+@needs_domainbed
+def test_jobs_in_one_process_do_not_leak_into_each_other(domainbed, tmp_path):
+    """tools/domainbed_tables.py runs every job through main() in one process: a PSDA job
+    must not leave its loaders, algorithm factory or tee'd stdout to the next job."""
+    from domainbed.lib import fast_data_loader
+
+    from psda.domainbed.__main__ import main
+
+    original = fast_data_loader.InfiniteDataLoader
+    stdout = sys.stdout
+    common = ["--dataset", "RotatedDigitsFlat", "--task", "domain_adaptation", "--uda_holdout_fraction", "0.2",
+              "--test_envs", "0", "--steps", "2", "--checkpoint_freq", "5", "--skip_model_save",
+              "--hparams", json.dumps({"batch_size": 2})]
+    # a DomainBed algorithm with a PSDA sampler (it has no RBF mixture of its own)
+    main(common + ["--algorithm", "ERM", "--sampler", "double-paired", "--output_dir", str(tmp_path / "a")])
+    assert sys.stdout is stdout and fast_data_loader.InfiniteDataLoader is not original
+    main(common + ["--algorithm", "ERM", "--output_dir", str(tmp_path / "b")])
+    assert sys.stdout is stdout and fast_data_loader.InfiniteDataLoader is original
+    from domainbed import algorithms
+
+    assert not getattr(algorithms.get_algorithm_class, "psda_original", None)
+    for d, name in (("a", "ERM + Double-paired"), ("b", "ERM")):
+        rows = [json.loads(line) for line in (tmp_path / d / "results.jsonl").read_text().splitlines()]
+        assert (tmp_path / d / "done").exists() and [r["step"] for r in rows] == [0, 1]
+        assert rows[0]["args"]["algorithm"] == name and rows[0]["hparams"]["mlp_width"] == 256
+    # each job's out.txt holds its own run only
+    assert "double-paired sampler over 1200 source" in (tmp_path / "a" / "out.txt").read_text()
+    assert "sampler over" not in (tmp_path / "b" / "out.txt").read_text()

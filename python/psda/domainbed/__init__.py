@@ -19,7 +19,7 @@ See docs/domainbed.md.
 - algorithms ``UDA_MMD`` and ``UDA_CORAL`` (the paper's UDA MMD and CORAL: task loss +
   trade-off × discrepancy between the union of the training domains and the UDA split),
   and ``PSDA_MMD`` / ``PSDA_CORAL`` (the same with the double-paired sampler);
-- the dataset ``RotatedDigits`` (offline, :mod:`psda.domainbed.datasets`);
+- the datasets ``RotatedDigits`` and ``RotatedDigitsFlat`` (offline, :mod:`psda.domainbed.datasets`);
 - their hparams and the sampler hparams (:mod:`psda.domainbed.hparams`);
 - recorded names "<algorithm> + <Sampler>" (:mod:`psda.domainbed.samplers`).
 """
@@ -27,18 +27,20 @@ See docs/domainbed.md.
 from typing import Any, Optional
 
 from .algorithms import PSDA_CORAL, PSDA_MMD, UDA_CORAL, UDA_MMD, PSDAAlgorithm, coral, rbf_mmd
-from .datasets import RotatedDigits
+from .datasets import RotatedDigits, RotatedDigitsFlat
 from .samplers import SAMPLERS, default_sampler, display_name, parse_algorithm
 
 __all__ = ["UDA_MMD", "UDA_CORAL", "PSDA_MMD", "PSDA_CORAL", "PSDAAlgorithm", "rbf_mmd", "coral", "install",
-           "register_name", "PSDA_ALGORITHMS", "PSDA_DATASETS", "RotatedDigits", "SAMPLERS", "display_name",
+           "register_name", "PSDA_ALGORITHMS", "PSDA_DATASETS", "RotatedDigits", "RotatedDigitsFlat", "SAMPLERS", "display_name",
            "parse_algorithm", "default_sampler"]
 
 #: The algorithms this package adds to DomainBed.
 PSDA_ALGORITHMS = {"UDA_MMD": UDA_MMD, "UDA_CORAL": UDA_CORAL, "PSDA_MMD": PSDA_MMD, "PSDA_CORAL": PSDA_CORAL}
 
 #: The datasets this package adds to DomainBed.
-PSDA_DATASETS = {"RotatedDigits": RotatedDigits}
+PSDA_DATASETS = {"RotatedDigits": RotatedDigits, "RotatedDigitsFlat": RotatedDigitsFlat}
+
+_ORIGINAL: dict = {}
 
 
 def _import_domainbed():
@@ -72,8 +74,10 @@ def install(coordinator: Optional[Any] = None) -> None:
     imported DomainBed modules (see the module docstring) and, when ``coordinator`` (a
     :class:`psda.domainbed.loaders.DomainBedPSDA`) is given, replaces
     ``domainbed.lib.fast_data_loader.InfiniteDataLoader`` by its loaders and makes
-    ``get_algorithm_class`` attach every algorithm it builds to it. Calling it twice is
-    harmless.
+    ``get_algorithm_class`` attach every algorithm it builds to it. Without a
+    coordinator it puts DomainBed's own ``InfiniteDataLoader`` and
+    ``get_algorithm_class`` back (runs in one process follow each other). Calling it
+    twice is harmless.
 
     A script that loads a model saved by a psda run (``model.pkl``: DomainBed's
     ``save_dict`` with ``args.algorithm`` the recorded name) calls ``install()`` first,
@@ -97,10 +101,20 @@ def install(coordinator: Optional[Any] = None) -> None:
             datasets.DATASETS.append(name)
     if not hasattr(hparams_registry._hparams, "psda_original"):
         hparams_registry._hparams = psda_hparams.wrap(hparams_registry._hparams)
-    if coordinator is not None:
+    # DomainBed's own loader and get_algorithm_class, recorded before psda replaces them,
+    # so that a later install() without a coordinator (the next job of an in-process
+    # sweep, tools/domainbed_tables.py) runs DomainBed's loaders again.
+    if not isinstance(getattr(fast_data_loader.InfiniteDataLoader, "__self__", None), loaders.DomainBedPSDA):
+        _ORIGINAL["InfiniteDataLoader"] = fast_data_loader.InfiniteDataLoader
+    get = getattr(algorithms.get_algorithm_class, "psda_original", algorithms.get_algorithm_class)
+    if coordinator is None:
+        if "InfiniteDataLoader" in _ORIGINAL:
+            fast_data_loader.InfiniteDataLoader = _ORIGINAL["InfiniteDataLoader"]
+        algorithms.get_algorithm_class = get
+        loaders.activate(None)
+    else:
         fast_data_loader.InfiniteDataLoader = coordinator.loader
         loaders.activate(coordinator)
-        get = getattr(algorithms.get_algorithm_class, "psda_original", algorithms.get_algorithm_class)
 
         def get_algorithm_class(name: str) -> Any:
             cls = get(name)

@@ -16,8 +16,9 @@ from .samplers import DISPLAY, SAMPLERS
 
 _EPILOG = """\
 psda's algorithms: UDA_MMD, UDA_CORAL (the paper's UDA MMD / CORAL, any sampler, default
-uniform), PSDA_MMD, PSDA_CORAL (= UDA_MMD / UDA_CORAL + Double-paired). psda's dataset:
-RotatedDigits (offline, no --data_dir needed).
+uniform), PSDA_MMD, PSDA_CORAL (= UDA_MMD / UDA_CORAL + Double-paired). psda's datasets
+(offline, no --data_dir needed): RotatedDigits (DomainBed's MNIST CNN) and
+RotatedDigitsFlat (the same images flattened: DomainBed's MLP).
 
 A sampler other than DomainBed's own loaders (any sampler for psda's algorithms; any
 other than uniform for DomainBed's) needs --task domain_adaptation and
@@ -56,7 +57,21 @@ def psda_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> None:
     """main installs psda into the DomainBed checkout on PYTHONPATH and runs its
-    ``domainbed.scripts.train`` with ``argv`` (default: sys.argv[1:])."""
+    ``domainbed.scripts.train`` with ``argv`` (default: sys.argv[1:]).
+
+    It can be called again in the same process (one job after another, importing torch
+    and DomainBed once): each call sets up its own loaders (:func:`psda.domainbed.install`)
+    and restores sys.argv, sys.stdout and sys.stderr, which train.py replaces. DomainBed's
+    loaders never stop their worker processes: with a dataset whose ``N_WORKERS`` > 0
+    (not RotatedDigits) they stay until the process ends.
+
+    Example::
+
+        from psda.domainbed.__main__ import main
+        main(["--dataset", "RotatedDigits", "--algorithm", "UDA_MMD", "--sampler", "paired",
+              "--task", "domain_adaptation", "--uda_holdout_fraction", "0.2", "--steps", "5",
+              "--output_dir", "/tmp/run"])
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = psda_parser()
     if "-h" in argv or "--help" in argv:
@@ -116,11 +131,21 @@ def main(argv: Optional[List[str]] = None) -> None:
         register_name(name)
     except NotImplementedError as e:
         sys.exit("psda.domainbed: %s" % e)
+    saved = sys.argv, sys.stdout, sys.stderr
     sys.argv = (["domainbed/scripts/train.py"] + rest
                 + ["--dataset", known.dataset, "--algorithm", name, "--task", known.task,
                    "--test_envs", *map(str, known.test_envs),
                    "--uda_holdout_fraction", repr(known.uda_holdout_fraction), "--seed", str(known.seed)])
-    runpy.run_module("domainbed.scripts.train", run_name="__main__", alter_sys=True)
+    try:
+        runpy.run_module("domainbed.scripts.train", run_name="__main__", alter_sys=True)
+    finally:
+        # train.py tees stdout and stderr into out.txt / err.txt and never closes them:
+        # close them and restore the streams, so runs in one process
+        # (tools/domainbed_tables.py) do not write into each other's files.
+        for tee in (sys.stdout, sys.stderr):
+            if tee not in saved and hasattr(getattr(tee, "file", None), "close"):
+                tee.file.close()
+        sys.argv, sys.stdout, sys.stderr = saved
 
 
 if __name__ == "__main__":

@@ -22,7 +22,10 @@ into one that also knows
   own loaders: ``psda_refresh_steps`` (100; {50, 100, 200, 500}: recompute the
   features and the sampler's state every N steps, 0 never), ``psda_background``
   (False), ``psda_feature_batch_size`` (64);
-- the dataset RotatedDigits, which gets RotatedMNIST's hparams.
+- the datasets RotatedDigits and RotatedDigitsFlat, which get RotatedMNIST's hparams;
+  RotatedDigitsFlat (DomainBed's MLP) also gets the MLP's, for every algorithm, with
+  DomainBed's defaults and search (as for DANN): mlp_width 256 (int(2 ** U(6, 10))),
+  mlp_depth 3 ({3, 4, 5}), mlp_dropout 0 ({0, 0.1, 0.5}).
 
 ``batch_size`` means what it means in DomainBed: items per training environment. A
 sampler's batch holds k = batch_size × (training environments) source items and as
@@ -44,7 +47,7 @@ __all__ = ["wrap", "PSDA_BASES"]
 PSDA_BASES = {"UDA_MMD": "MMD", "UDA_CORAL": "CORAL", "PSDA_MMD": "MMD", "PSDA_CORAL": "CORAL",
               "UDA_DANN": "DANN", "UDA_CDANN": "CDANN"}
 
-_DATASET_ALIASES = {"RotatedDigits": "RotatedMNIST"}
+_DATASET_ALIASES = {"RotatedDigits": "RotatedMNIST", "RotatedDigitsFlat": "RotatedMNIST"}
 
 
 def wrap(original: Callable) -> Callable:
@@ -67,6 +70,10 @@ def wrap(original: Callable) -> Callable:
         if base in PSDA_BASES:
             draw("batch_size", hp["batch_size"][0], lambda r: int(2 ** r.uniform(3, 7)))
             draw("weight_decay", 0.0, lambda r: 10 ** r.uniform(-6, -2))
+        if dataset == "RotatedDigitsFlat" and "mlp_width" not in hp:  # DomainBed's MLP needs these
+            draw("mlp_width", 256, lambda r: int(2 ** r.uniform(6, 10)))
+            draw("mlp_depth", 3, lambda r: int(r.choice([3, 4, 5])))
+            draw("mlp_dropout", 0.0, lambda r: float(r.choice([0.0, 0.1, 0.5])))
         if base in PSDA_BASES or sampler != "uniform":
             draw("psda_refresh_steps", 100, lambda r: int(r.choice([50, 100, 200, 500])))
             draw("psda_background", False, lambda r: False)

@@ -362,10 +362,13 @@ class DomainBedPSDA:
             fkw["device"] = next(self.algorithm.parameters()).device
             zs = extract_features(featurizer, src, desc="psda source", **fkw)
             zt = extract_features(featurizer, tgt, desc="psda target", **fkw)
+        # The RBF mixture of psda's MMD (or psda_gammas); DomainBed's algorithms have none
+        # and get the sampler's default.
         gammas = hp.get("psda_gammas", getattr(self.algorithm, "gammas", None))
+        options: Dict[str, Any] = {} if gammas is None else {"gammas": gammas}
         self.sampler = make_batch_sampler(self.sampler_name, zs, zt, k, seed=self.seed,
-                                          discrepancy=self._discrepancy(), gammas=gammas,
-                                          solver=hp.get("psda_solver", "auto"))
+                                          discrepancy=self._discrepancy(),
+                                          solver=hp.get("psda_solver", "auto"), **options)
         self.every = int(hp.get("psda_refresh_steps", 0) or 0)
         if self.sampler_name == "uniform" or not hasattr(self.sampler, "update"):
             self.every = 0

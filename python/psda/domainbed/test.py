@@ -6,8 +6,8 @@ package, as DomainBed's tests do):
 - ``domainbed.test.test_hparams_registry`` for psda's algorithms (and the recorded
   "<algorithm> + <Sampler>" names of UDA_MMD) on every DomainBed dataset;
 - ``domainbed.test.test_models`` (init, three ``update`` steps without unlabelled data,
-  ``predict``) for psda's algorithms on Debug28 and RotatedDigits;
-- ``domainbed.test.test_datasets`` for RotatedDigits (one ERM step; no data needed).
+  ``predict``) for psda's algorithms on Debug28, RotatedDigits and RotatedDigitsFlat;
+- ``domainbed.test.test_datasets`` for psda's datasets (one ERM step; no data needed).
 
 On a machine without CUDA, ``.cuda()`` (which DomainBed's tests call) leaves tensors and
 modules on the CPU. ``--all`` runs the same three test modules for every algorithm and
