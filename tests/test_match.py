@@ -360,19 +360,6 @@ def test_go_core_validates_too(rng):
         _native.match(s, t, batch_size=4, **kw, solver="simplex")
 
 
-def test_library_without_solver_choice(rng, monkeypatch):
-    """A library older than ABI minor 2 (no psda_set_solver) runs solver='auto' and
-    refuses the others before any work."""
-    import ctypes
-
-    s, t = features(rng, 12, 10)
-    want = psda.match(s, t, batch_size=4).fingerprint
-    monkeypatch.setattr(_native, "_minor", ctypes.c_int32(1))
-    assert psda.match(s, t, batch_size=4, solver="auto").fingerprint == want
-    with pytest.raises(RuntimeError, match="solver = 'sparse'.*minor 1.*solver='auto'"):
-        psda.match(s, t, batch_size=4, solver="sparse")
-
-
 # ---------------------------------------------------------------------------
 # Concurrency and logging
 # ---------------------------------------------------------------------------
