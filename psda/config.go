@@ -96,10 +96,8 @@ type Config struct {
 	Kernel      string    // Linear or RBF; MMD only
 	Gammas      []float64 // RBF mixture; nil means DefaultGammas
 	// Solver picks how each stage is solved: Dense, Sparse, or Auto (also
-	// ""), which goes sparse for a stage whose dense cost matrix would exceed
-	// 3 GiB, and for the Stage 2 of a linear MMD with at most 16 features, at
-	// least 2,000 pairs and at most 1% duplicated rows per domain, where it is
-	// faster (lowDimSparse). Both are exact.
+	// ""), which chooses per stage by the rule of useSparse and lowDimSparse
+	// (docs/design.md, "Solver choice"). Both are exact.
 	Solver string
 	// Monitor, when non-nil, receives Match's progress and lets another
 	// goroutine cancel it.

@@ -346,6 +346,11 @@ def test_accepted_spellings(rng):
     psda.match(s, t, batch_size=4, discrepancy="coral", gammas=())
 
 
+def test_default_gammas_are_the_cores():
+    """psda.DEFAULT_GAMMAS is the Python copy of the core's DefaultGammas."""
+    assert psda.DEFAULT_GAMMAS == _native.default_gammas()
+
+
 def test_go_core_validates_too(rng):
     """The native layer rejects invalid input on its own, with the Go core's message."""
     s, t = features(rng, 12, 10)

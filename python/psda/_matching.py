@@ -25,7 +25,11 @@ __all__ = ["Matching", "match", "DEFAULT_GAMMAS"]
 
 logger = logging.getLogger("psda")
 
-#: The paper's RBF mixture {0.001, 0.01, 0.1, 1, 10}.
+#: The paper's RBF mixture: the Go core's DefaultGammas (psda/config.go, the
+#: home of the default; docs/method.md). Python needs it when a signature is
+#: defined, before the core is loaded, so this is its one Python copy, which
+#: tests/test_match.py checks against the core's; the rest of the package
+#: imports it from here.
 DEFAULT_GAMMAS: Tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0)
 
 

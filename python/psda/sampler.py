@@ -170,12 +170,8 @@ class PairedBatchSampler(_Base):
         rank: this process's rank, ``0 <= rank < num_replicas``. None means
             ``torch.distributed``'s rank when it is initialised, else 0.
         solver: how the matching is computed, at construction and by
-            :meth:`update`: ``"auto"`` (default: dense while a stage's cost
-            matrix takes at most 3 GiB, sparse beyond, and sparse for Stage 2
-            of a linear MMD with d <= 16; see :func:`psda.match`), ``"dense"`` or
-            ``"sparse"`` (candidate edges plus pricing passes, memory
-            O(P·(d + K)) instead of n_source·n_target and P² floats). Both are
-            exact; see :func:`psda.match`.
+            :meth:`update`: ``"auto"`` (default), ``"dense"`` or ``"sparse"``,
+            as for :func:`psda.match`.
 
     Raises:
         TypeError, ValueError: for invalid features or settings, naming the
