@@ -48,7 +48,8 @@ type Matching struct {
 	m       *psda.Matching
 	nSource int
 	nTarget int
-	err     string
+	bad     string // why the arguments of NewMatching are unusable
+	err     string // why the last construction or Compute failed
 
 	mon  psda.Monitor
 	view *[3]int64 // pinned: Python reads it by address during Compute
@@ -64,7 +65,7 @@ func NewMatching(batchSize, stages int, discrepancy, kernel string, gammas uintp
 	if !defaultGammas {
 		g, err := view[float64](gammas, nGammas, "gammas")
 		if err != nil {
-			m.err = err.Error()
+			m.bad, m.err = err.Error(), err.Error()
 		}
 		m.cfg.Gammas = append([]float64{}, g...) // non-nil even when empty: an empty mixture is not the default
 	}
@@ -79,8 +80,8 @@ func NewMatching(batchSize, stages int, discrepancy, kernel string, gammas uintp
 // nTarget target examples (psda.Config.ValidateFor), or when both are 0 for
 // any sizes (psda.Config.Validate); otherwise Go's message.
 func (m *Matching) Validate(nSource, nTarget int) string {
-	if m.err != "" {
-		return m.err
+	if m.bad != "" {
+		return m.bad
 	}
 	var err error
 	if nSource == 0 && nTarget == 0 {
@@ -108,8 +109,9 @@ func (m *Matching) Compute(src uintptr, nSource int, tgt uintptr, nTarget, dim i
 			status = StatusInternal
 		}
 	}()
-	m.m = nil
-	if m.err != "" {
+	m.m, m.err = nil, ""
+	if m.bad != "" {
+		m.err = m.bad
 		return StatusInvalid
 	}
 	s, err := matrix(src, nSource, dim, f32, "source")
@@ -152,8 +154,13 @@ func matrix(addr uintptr, n, d int, f32 bool, name string) (psda.Matrix, error) 
 	return psda.Matrix{N: n, D: d, F64: v}, err
 }
 
-// Err returns why the last construction or Compute failed, or "".
-func (m *Matching) Err() string { return m.err }
+// Err returns why the last construction or Compute failed, or "". It
+// waits for a Compute running in another thread.
+func (m *Matching) Err() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
 
 // Cancel asks a running Compute to stop; it returns StatusCancelled within
 // milliseconds. A cancel while none runs applies to the next Compute.
@@ -286,10 +293,10 @@ func (m *Matching) NewSchedule(batchSize int, seed uint64, dropLast bool, numRep
 		}
 	}()
 	m.mu.Lock()
-	res := m.m
+	res, why := m.m, m.err
 	m.mu.Unlock()
 	if res == nil {
-		return &Schedule{err: "psda: no matching to schedule: " + m.err}
+		return &Schedule{err: "psda: no matching to schedule: " + why}
 	}
 	s, err := psda.NewSchedule(res, psda.ScheduleConfig{BatchSize: batchSize, Seed: seed, DropLast: dropLast, NumReplicas: numReplicas})
 	if err != nil {
