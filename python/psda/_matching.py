@@ -395,6 +395,9 @@ def _check_config(
 
     batch_size = _check_int(batch_size, "batch_size", "32")
     stages = _check_int(stages, "stages", "2")
+    for name, value in (("batch_size", batch_size), ("stages", stages)):
+        if not -(1 << 63) <= value < 1 << 63:  # what the core's int holds; its rules then say the rest
+            raise ValueError(f"{name} = {value}: out of range, the core reads 64-bit integers (|{name}| < 2**63)")
     for name, value in (("discrepancy", discrepancy), ("kernel", kernel), ("solver", solver)):
         if not isinstance(value, str):
             raise ValueError(f"{name} = {value!r} ({type(value).__name__}): want a name, e.g. {name}={ {'discrepancy': 'mmd', 'kernel': 'rbf', 'solver': 'auto'}[name]!r}")

@@ -179,7 +179,7 @@ def _shape(msg: str, names: Tuple[str, str] = ("source", "target")) -> str:
     if msg.startswith("psda: "):
         msg = msg[len("psda: ") :]
     if names != ("source", "target"):
-        msg = re.sub(r"\b(source|target)(?=\[| has )", lambda m: names[m.group(1) == "target"], msg)
+        msg = re.sub(r"\b(source|target)(?=\[| has | contain)", lambda m: names[m.group(1) == "target"], msg)
     return msg
 
 
