@@ -4,7 +4,11 @@ Metadata lives in pyproject.toml; this file only knows how to build the
 extension module ``psda._psdago``. Go cannot host two runtimes in one
 process, so the gopy-generated bindings (package pyapi) and the C exports
 (package capi) are linked into the same c-shared library; Python reaches the
-first as an extension module and the second through ctypes on the same file.
+first as an extension module, for its stateful objects (pyapi.Matching and
+the pyapi.Schedule built from it), and the second through ctypes on the same
+file, for the stateless bulk calls; C programs link the same file for the C
+ABI (capi/psda.h). The library never links libpython (step 4), so one build
+serves every interpreter of its Python version and C programs alike.
 
 The steps mirror gopy v0.4.10's ``runBuild`` (cmd_build.go), done here so
 that we choose the flags:

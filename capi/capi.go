@@ -14,7 +14,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/psda-dev/psda/psda"
@@ -27,7 +26,11 @@ type context struct {
 	mu  sync.Mutex
 	cfg psda.Config
 	res *psda.Matching
-	err errSlot
+	// sched is the schedule psda_schedule built from res, for replicas
+	// ranks; a new computation drops both.
+	sched    *psda.Schedule
+	replicas int
+	err      errSlot
 	// mon is read by psda_progress and psda_cancel without taking mu, so
 	// that another thread can follow and stop a computation holding it.
 	mon psda.Monitor
@@ -39,48 +42,6 @@ type context struct {
 	// handle up before the free and then waited for mu must see it and
 	// fail with PSDA_ERR_HANDLE instead of using the freed view.
 	freed bool
-}
-
-// viewEvery is how often compute copies the progress into the view.
-const viewEvery = 20 * time.Millisecond
-
-// publish copies mon's progress into the view, one atomic store a field.
-// The caller holds mu, so the context is not freed meanwhile.
-func (c *context) publish() {
-	v := c.view.Load()
-	if v == nil {
-		return
-	}
-	d, ph := c.mon.Progress()
-	atomic.StoreInt64(&v[0], d)
-	atomic.StoreInt64(&v[2], int64(ph))
-}
-
-// mirror publishes the progress every viewEvery until the returned stop is
-// called, and once more then.
-func (c *context) mirror() (stop func()) {
-	quit, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		// A panic in a goroutine of its own would end the C program; the
-		// view is a convenience, so a failure to publish is dropped.
-		defer func() { _ = recover() }()
-		t := time.NewTicker(viewEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-				c.publish()
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
-		c.publish()
-	}
 }
 
 // lookup returns the context behind h.
@@ -292,7 +253,7 @@ func psda_set_gammas(h C.uintptr_t, gammas *C.double, n C.size_t) C.int {
 //export psda_compute_f32
 func psda_compute_f32(h C.uintptr_t, src *C.float, ns C.int64_t, tgt *C.float, nt C.int64_t, d C.int64_t) C.int {
 	return onContext(h, "psda_compute_f32", func(c *context) *failure {
-		c.res = nil // a failed call must not leave the previous result readable
+		c.res, c.sched = nil, nil // a failed call must not leave the previous result readable
 		s, f := view((*float32)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
 		if f != nil {
 			return f
@@ -308,7 +269,7 @@ func psda_compute_f32(h C.uintptr_t, src *C.float, ns C.int64_t, tgt *C.float, n
 //export psda_compute_f64
 func psda_compute_f64(h C.uintptr_t, src *C.double, ns C.int64_t, tgt *C.double, nt C.int64_t, d C.int64_t) C.int {
 	return onContext(h, "psda_compute_f64", func(c *context) *failure {
-		c.res = nil // a failed call must not leave the previous result readable
+		c.res, c.sched = nil, nil // a failed call must not leave the previous result readable
 		s, f := view((*float64)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
 		if f != nil {
 			return f
@@ -347,7 +308,8 @@ func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
 func (c *context) compute(src, tgt psda.Matrix) *failure {
 	cfg := c.cfg
 	cfg.Monitor = &c.mon
-	stop := c.mirror()
+	// The caller holds mu, so the context and its view are not freed meanwhile.
+	stop := c.mon.Mirror(c.view.Load())
 	m, err := psda.Match(src, tgt, cfg)
 	stop()
 	// A cancel that arrived after the last poll concerned this computation,
@@ -465,17 +427,6 @@ func psda_objectives(h C.uintptr_t, stage1Cost, stage2Cost, stage2Bound *C.doubl
 			return f
 		}
 		*stage1Cost, *stage2Cost, *stage2Bound = C.double(m.Stage1Cost), C.double(m.Stage2Cost), C.double(m.Stage2Bound)
-		return nil
-	})
-}
-
-//export psda_abi_minor
-func psda_abi_minor(out *C.int32_t) C.int {
-	return withoutContext("psda_abi_minor", func() *failure {
-		if out == nil {
-			return fail(errNull, "psda: out is NULL: pass the address of an int32_t")
-		}
-		*out = abiMinor
 		return nil
 	})
 }

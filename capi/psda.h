@@ -38,18 +38,13 @@
 extern "C" {
 #endif
 
-/* PSDA_ABI_VERSION changes whenever a declaration in this file changes
- * incompatibly. Compare it with psda_abi_version at run time. */
+/* PSDA_ABI_VERSION is the version of the interface this header declares;
+ * compare it with psda_abi_version at run time. psda 0.1.0 is the first
+ * release, with ABI version 1. A release that changes a declaration of this
+ * file incompatibly increments it; functions added in a release are listed
+ * in its notes, and psda_version names the release. There are no minor ABI
+ * versions. */
 #define PSDA_ABI_VERSION 1
-
-/* PSDA_ABI_MINOR counts compatible additions within one PSDA_ABI_VERSION; a
- * program using a function added in minor m needs psda_abi_minor >= m.
- *   1: psda_abi_minor, psda_progress, psda_cancel, PSDA_ERR_CANCELLED.
- *   2: psda_set_solver.
- *   3: psda_progress_view.
- *   4: psda_lsap_ctx_f64, PSDA_ERR_INFEASIBLE, +INFINITY (forbidden) entries
- *      in psda_lsap_f64. */
-#define PSDA_ABI_MINOR 4
 
 /* Status codes. */
 #define PSDA_OK 0            /* success */
@@ -59,13 +54,13 @@ extern "C" {
 #define PSDA_ERR_INVALID 4   /* an argument's value is invalid: NaN/Inf, unknown name, bad batch size... */
 #define PSDA_ERR_NO_RESULT 5 /* a result was requested before a successful psda_compute_* */
 #define PSDA_ERR_INTERNAL 6  /* a bug in psda; the message says where */
-#define PSDA_ERR_CANCELLED 7 /* psda_cancel stopped the computation (minor 1) */
-/* Minor 4: the +INFINITY (forbidden) entries of an assignment problem leave no
+#define PSDA_ERR_CANCELLED 7 /* psda_cancel stopped the computation */
+/* The +INFINITY (forbidden) entries of an assignment problem leave no
  * assignment of every row to a distinct column; the message contains SciPy's
  * words "cost matrix is infeasible". */
 #define PSDA_ERR_INFEASIBLE 8
 
-/* Phases of a computation reported by psda_progress (minor 1). */
+/* Phases of a computation reported by psda_progress. */
 #define PSDA_PHASE_IDLE 0          /* no computation started on the context */
 #define PSDA_PHASE_STAGE1_COSTS 1  /* Stage 1 cost matrix */
 #define PSDA_PHASE_STAGE1_ASSIGN 2 /* Stage 1 assignment */
@@ -79,10 +74,6 @@ typedef uintptr_t psda_ctx;
 
 /* psda_abi_version stores the library's PSDA_ABI_VERSION in *out. */
 int psda_abi_version(int32_t *out);
-
-/* psda_abi_minor stores the library's PSDA_ABI_MINOR in *out (minor 1; a
- * library without this function has minor 0). */
-int psda_abi_minor(int32_t *out);
 
 /* psda_version copies the library version (e.g. "0.1.0"), NUL-terminated,
  * into buf of cap bytes. Returns PSDA_ERR_SIZE, with a truncated copy, when
@@ -99,7 +90,8 @@ int psda_version(char *buf, size_t cap);
 int psda_last_error(psda_ctx ctx, char *buf, size_t cap);
 
 /* psda_ctx_new creates a context with the default options (stages 2, "mmd",
- * "rbf", the paper's gammas {0.001, 0.01, 0.1, 1, 10}, solver "auto", batch
+ * "rbf", the paper's RBF mixture (DefaultGammas in psda/config.go, the one
+ * place that lists it), solver "auto", batch
  * size unset) and stores it in *out. Release it with psda_ctx_free. */
 int psda_ctx_new(psda_ctx *out);
 
@@ -131,23 +123,16 @@ int psda_set_kernel(psda_ctx ctx, const char *name);
  * kernel and the other settings ignore. */
 int psda_set_gammas(psda_ctx ctx, const double *gammas, size_t n);
 
-/* psda_set_solver sets how each stage is solved (NUL-terminated, copied;
- * minor 2):
- *   "auto" (the default; "" is the same): "dense" for a stage whose dense
- *       cost matrix takes at most 3 GiB, "sparse" beyond, and "sparse" for
- *       Stage 2 of a linear-kernel MMD with at most 16 features, at least
- *       2,000 pairs and at most 1% duplicated rows per domain (faster there);
- *   "dense": the full cost matrix and a dense exact assignment; memory
- *       O(n_source * n_target) doubles for Stage 1, O(P^2) for Stage 2;
- *   "sparse": candidate edges from one pass over the features, a sparse
- *       exact assignment, then pricing passes that add every dense edge with
- *       a negative reduced cost until the duals hold for all of them; memory
- *       O(n * (dim + K)) for K candidates per row. Stage 1 is certified
- *       optimal against every dense edge, so its cost equals the dense
- *       solver's (the pairs may differ only between tied optima); Stage 2
- *       reports a lower bound as the dense path does. Every discrepancy
- *       and kernel has both paths.
- * An unknown name makes psda_compute_* fail with PSDA_ERR_INVALID. */
+/* psda_set_solver sets how each stage is solved (NUL-terminated, copied):
+ * "auto" (the default; "" is the same), "dense" (the full cost matrix and a
+ * dense exact assignment; memory O(n_source * n_target) doubles for Stage 1,
+ * O(P^2) for Stage 2) or "sparse" (candidate edges, a sparse exact
+ * assignment and pricing passes until the duals hold for every dense edge;
+ * memory O(P * (dim + K))). Both are exact: Stage 1's cost equals the dense
+ * solver's (the pairs may differ only between tied optima) and Stage 2 is
+ * certified as on the dense path. When "auto" picks which is
+ * docs/design.md, "Solver choice", says. An unknown name makes
+ * psda_compute_* fail with PSDA_ERR_INVALID. */
 int psda_set_solver(psda_ctx ctx, const char *name);
 
 /* psda_compute_f32 computes the matching of source (n_source x dim) and target
@@ -173,7 +158,7 @@ int psda_compute_f64(psda_ctx ctx, const double *source, int64_t n_source,
  * non-decreasing during a computation, equal to *total after a successful
  * one) and the current PSDA_PHASE_* in *phase. It does not wait for the
  * context's lock, so another thread may call it while psda_compute_* runs;
- * it costs a few atomic loads. Errors go to psda_last_error(0, ...). (minor 1) */
+ * it costs a few atomic loads. Errors go to psda_last_error(0, ...). */
 int psda_progress(psda_ctx ctx, int64_t *done, int64_t *total, int32_t *phase);
 
 /* psda_progress_view stores in *view the address of three int64_t, {done,
@@ -184,7 +169,7 @@ int psda_progress(psda_ctx ctx, int64_t *done, int64_t *total, int32_t *phase);
  * computation nothing, where each psda_progress call from a thread that is
  * not the library's must wait for a core the computation keeps busy (about
  * 5 ms a call with 2 cores: a poll every 50 ms slowed an n = 4000 matching
- * by 15%). Errors go to psda_last_error(0, ...). (minor 3) */
+ * by 15%). Errors go to psda_last_error(0, ...). */
 int psda_progress_view(psda_ctx ctx, const int64_t **view);
 
 /* psda_cancel asks the psda_compute_* running on ctx to stop; it returns at
@@ -195,7 +180,7 @@ int psda_progress_view(psda_ctx ctx, const int64_t **view);
  * the next psda_compute_* on ctx; one that arrives after the computation's
  * last poll is dropped when it returns. Like psda_progress it does not take
  * the context's lock, so it may be called from any thread (e.g. a signal
- * handler's thread). Errors go to psda_last_error(0, ...). (minor 1) */
+ * handler's thread). Errors go to psda_last_error(0, ...). */
 int psda_cancel(psda_ctx ctx);
 
 /* psda_result_sizes stores the number of pairs P = max(n_source, n_target),
@@ -224,14 +209,55 @@ int psda_copy_singles(psda_ctx ctx, int64_t *dst, int64_t cap);
 int psda_objectives(psda_ctx ctx, double *stage1_cost, double *stage2_cost,
                     double *stage2_bound);
 
+/* The epoch schedule: the batches of the context's last result, cut in Go
+ * as Python's PairedBatchSampler cuts them (psda/schedule.go), so that a C
+ * program need not copy the pairs out to build minibatches. Each epoch
+ * shuffles the quadruplets, then the single pairs, with a PCG seeded by
+ * (seed, epoch), cuts the sequence into batches of batch_size pairs (a
+ * quadruplet's two pairs stay in one batch) and deals them to the ranks in
+ * turn (rank, rank + num_replicas, ...). The same seed, epoch and rank give
+ * the same batches on every platform. */
+
+/* psda_schedule builds the schedule of the last result: batch_size pairs per
+ * batch (even when the result has quadruplets), num_replicas ranks (>= 1),
+ * drop_last nonzero to drop the short final batch and the batches that
+ * cannot be shared evenly (otherwise ranks short of a batch repeat batches
+ * from the start of the epoch). PSDA_ERR_NO_RESULT without a result,
+ * PSDA_ERR_INVALID when a rank would get no batch (the message names the
+ * fix). A later psda_compute_* drops the schedule with the result. Time and
+ * memory O(P). */
+int psda_schedule(psda_ctx ctx, int64_t batch_size, uint64_t seed, int32_t drop_last,
+                  int64_t num_replicas);
+
+/* psda_schedule_num_batches stores the number of batches each rank gets per
+ * epoch (PSDA_ERR_NO_RESULT before a successful psda_schedule). */
+int psda_schedule_num_batches(psda_ctx ctx, int64_t *out);
+
+/* psda_schedule_batch_len stores the number of pairs L in batch b of rank:
+ * batch_size, except for a final short batch without drop_last.
+ * PSDA_ERR_INVALID unless 0 <= rank < num_replicas and 0 <= b < the number
+ * of batches. */
+int psda_schedule_batch_len(psda_ctx ctx, int64_t rank, int64_t b, int64_t *out);
+
+/* psda_schedule_fill writes batches start, start + 1, ... of rank for epoch
+ * into dst, which holds cap int64 values, and their number to *written: each
+ * batch of L pairs takes 2L values, its L source indices, then the L target
+ * indices of the same pairs in the same order (cap >= 2 * batch_size *
+ * (number of batches - start) always suffices; dst may be NULL when nothing
+ * is to be written). PSDA_ERR_INVALID unless 0 <= rank < num_replicas and 0
+ * <= start <= the number of batches; PSDA_ERR_SIZE when cap is too small.
+ * Time O(P). */
+int psda_schedule_fill(psda_ctx ctx, uint64_t epoch, int64_t rank, int64_t start, int64_t *dst,
+                       int64_t cap, int64_t *written);
+
 /* psda_lsap_f64 solves the dense rectangular linear assignment problem on the
  * nr x nc row-major cost matrix (1 <= nr <= nc), read in place: it assigns
  * every row a distinct column at minimum total cost, writes the column of row
  * i to col4row[i] (cap >= nr) and, unless objective is NULL, the total cost
  * to *objective. An entry is a finite cost or +INFINITY, which forbids the
- * pair (as in SciPy; minor 4, before which every entry had to be finite);
+ * pair (as in SciPy);
  * when the forbidden entries leave no complete assignment it returns
- * PSDA_ERR_INFEASIBLE (minor 4) and writes nothing. NaN and -INFINITY give
+ * PSDA_ERR_INFEASIBLE and writes nothing. NaN and -INFINITY give
  * PSDA_ERR_INVALID. Errors are reported through psda_last_error(0, ...). Time
  * O(nr^2 nc) worst case. */
 int psda_lsap_f64(const double *cost, int64_t nr, int64_t nc, int64_t *col4row,
@@ -243,7 +269,7 @@ int psda_lsap_f64(const double *cost, int64_t nr, int64_t nc, int64_t *col4row,
  * batches) and writes nothing. It neither reads ctx's options nor touches
  * its matching result; errors go to psda_last_error(ctx, ...). A cancel
  * that arrives while no call runs on ctx applies to the next psda_compute_*
- * or psda_lsap_ctx_f64, as for psda_compute_*. (minor 4) */
+ * or psda_lsap_ctx_f64, as for psda_compute_*. */
 int psda_lsap_ctx_f64(psda_ctx ctx, const double *cost, int64_t nr, int64_t nc,
                       int64_t *col4row, int64_t cap, double *objective);
 

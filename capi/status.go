@@ -30,7 +30,6 @@ const (
 	errCancelled   = C.PSDA_ERR_CANCELLED
 	errInfeasible  = C.PSDA_ERR_INFEASIBLE
 	abiVersion     = C.PSDA_ABI_VERSION
-	abiMinor       = C.PSDA_ABI_MINOR
 	defaultVersion = "devel"
 )
 

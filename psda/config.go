@@ -3,6 +3,8 @@ package psda
 import (
 	"fmt"
 	"math"
+	"strconv"
+	"strings"
 )
 
 // Matrix is a read-only, row-major view of N feature vectors of dimension D.
@@ -52,11 +54,27 @@ func (m Matrix) validate(name string) error {
 	for i := 0; i < m.N; i++ {
 		for j := 0; j < m.D; j++ {
 			if v := m.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
-				return fmt.Errorf("psda: %s[%d, %d] = %v: features must be finite (remove or impute NaN/Inf rows)", name, i, j, v)
+				return fmt.Errorf("psda: %s[%d, %d] = %s: features must be finite, but %d row(s) of %s contain NaN or Inf, "+
+					"the first is row %d; remove or impute them (e.g. replace them by 0 or a column mean)",
+					name, i, j, FormatFloat(v), m.badRows(i), name, i)
 			}
 		}
 	}
 	return nil
+}
+
+// badRows counts the rows from first on that hold a NaN or an infinity.
+func (m Matrix) badRows(first int) int {
+	n := 0
+	for i := first; i < m.N; i++ {
+		for j := 0; j < m.D; j++ {
+			if v := m.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // Discrepancy and kernel names accepted in Config.
@@ -78,10 +96,8 @@ type Config struct {
 	Kernel      string    // Linear or RBF; MMD only
 	Gammas      []float64 // RBF mixture; nil means DefaultGammas
 	// Solver picks how each stage is solved: Dense, Sparse, or Auto (also
-	// ""), which goes sparse for a stage whose dense cost matrix would exceed
-	// 3 GiB, and for the Stage 2 of a linear MMD with at most 16 features, at
-	// least 2,000 pairs and at most 1% duplicated rows per domain, where it is
-	// faster (lowDimSparse). Both are exact.
+	// ""), which chooses per stage by the rule of useSparse and lowDimSparse
+	// (docs/design.md, "Solver choice"). Both are exact.
 	Solver string
 	// Monitor, when non-nil, receives Match's progress and lets another
 	// goroutine cancel it.
@@ -96,44 +112,89 @@ func (c Config) gammas() []float64 {
 	return c.Gammas
 }
 
-// validate checks everything about c that does not depend on the data sizes.
-func (c Config) validate() error {
+// Validate checks everything about c that does not depend on the data: it
+// is the one home of these rules, which Match, the C ABI and the Python
+// package all apply through it. Its messages name the setting, the value and
+// the fix, quote names as 'mmd' and print floats as Python does (1.0, nan),
+// so that the Python package passes them on unchanged. Time O(len(Gammas)).
+func (c Config) Validate() error {
 	switch c.Discrepancy {
 	case MMD:
 		switch c.Kernel {
 		case Linear:
 		case RBF:
 			if len(c.gammas()) == 0 {
-				return fmt.Errorf("psda: gammas is empty: the RBF mixture needs at least one gamma > 0")
+				return fmt.Errorf("psda: gammas is empty: the RBF mixture needs at least one gamma > 0, e.g. gammas = (0.1, 1.0)")
 			}
 			for _, g := range c.gammas() {
 				if !(g > 0) || math.IsInf(g, 0) {
-					return fmt.Errorf("psda: gammas contains %v: every gamma must be finite and > 0", g)
+					return fmt.Errorf("psda: gammas contains %s: every gamma must be finite and > 0", FormatFloat(g))
 				}
 			}
 		default:
-			return fmt.Errorf("psda: kernel = %q: want %q or %q", c.Kernel, Linear, RBF)
+			return fmt.Errorf("psda: kernel = '%s': want 'rbf' (the paper's RBF mixture) or 'linear'", c.Kernel)
 		}
 	case CORAL:
 	default:
-		return fmt.Errorf("psda: discrepancy = %q: want %q or %q", c.Discrepancy, MMD, CORAL)
+		return fmt.Errorf("psda: discrepancy = '%s': want 'mmd' or 'coral'", c.Discrepancy)
 	}
 	switch c.Solver {
 	case "", Auto, Dense, Sparse:
 	default:
-		return fmt.Errorf("psda: solver = %q: want %q, %q or %q", c.Solver, Auto, Dense, Sparse)
+		return fmt.Errorf("psda: solver = '%s': want 'auto' (the default; docs/design.md, \"Solver choice\"), 'dense' or 'sparse'", c.Solver)
 	}
 	if c.Stages != 1 && c.Stages != 2 {
-		return fmt.Errorf("psda: stages = %d: want 1 (Paired) or 2 (Double-paired)", c.Stages)
+		return fmt.Errorf("psda: stages = %d: want 1 (Paired: source-target pairs) or 2 (Double-paired: quadruplets)", c.Stages)
 	}
 	if c.BatchSize < 1 {
-		return fmt.Errorf("psda: batch_size = %d: must be >= 1", c.BatchSize)
+		return fmt.Errorf("psda: batch_size = %d: must be >= 1 (examples per domain in a batch)", c.BatchSize)
 	}
 	if c.Discrepancy == CORAL && c.BatchSize < 2 {
-		return fmt.Errorf("psda: batch_size = %d with CORAL: covariances need batch_size >= 2", c.BatchSize)
+		return fmt.Errorf("psda: batch_size = %d with discrepancy = 'coral': covariances need batch_size >= 2", c.BatchSize)
 	}
 	if c.Stages == 2 && c.BatchSize%2 != 0 {
-		return fmt.Errorf("psda: batch_size = %d with stages = 2: quadruplets need an even batch_size (use %d or stages = 1)", c.BatchSize, c.BatchSize+1)
+		return fmt.Errorf("psda: batch_size = %d with stages = 2: quadruplets need an even batch_size (use %d or %d, or stages = 1)",
+			c.BatchSize, max(c.BatchSize-1, 2), c.BatchSize+1)
 	}
 	return nil
+}
+
+// ValidateFor is Validate followed by the one rule that depends on the data
+// sizes: a batch takes batch_size of the P = max(nSource, nTarget) pairs, so
+// batch_size <= P. Callers that convert the features themselves (the Python
+// package) use it to fail before any heavy work; Match applies the same
+// rules. Time O(len(Gammas)).
+func (c Config) ValidateFor(nSource, nTarget int) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	return c.fits(nSource, nTarget)
+}
+
+// fits checks that c.BatchSize pairs fit in the P = max(nSource, nTarget).
+func (c Config) fits(nSource, nTarget int) error {
+	if p := max(nSource, nTarget); c.BatchSize > p {
+		return fmt.Errorf("psda: batch_size = %d but there are only %d pairs (max(n_source, n_target) = max(%d, %d)): use batch_size <= %d",
+			c.BatchSize, p, nSource, nTarget, p)
+	}
+	return nil
+}
+
+// FormatFloat formats v as Python's repr does for the values messages show
+// (1.0, 0.001, -1e-300, nan, inf), so that a message reads the same from C,
+// Go and Python.
+func FormatFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "nan"
+	case math.IsInf(v, 1):
+		return "inf"
+	case math.IsInf(v, -1):
+		return "-inf"
+	}
+	s := strconv.FormatFloat(v, 'g', -1, 64)
+	if !strings.ContainsAny(s, ".e") {
+		s += ".0"
+	}
+	return s
 }

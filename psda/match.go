@@ -44,9 +44,62 @@ func (m *Matching) Stage2Gap() float64 {
 	return (m.Stage2Cost - m.Stage2Bound) / m.Stage2Bound
 }
 
+// Check reports whether m is a matching of nSource source and nTarget target
+// examples that a Schedule can serve: max(nSource, nTarget) pairs whose
+// indices lie in the domains, each pair in exactly one quadruplet or single.
+// Match's results pass; callers that rebuild a Matching from stored arrays
+// check them with it. Time and memory O(len(m.Pairs)).
+func (m *Matching) Check(nSource, nTarget int) error {
+	if p := max(nSource, nTarget); len(m.Pairs) != p {
+		return fmt.Errorf("psda: %d pairs for %d source and %d target examples: want max(n_source, n_target) = %d", len(m.Pairs), nSource, nTarget, p)
+	}
+	for r, pr := range m.Pairs {
+		if pr.S < 0 || pr.S >= nSource || pr.T < 0 || pr.T >= nTarget {
+			return fmt.Errorf("psda: pair %d is (%d, %d): the pairs do not index %d source and %d target examples", r, pr.S, pr.T, nSource, nTarget)
+		}
+	}
+	return m.checkUnits()
+}
+
+// checkUnits reports whether every pair of m is in exactly one quadruplet or
+// single, the units a Schedule shuffles.
+func (m *Matching) checkUnits() error {
+	p := len(m.Pairs)
+	seen := make([]bool, p)
+	mark := func(r int) error {
+		if r < 0 || r >= p {
+			return fmt.Errorf("psda: a unit refers to pair %d, but there are %d pairs: the quadruplets and singles must cover each pair exactly once", r, p)
+		}
+		if seen[r] {
+			return fmt.Errorf("psda: pair %d appears in more than one unit: the quadruplets and singles must cover each pair exactly once", r)
+		}
+		seen[r] = true
+		return nil
+	}
+	for _, q := range m.Quads {
+		if err := mark(q[0]); err != nil {
+			return err
+		}
+		if err := mark(q[1]); err != nil {
+			return err
+		}
+	}
+	for _, r := range m.Singles {
+		if err := mark(r); err != nil {
+			return err
+		}
+	}
+	for r, ok := range seen {
+		if !ok {
+			return fmt.Errorf("psda: pair %d is in no quadruplet and not single: the quadruplets and singles must cover each pair exactly once", r)
+		}
+	}
+	return nil
+}
+
 // checkSizes validates the inputs of Match that depend on the data.
 func checkSizes(src, tgt Matrix, cfg Config) error {
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	if err := src.validate("source"); err != nil {
@@ -58,8 +111,8 @@ func checkSizes(src, tgt Matrix, cfg Config) error {
 	if src.D != tgt.D {
 		return fmt.Errorf("psda: source has %d features per row but target has %d: both must come from the same feature extractor", src.D, tgt.D)
 	}
-	if p := max(src.N, tgt.N); cfg.BatchSize > p {
-		return fmt.Errorf("psda: batch_size = %d but there are only %d pairs (max(n_source, n_target)): use batch_size <= %d", cfg.BatchSize, p, p)
+	if err := cfg.fits(src.N, tgt.N); err != nil {
+		return err
 	}
 	return checkMemory(src.N, tgt.N, src.D, cfg)
 }

@@ -20,18 +20,18 @@ func TestMatchErrors(t *testing.T) {
 		cfg      Config
 		want     string // a fragment the message must contain
 	}{
-		{"nan source", nan, ok, cfg, "source[1, 1] = NaN"},
-		{"inf target", ok, inf, cfg, "target[2, 1] = +Inf"},
+		{"nan source", nan, ok, cfg, "source[1, 1] = nan"},
+		{"inf target", ok, inf, cfg, "target[2, 1] = inf"},
 		{"d mismatch", ok, d3, cfg, "2 features per row but target has 3"},
 		{"empty source", Matrix{D: 2, F64: []float64{}}, ok, cfg, "source has shape (0, 2)"},
 		{"no data", Matrix{N: 1, D: 1}, ok, cfg, "exactly one of float32 or float64"},
 		{"short data", Matrix{N: 3, D: 2, F64: []float64{1}}, ok, cfg, "has 1 values"},
 		{"k zero", ok, ok, with(func(c *Config) { c.BatchSize = 0 }), "batch_size = 0"},
-		{"coral k one", ok, ok, with(func(c *Config) { c.Discrepancy, c.Stages, c.BatchSize = CORAL, 1, 1 }), "CORAL"},
+		{"coral k one", ok, ok, with(func(c *Config) { c.Discrepancy, c.Stages, c.BatchSize = CORAL, 1, 1 }), "discrepancy = 'coral'"},
 		{"odd k stage 2", ok, ok, with(func(c *Config) { c.BatchSize = 3 }), "even batch_size"},
 		{"k too large", ok, f32, with(func(c *Config) { c.BatchSize = 6 }), "only 4 pairs"},
-		{"unknown kernel", ok, ok, with(func(c *Config) { c.Kernel = "poly" }), `kernel = "poly"`},
-		{"unknown discrepancy", ok, ok, with(func(c *Config) { c.Discrepancy = "wasserstein" }), `discrepancy = "wasserstein"`},
+		{"unknown kernel", ok, ok, with(func(c *Config) { c.Kernel = "poly" }), `kernel = 'poly'`},
+		{"unknown discrepancy", ok, ok, with(func(c *Config) { c.Discrepancy = "wasserstein" }), `discrepancy = 'wasserstein'`},
 		{"stages 3", ok, ok, with(func(c *Config) { c.Stages = 3 }), "stages = 3"},
 		{"bad gamma", ok, ok, with(func(c *Config) { c.Gammas = []float64{1, -1} }), "gammas contains -1"},
 		{"empty gammas", ok, ok, with(func(c *Config) { c.Gammas = []float64{} }), "gammas is empty"},

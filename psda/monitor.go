@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 	"sync/atomic"
+	"time"
 
 	"github.com/psda-dev/psda/psda/assign"
 )
@@ -71,6 +72,49 @@ func (m *Monitor) Cancelled() bool { return m != nil && m.cancelled.Load() }
 // phase (one of the Phase constants).
 func (m *Monitor) Progress() (done int64, phase int) {
 	return m.done.Load(), int(m.phase.Load())
+}
+
+// MirrorEvery is how often Mirror copies the progress into its view.
+const MirrorEvery = 20 * time.Millisecond
+
+// Mirror copies m's progress into view, {done, ProgressTotal, phase}, every
+// MirrorEvery until the returned stop is called, and once more then. view is
+// memory a foreign caller polls without calling into Go (the C ABI's
+// psda_progress_view, the Python package's progress bar): a call into Go
+// from a thread that is not Go's waits for a core the Match keeps busy, so
+// polling Progress through such calls slows the Match down. Each value is
+// written with one atomic store; view must stay valid until stop returns.
+func (m *Monitor) Mirror(view *[3]int64) (stop func()) {
+	atomic.StoreInt64(&view[1], ProgressTotal)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		// A panic in a goroutine of its own would end the host program; the
+		// view is a convenience, so a failure to publish is dropped.
+		defer func() { _ = recover() }()
+		t := time.NewTicker(MirrorEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				m.publish(view)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		m.publish(view)
+	}
+}
+
+// publish copies m's progress into view, one atomic store a field.
+func (m *Monitor) publish(view *[3]int64) {
+	d, ph := m.Progress()
+	atomic.StoreInt64(&view[0], d)
+	atomic.StoreInt64(&view[2], int64(ph))
 }
 
 // err returns ErrCancelled once m was cancelled; nil for a nil Monitor.

@@ -40,46 +40,76 @@ func NewSchedule(m *Matching, cfg ScheduleConfig) (*Schedule, error) {
 	if len(m.Quads) > 0 && cfg.BatchSize%2 != 0 {
 		return nil, fmt.Errorf("psda: batch_size = %d with quadruplets: must be even so quadruplets stay whole", cfg.BatchSize)
 	}
+	if err := m.checkUnits(); err != nil {
+		return nil, err
+	}
 	p := len(m.Pairs)
-	seen := make([]bool, p)
-	mark := func(r int) error {
-		if r < 0 || r >= p {
-			return fmt.Errorf("psda: unit refers to pair %d, but there are %d pairs", r, p)
-		}
-		if seen[r] {
-			return fmt.Errorf("psda: pair %d appears in more than one unit", r)
-		}
-		seen[r] = true
-		return nil
-	}
-	for _, q := range m.Quads {
-		if err := mark(q[0]); err != nil {
-			return nil, err
-		}
-		if err := mark(q[1]); err != nil {
-			return nil, err
-		}
-	}
-	for _, r := range m.Singles {
-		if err := mark(r); err != nil {
-			return nil, err
-		}
-	}
-	for r, ok := range seen {
-		if !ok {
-			return nil, fmt.Errorf("psda: pair %d is in no quadruplet and not single", r)
-		}
-	}
 	s := &Schedule{cfg: cfg, pairs: m.Pairs, quads: m.Quads, singles: m.Singles}
-	s.total = p / cfg.BatchSize
-	if !cfg.DropLast && p%cfg.BatchSize != 0 {
-		s.total++
-	}
-	if s.NumBatches() < 1 {
-		return nil, fmt.Errorf("psda: %d pairs make %d batches of batch_size = %d, fewer than num_replicas = %d: lower batch_size or num_replicas",
-			p, s.total, cfg.BatchSize, cfg.NumReplicas)
+	s.total, _ = BatchesPerRank(p, cfg)
+	if err := cfg.check(p, 1, len(m.Quads) > 0); err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// BatchesPerRank returns how many batches pairs pairs make per epoch over
+// all ranks (total) and for each rank (perRank), as a Schedule with cfg
+// serves them; cfg.BatchSize and cfg.NumReplicas must be >= 1. It is the
+// one home of this count: the Python samplers ask it too. With DropLast the
+// short batch and the batches that cannot be shared evenly are dropped;
+// otherwise ranks short of a batch repeat batches from the start of the
+// epoch, as torch's DistributedSampler pads. Time O(1).
+func BatchesPerRank(pairs int, cfg ScheduleConfig) (total, perRank int) {
+	k, r := cfg.BatchSize, cfg.NumReplicas
+	if cfg.DropLast {
+		total = pairs / k
+		return total, total / r
+	}
+	total = (pairs + k - 1) / k
+	return total, (total + r - 1) / r
+}
+
+// CheckFor reports whether cfg gives every rank at least one batch of the
+// pairs = max(n_source, n_target) pairs of a matching computed with
+// matching, before that matching is computed, with a message that names the
+// largest batch_size that would (even with two stages, at least 2 for CORAL)
+// or the most replicas. The Python sampler calls it to fail before the work.
+// Time O(1).
+func (cfg ScheduleConfig) CheckFor(pairs int, matching Config) error {
+	minBatch := 1
+	if matching.Discrepancy == CORAL || matching.Stages == 2 {
+		minBatch = 2
+	}
+	return cfg.check(pairs, minBatch, matching.Stages == 2)
+}
+
+// check is CheckFor for a batch size of at least minBatch, even if even.
+func (cfg ScheduleConfig) check(pairs, minBatch int, even bool) error {
+	if cfg.BatchSize < 1 {
+		return fmt.Errorf("psda: batch_size = %d: must be >= 1", cfg.BatchSize)
+	}
+	if cfg.NumReplicas < 1 {
+		return fmt.Errorf("psda: num_replicas = %d: must be >= 1", cfg.NumReplicas)
+	}
+	total, perRank := BatchesPerRank(pairs, cfg)
+	if perRank >= 1 {
+		return nil
+	}
+	r := cfg.NumReplicas
+	kMax := pairs / r
+	if even {
+		kMax -= kMax % 2
+	}
+	fix := fmt.Sprintf("num_replicas <= %d", total)
+	if kMax >= minBatch {
+		fix = fmt.Sprintf("batch_size <= %d", kMax)
+	}
+	if !cfg.DropLast {
+		return fmt.Errorf("psda: batch_size = %d with num_replicas = %d: %d pairs make %d batch(es), fewer than one per rank: use %s",
+			cfg.BatchSize, r, pairs, total, fix)
+	}
+	return fmt.Errorf("psda: batch_size = %d with num_replicas = %d and drop_last=True: %d pairs make %d full batch(es), "+
+		"fewer than one per rank: use %s, or drop_last=False", cfg.BatchSize, r, pairs, total, fix)
 }
 
 // NumBatches returns the number of batches each rank gets per epoch. With
@@ -87,11 +117,8 @@ func NewSchedule(m *Matching, cfg ScheduleConfig) (*Schedule, error) {
 // ranks short of a batch repeat batches from the start of the epoch, as
 // torch's DistributedSampler pads.
 func (s *Schedule) NumBatches() int {
-	r := s.cfg.NumReplicas
-	if s.cfg.DropLast {
-		return s.total / r
-	}
-	return (s.total + r - 1) / r
+	_, perRank := BatchesPerRank(len(s.pairs), s.cfg)
+	return perRank
 }
 
 // global returns the index, in the single-rank epoch, of batch b of rank.

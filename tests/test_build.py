@@ -167,7 +167,7 @@ def test_match_releases_the_gil():
 
 def test_match_error_is_value_error_with_go_message():
     x = np.zeros((4, 3))
-    with pytest.raises(ValueError, match='kernel = "cosine"'):
+    with pytest.raises(ValueError, match="kernel = 'cosine'"):
         _native.match(x, x, batch_size=2, stages=1, discrepancy="mmd", kernel="cosine", gammas=None)
     x[1, 2] = np.nan
     with pytest.raises(ValueError, match="finite"):

@@ -346,6 +346,11 @@ def test_accepted_spellings(rng):
     psda.match(s, t, batch_size=4, discrepancy="coral", gammas=())
 
 
+def test_default_gammas_are_the_cores():
+    """psda.DEFAULT_GAMMAS is the Python copy of the core's DefaultGammas."""
+    assert psda.DEFAULT_GAMMAS == _native.default_gammas()
+
+
 def test_go_core_validates_too(rng):
     """The native layer rejects invalid input on its own, with the Go core's message."""
     s, t = features(rng, 12, 10)
@@ -358,19 +363,6 @@ def test_go_core_validates_too(rng):
         _native.match(s, t, batch_size=4, **{**kw, "kernel": "poly"})
     with pytest.raises(ValueError, match="solver"):
         _native.match(s, t, batch_size=4, **kw, solver="simplex")
-
-
-def test_library_without_solver_choice(rng, monkeypatch):
-    """A library older than ABI minor 2 (no psda_set_solver) runs solver='auto' and
-    refuses the others before any work."""
-    import ctypes
-
-    s, t = features(rng, 12, 10)
-    want = psda.match(s, t, batch_size=4).fingerprint
-    monkeypatch.setattr(_native, "_minor", ctypes.c_int32(1))
-    assert psda.match(s, t, batch_size=4, solver="auto").fingerprint == want
-    with pytest.raises(RuntimeError, match="solver = 'sparse'.*minor 1.*solver='auto'"):
-        psda.match(s, t, batch_size=4, solver="sparse")
 
 
 # ---------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """psda.match, the Matching it returns, and the checks and conversions of its inputs.
 
-Everything here is plain Python and NumPy; the only call into the compiled
-core is ``_native.match``. Inputs are validated here first so that a mistake
-fails fast, before any copy or heavy work, with a message that names the
-argument, the value received and the fix. The Go core validates again.
+The rules about the settings and the features (validation, defaults, the
+solver choice) live in the Go core (psda/config.go); this module converts
+the inputs to what the core reads (types, dtypes, layout), passes the
+settings through, and raises Go's messages, which name the argument, the
+value received and the fix. The settings are checked by the core before
+the features are converted, so that a mistake fails fast.
 """
 
 from __future__ import annotations
@@ -23,12 +25,13 @@ __all__ = ["Matching", "match", "DEFAULT_GAMMAS"]
 
 logger = logging.getLogger("psda")
 
-#: The paper's RBF mixture {0.001, 0.01, 0.1, 1, 10}.
+#: The paper's RBF mixture: the Go core's DefaultGammas (psda/config.go, the
+#: home of the default; docs/method.md). Python needs it when a signature is
+#: defined, before the core is loaded, so this is its one Python copy, which
+#: tests/test_match.py checks against the core's; the rest of the package
+#: imports it from here.
 DEFAULT_GAMMAS: Tuple[float, ...] = (0.001, 0.01, 0.1, 1.0, 10.0)
 
-_DISCREPANCIES = ("mmd", "coral")
-_KERNELS = ("linear", "rbf")
-_SOLVERS = ("auto", "dense", "sparse")
 
 # Rows checked for NaN/Inf at a time, so that the check of a large array does
 # not allocate a boolean array as large as the input.
@@ -97,6 +100,22 @@ class Matching:
             a = np.ascontiguousarray(getattr(self, name), dtype=np.int64)
             a.setflags(write=False)
             object.__setattr__(self, name, a)
+
+    def _go(self) -> Any:
+        """The matching held in the Go core (_native.Core) that schedules are
+        built from: the one psda.match computed, or a copy of the arrays made
+        once, and checked there, for a matching built or restored in Python."""
+        core = self.__dict__.get("_core")
+        if core is None:
+            from . import _native
+
+            core = _native.Core.from_arrays(self.pairs, self.quads, self.singles, self.n_source, self.n_target)
+            object.__setattr__(self, "_core", core)
+        return core
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # The Go object belongs to this process; a copy makes its own.
+        return {k: v for k, v in self.__dict__.items() if k != "_core"}
 
     @property
     def stage2_gap(self) -> float:
@@ -198,25 +217,14 @@ class Matching:
                 f"state_dict[{where!r}] is corrupt: its arrays have fingerprint {m.fingerprint}, "
                 f"but it records {st.get('fingerprint')!r}: pass an unmodified PairedBatchSampler.state_dict()"
             )
-        m._check_units(where)
+        try:
+            m._go()
+        except ValueError as e:
+            raise ValueError(
+                f"state_dict[{where!r}] does not hold a valid matching ({e}): "
+                "pass an unmodified PairedBatchSampler.state_dict()"
+            ) from None
         return m
-
-    def _check_units(self, where: str) -> None:
-        """Checks that the pairs index the domains and every pair is in exactly one unit."""
-        p = len(self.pairs)
-        if p != max(self.n_source, self.n_target) or (
-            p
-            and (
-                self.pairs[:, 0].min() < 0
-                or self.pairs[:, 0].max() >= self.n_source
-                or self.pairs[:, 1].min() < 0
-                or self.pairs[:, 1].max() >= self.n_target
-            )
-        ):
-            raise ValueError(f"{where}: pairs do not index {self.n_source} source and {self.n_target} target examples")
-        units = np.concatenate([self.quads.ravel(), self.singles])
-        if len(units) != p or (p and (units.min() < 0 or units.max() >= p or np.bincount(units, minlength=p).max() != 1)):
-            raise ValueError(f"{where}: quads and singles do not cover each of the {p} pairs exactly once")
 
 
 # ---------------------------------------------------------------------------
@@ -257,14 +265,15 @@ def _torch_to_numpy(x: Any, name: str) -> np.ndarray:
     return t.resolve_conj().resolve_neg().numpy()
 
 
-def _as_features(x: Any, name: str) -> np.ndarray:
+def _as_features(x: Any, name: str, check_finite: bool = True) -> np.ndarray:
     """Returns x as a C-contiguous float32 or float64 2-D array with finite values.
 
     A C-contiguous float32/float64 NumPy array (or CPU torch tensor) in native
     byte order is returned without copying; anything else is converted once:
     float16 -> float32, integers and wider floats -> float64. Raises TypeError
-    for non-numeric, bool and complex input, ValueError for the wrong shape or
-    non-finite values. Time O(n·d).
+    for non-numeric, bool and complex input, ValueError for the wrong shape or,
+    with check_finite, non-finite values (the PSDA matching leaves that check
+    to the Go core, which makes it as it reads the features). Time O(n·d).
     """
     if _is_torch_tensor(x):
         a = _torch_to_numpy(x, name)
@@ -300,7 +309,8 @@ def _as_features(x: Any, name: str) -> np.ndarray:
         logger.debug("converting %s from %s%s to C-contiguous %s", name, a.dtype,
                      "" if a.flags.c_contiguous else " (non-contiguous)", target)
         a = np.ascontiguousarray(a, dtype=target)
-    _check_finite(a, name)
+    if check_finite:
+        _check_finite(a, name)
     return a
 
 
@@ -331,8 +341,8 @@ def _check_scale(s: np.ndarray, t: np.ndarray, names: Tuple[str, str], discrepan
     """
     amax = [max(float(a.max()), -float(a.min())) for a in (s, t)]
     which = 0 if amax[0] >= amax[1] else 1
-    if amax[which] == 0:
-        return
+    if amax[which] == 0 or not math.isfinite(amax[which]):
+        return  # NaN and Inf are the core's to report
     # In logarithms: the square itself may overflow a Python float.
     log_sq = math.log10(s.shape[1]) + 2 * math.log10(2.0 * amax[which])
     log_bound = math.log10(_MAX_SQNORM) / (2 if discrepancy == "coral" else 1)
@@ -346,10 +356,10 @@ def _check_scale(s: np.ndarray, t: np.ndarray, names: Tuple[str, str], discrepan
         )
 
 
-def _as_pair(source: Any, target: Any, names: Tuple[str, str]) -> Tuple[np.ndarray, np.ndarray]:
+def _as_pair(source: Any, target: Any, names: Tuple[str, str], check_finite: bool = True) -> Tuple[np.ndarray, np.ndarray]:
     """Converts both feature sets and makes their dtypes equal (float64 if they differ)."""
-    s = _as_features(source, names[0])
-    t = _as_features(target, names[1])
+    s = _as_features(source, names[0], check_finite)
+    t = _as_features(target, names[1], check_finite)
     if s.shape[1] != t.shape[1]:
         raise ValueError(
             f"{names[0]} has {s.shape[1]} features per example but {names[1]} has {t.shape[1]}: "
@@ -375,24 +385,27 @@ def _check_bool(value: Any, name: str) -> bool:
 
 
 def _check_config(
-    batch_size: Any, stages: Any, discrepancy: Any, kernel: Any, gammas: Any
-) -> Tuple[int, int, str, str, Tuple[float, ...]]:
-    """Validates everything about a matching that does not depend on the data."""
+    batch_size: Any, stages: Any, discrepancy: Any, kernel: Any, gammas: Any, solver: Any = "auto"
+) -> Tuple[int, int, str, str, Tuple[float, ...], str]:
+    """Converts the settings of a matching to the types the core reads and has
+    the core check their values (psda.Config.Validate, the one home of those
+    rules), before any feature is converted. Raises TypeError for a setting
+    of the wrong type, ValueError with the core's message."""
+    from . import _native
+
     batch_size = _check_int(batch_size, "batch_size", "32")
-    if batch_size < 1:
-        raise ValueError(f"batch_size = {batch_size}: must be >= 1 (examples per domain in a batch)")
     stages = _check_int(stages, "stages", "2")
-    if stages not in (1, 2):
-        raise ValueError(f"stages = {stages}: want 1 (Paired: source-target pairs) or 2 (Double-paired: quadruplets)")
-    if not isinstance(discrepancy, str) or discrepancy.lower() not in _DISCREPANCIES:
-        raise ValueError(f"discrepancy = {discrepancy!r}: want 'mmd' or 'coral'")
-    discrepancy = discrepancy.lower()
-    if not isinstance(kernel, str) or kernel.lower() not in _KERNELS:
-        raise ValueError(f"kernel = {kernel!r}: want 'rbf' (the paper's RBF mixture) or 'linear'")
-    kernel = kernel.lower()
+    for name, value in (("batch_size", batch_size), ("stages", stages)):
+        if not -(1 << 63) <= value < 1 << 63:  # what the core's int holds; its rules then say the rest
+            raise ValueError(f"{name} = {value}: out of range, the core reads 64-bit integers (|{name}| < 2**63)")
+    for name, value in (("discrepancy", discrepancy), ("kernel", kernel), ("solver", solver)):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} = {value!r} ({type(value).__name__}): want a name, e.g. {name}={ {'discrepancy': 'mmd', 'kernel': 'rbf', 'solver': 'auto'}[name]!r}")
+    discrepancy, kernel, solver = discrepancy.lower(), kernel.lower(), solver.lower()
     if discrepancy == "coral" and kernel == "linear":
-        # The default kernel ("rbf") cannot be told from an explicit one;
-        # "linear" can, and says the caller expects a kernel to act.
+        # A rule of this API, not of the core: the default kernel ("rbf")
+        # cannot be told from an explicit one; "linear" can, and says the
+        # caller expects a kernel to act.
         raise ValueError(
             "kernel = 'linear' with discrepancy = 'coral': CORAL compares covariance matrices and uses no "
             "kernel, so kernel would be ignored; leave kernel at its default for CORAL, or use "
@@ -404,40 +417,22 @@ def _check_config(
         gammas = tuple(float(g) for g in gammas)
     except (TypeError, ValueError):
         raise TypeError(f"gammas = {gammas!r}: want a sequence of floats > 0, e.g. gammas=(0.1, 1.0)") from None
-    if discrepancy == "mmd" and kernel == "rbf":
-        if not gammas:
-            raise ValueError("gammas = (): the RBF mixture needs at least one gamma > 0, e.g. gammas=(0.1, 1.0)")
-        for g in gammas:
-            if not (g > 0 and math.isfinite(g)):
-                raise ValueError(f"gammas contains {g}: every gamma must be finite and > 0")
-    if discrepancy == "coral" and batch_size < 2:
-        raise ValueError(f"batch_size = {batch_size} with discrepancy='coral': covariances need batch_size >= 2")
-    if stages == 2 and batch_size % 2:
-        raise ValueError(
-            f"batch_size = {batch_size} with stages = 2: quadruplets need an even batch_size "
-            f"(use {batch_size - 1 if batch_size > 1 else 2} or {batch_size + 1}, or stages=1)"
-        )
-    return batch_size, stages, discrepancy, kernel, gammas
+    # The mixture only matters for the MMD with the RBF kernel; otherwise the
+    # core gets its default (and never an empty mixture, which it rejects).
+    rbf = discrepancy == "mmd" and kernel == "rbf"
+    _native.validate(batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel,
+                     gammas=gammas if rbf else None, solver=solver)  # fmt: skip
+    return batch_size, stages, discrepancy, kernel, gammas, solver
 
 
-def _check_solver(solver: Any) -> str:
-    """Validates solver and returns it in lower case."""
-    if not isinstance(solver, str) or solver.lower() not in _SOLVERS:
-        raise ValueError(
-            f"solver = {solver!r}: want 'auto' (dense while a stage's cost matrix fits in 3 GiB, sparse beyond; "
-            "also sparse for Stage 2 of a linear MMD with d <= 16), "
-            "'dense' or 'sparse'"
-        )
-    return solver.lower()
+def _check_batch_fits(cfg: Tuple[int, int, str, str, Tuple[float, ...], str], n_source: int, n_target: int) -> None:
+    """Has the core check that the batch fits max(n_source, n_target) pairs."""
+    from . import _native
 
-
-def _check_batch_fits(batch_size: int, n_source: int, n_target: int) -> None:
-    p = max(n_source, n_target)
-    if batch_size > p:
-        raise ValueError(
-            f"batch_size = {batch_size} but there are only {p} pairs (max(n_source, n_target) = "
-            f"max({n_source}, {n_target})): use batch_size <= {p}"
-        )
+    batch_size, stages, discrepancy, kernel, gammas, solver = cfg
+    rbf = discrepancy == "mmd" and kernel == "rbf"
+    _native.validate(batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel,
+                     gammas=gammas if rbf else None, solver=solver, n_source=n_source, n_target=n_target)  # fmt: skip
 
 
 # ---------------------------------------------------------------------------
@@ -514,19 +509,19 @@ def _match_arrays(
         s.shape[0], t.shape[0], s.shape[1], s.dtype, discrepancy, kernel, batch_size, stages, solver,
     )
     t0 = time.perf_counter()
-    # The mixture only matters for the MMD with the RBF kernel; otherwise the
-    # core gets its default (and never an empty mixture, which it rejects).
     rbf = discrepancy == "mmd" and kernel == "rbf"
     bar = _Bar(always=True) if progress is True else _Bar(always=False) if progress is None else None
     callback: Optional[Callable[[int, int, str], Any]] = bar if bar is not None else (progress or None)
     try:
-        pairs, quads, singles, c1, c2, b2 = _native.match(
+        core = _native.match(
             s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel,
-            gammas=gammas if rbf else None, progress=callback, solver=solver,
+            gammas=gammas if rbf else None, progress=callback, solver=solver, names=names,
         )  # fmt: skip
     finally:
         if bar is not None:
             bar.close()
+    pairs, quads, singles = core.arrays()
+    c1, c2, b2 = core.objectives()
     m = Matching(
         pairs=pairs,
         quads=np.asarray(quads).reshape(-1, 2),
@@ -542,6 +537,7 @@ def _match_arrays(
         kernel=kernel,
         gammas=gammas,
     )
+    object.__setattr__(m, "_core", core)  # the schedule is built from it, in Go
     logger.info(
         "matched %d source and %d target examples (d=%d, %s, stages=%d) in %.3f s: "
         "%d pairs, %d quadruplets, %d single; stage 2 gap %.3g",
@@ -605,25 +601,14 @@ def match(
             ``"stage 2 costs"``, ``"stage 2 matching"`` or ``"done"``;
             ``done/total`` is an estimate that never decreases). An exception
             raised by the callable cancels the matching and propagates.
-        solver: how each stage is solved; both ways are exact.
-            ``"dense"`` builds the full cost matrix (n_source×n_target
-            float64 for Stage 1, P×P for Stage 2) and solves it with a dense
-            exact assignment. ``"sparse"`` keeps only candidate edges (the K
-            cheapest per row and column, from one pass over the features),
-            solves a sparse assignment on them, then prices every dense edge
-            from the features and adds the violators until the duals hold for
-            all of them: Stage 1 is certified optimal against every dense
-            edge, so ``stage1_cost`` equals the dense one (the pairs differ
-            only between tied optima), and so is Stage 2 (blossom duals
-            priced against every pair of pairs), with the same certified
-            ``stage2_bound``. Memory O(P·(d + K)), so 50,000 per
-            domain fit; slower than dense on small inputs. ``"auto"``
-            (default) is dense for a stage whose cost matrix takes at most
-            3 GiB, sparse beyond; it also solves Stage 2 of a linear-kernel
-            MMD with d <= 16, at least 2,000 pairs and at most 1% duplicated
-            rows per domain on the sparse path, which is faster there (the
-            paper's 2-D experiment at n = 4000: Stage 2 1.0–1.55 s instead
-            of 1.7–3.1 s over six seeds).
+        solver: how each stage is solved, ``"auto"`` (default), ``"dense"``
+            (the full cost matrices, memory O(n_source·n_target + P²)) or
+            ``"sparse"`` (candidate edges and pricing passes, memory
+            O(P·(d + K)), so that 50,000 per domain fit). Both are exact and
+            certified: ``stage1_cost`` and the certified ``stage2_bound`` are
+            the dense solver's (the pairs may differ only between tied
+            optima). Which one ``"auto"`` picks for each stage, and why, is
+            docs/design.md, "Solver choice".
 
     Returns:
         A :class:`Matching`.
@@ -646,9 +631,9 @@ def match(
         >>> m.stage2_cost >= m.stage2_bound
         True
     """
-    batch_size, stages, discrepancy, kernel, gammas = _check_config(batch_size, stages, discrepancy, kernel, gammas)
-    solver = _check_solver(solver)
+    cfg = _check_config(batch_size, stages, discrepancy, kernel, gammas, solver)
     progress = _check_progress(progress)
-    s, t = _as_pair(source, target, ("source", "target"))
-    _check_batch_fits(batch_size, s.shape[0], t.shape[0])
+    s, t = _as_pair(source, target, ("source", "target"), check_finite=False)
+    _check_batch_fits(cfg, s.shape[0], t.shape[0])
+    batch_size, stages, discrepancy, kernel, gammas, solver = cfg
     return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas, progress, solver)

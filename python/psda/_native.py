@@ -3,39 +3,36 @@
 One file, ``_psdago*.so``, holds the whole Go side (Go allows one runtime per
 process). Python reaches it two ways:
 
-* as the gopy extension module ``psda._psdago``, for the stateful
-  :class:`Schedule` (gopy's generated wrappers release the GIL);
-* through :mod:`ctypes` on the *same* file, for the C ABI of ``capi/psda.h``
-  (ctypes releases the GIL during each call, so matching runs without it).
+* as the gopy extension module ``psda._psdago`` (package ``pyapi``), for
+  the stateful objects: :class:`Core`, a matching computed and then kept in
+  Go, and the :class:`Schedule` built from it in Go. gopy's generated
+  wrappers release the GIL;
+* through :mod:`ctypes` on the *same* file, for the stateless bulk calls of
+  the C ABI ``capi/psda.h`` (linear assignment, the comparison samplers'
+  searches) and the library's version.
 
-Bulk data crosses only as addresses of NumPy buffers that Python allocated:
-inputs are read in place, outputs are allocated here and filled by Go.
+Data crosses once each way: the features go in as addresses of NumPy
+buffers, read in place; the pairs come out once, into arrays allocated here,
+for :class:`psda.Matching`; each epoch's batches come out of
+``Schedule.fill``. The rules (validation, defaults, the solver choice, the
+batch counts) live in Go; this module passes arguments through and turns
+Go's messages into Python exceptions.
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
+import re
 import threading
-from typing import Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["version", "match", "linear_sum_assignment", "Schedule"]
+__all__ = ["version", "match", "validate", "linear_sum_assignment", "Core", "Schedule"]
 
-# Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below,
-# as is PSDA_ABI_MINOR >= _ABI_MINOR (progress and cancellation).
+# Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below.
 _ABI_VERSION = 1
-_ABI_MINOR = 1
-# psda_set_solver came with minor 2; an older library still loads and runs
-# solver "auto" (its only behaviour).
-_SOLVER_MINOR = 2
-# psda_progress_view came with minor 3; with an older library progress is
-# polled through psda_progress, which slows the computation down.
-_VIEW_MINOR = 3
-# psda_lsap_ctx_f64 (cancellable), PSDA_ERR_INFEASIBLE and +inf entries came
-# with minor 4; an older library solves finite matrices only, uninterruptibly.
-_LSAP_MINOR = 4
 
 # Matrices of at most this many entries are solved by a direct call to
 # psda_lsap_f64: a worker thread and a context cost about 150 us a call, more
@@ -109,16 +106,18 @@ for _name, _args in {
     "psda_copy_singles": [_ctx_t, _ptr, _i64],
     "psda_objectives": [_ctx_t, _ptr, _ptr, _ptr],
     "psda_lsap_f64": [_ptr, _i64, _i64, _ptr, _i64, _ptr],
-    "psda_abi_minor": [_ptr],
     "psda_progress": [_ctx_t, _ptr, _ptr, _ptr],
     "psda_cancel": [_ctx_t],
     "psda_set_solver": [_ctx_t, ctypes.c_char_p],
     "psda_progress_view": [_ctx_t, _ptr],
     "psda_lsap_ctx_f64": [_ctx_t, _ptr, _i64, _i64, _ptr, _i64, _ptr],
+    "psda_schedule": [_ctx_t, _i64, ctypes.c_uint64, _i32, _i64],
+    "psda_schedule_num_batches": [_ctx_t, _ptr],
+    "psda_schedule_batch_len": [_ctx_t, _i64, _i64, _ptr],
+    "psda_schedule_fill": [_ctx_t, ctypes.c_uint64, _i64, _i64, _ptr, _i64, _ptr],
 }.items():
-    _fn = getattr(_lib, _name, None)
-    if _fn is not None:  # functions after minor 1 may be absent from an older build
-        _fn.argtypes, _fn.restype = _args, _int
+    _fn = getattr(_lib, _name)
+    _fn.argtypes, _fn.restype = _args, _int
 
 
 def _message(ctx: int) -> str:
@@ -140,13 +139,10 @@ def _check(status: int, ctx: int = 0) -> None:
 
 _abi = ctypes.c_int32()
 _check(_lib.psda_abi_version(ctypes.byref(_abi)))
-_minor = ctypes.c_int32()
-if getattr(_lib, "psda_abi_minor", None) is not None:
-    _check(_lib.psda_abi_minor(ctypes.byref(_minor)))
-if _abi.value != _ABI_VERSION or _minor.value < _ABI_MINOR:
+if _abi.value != _ABI_VERSION:
     raise ImportError(
-        "psda's library %s has ABI version %d.%d, this module expects %d.%d or a later minor: reinstall psda (pip install .)"
-        % (_gopy.__file__, _abi.value, _minor.value, _ABI_VERSION, _ABI_MINOR)
+        "psda's library %s has ABI version %d, this module expects %d: reinstall psda (pip install .)"
+        % (_gopy.__file__, _abi.value, _ABI_VERSION)
     )
 
 
@@ -177,6 +173,130 @@ def _addr(a: np.ndarray) -> int:
     return a.ctypes.data
 
 
+def _shape(msg: str, names: Tuple[str, str] = ("source", "target")) -> str:
+    """Go's message as a Python exception's: without the "psda: " prefix, with
+    the caller's names for the two feature sets (e.g. source_features)."""
+    if msg.startswith("psda: "):
+        msg = msg[len("psda: ") :]
+    if names != ("source", "target"):
+        msg = re.sub(r"\b(source|target)(?=\[| has | contain)", lambda m: names[m.group(1) == "target"], msg)
+    return msg
+
+
+def _new_matching(batch_size: int, stages: int, discrepancy: str, kernel: str, gammas: Optional[Sequence[float]], solver: str) -> int:
+    """A new pyapi.Matching handle with these settings (gammas None: the core's
+    default mixture), which the caller must release with _gopy.DecRef."""
+    g = np.ascontiguousarray(gammas if gammas is not None else [], dtype=np.float64).ravel()
+    h = _gopy.pyapi_NewMatching(int(batch_size), int(stages), str(discrepancy), str(kernel), _addr(g) if g.size else 0,
+                                int(g.size), gammas is None, str(solver))  # fmt: skip
+    _gopy.IncRef(h)  # gopy registers handles with count 0; the caller drops ours
+    return h
+
+
+def validate(
+    *, batch_size: int, stages: int, discrepancy: str, kernel: str, gammas: Optional[Sequence[float]], solver: str,
+    n_source: int = 0, n_target: int = 0,
+) -> None:  # fmt: skip
+    """Check the settings of a matching in the Go core (psda.Config.Validate,
+    the one home of these rules), for n_source and n_target examples unless
+    both are 0; raise ValueError with Go's message. Time O(len(gammas))."""
+    _same_process()
+    h = _new_matching(batch_size, stages, discrepancy, kernel, gammas, solver)
+    try:
+        err = _gopy.pyapi_Matching_Validate(h, int(n_source), int(n_target))
+    finally:
+        _gopy.DecRef(h)
+    if err:
+        raise ValueError(_shape(err))
+
+
+def check_schedule(pairs: int, *, batch_size: int, num_replicas: int, drop_last: bool, stages: int, discrepancy: str) -> None:
+    """Raise ValueError, with the Go core's message naming the fix, when a
+    schedule would give a rank no batch (psda.ScheduleConfig.CheckFor)."""
+    _same_process()
+    err = _gopy.pyapi_CheckSchedule(int(pairs), int(batch_size), int(num_replicas), bool(drop_last), int(stages), str(discrepancy))
+    if err:
+        raise ValueError(_shape(err))
+
+
+def batches_per_rank(pairs: int, batch_size: int, num_replicas: int, drop_last: bool) -> Tuple[int, int]:
+    """(batches per epoch over all ranks, batches per rank), as the Go core's
+    schedule counts them (psda.BatchesPerRank, the one home of the count)."""
+    _same_process()
+    args = (int(pairs), int(batch_size), int(num_replicas), bool(drop_last))
+    return _gopy.pyapi_EpochBatches(*args), _gopy.pyapi_RankBatches(*args)
+
+
+def default_gammas() -> Tuple[float, ...]:
+    """The core's default RBF mixture, psda.DefaultGammas (the paper's)."""
+    _same_process()
+    return tuple(_gopy.pyapi_DefaultGamma(i) for i in range(_gopy.pyapi_NumDefaultGammas()))
+
+
+class _Handle:
+    """Owns one reference to a gopy handle and drops it when collected."""
+
+    def __init__(self, h: int) -> None:
+        self._h = h
+
+    def __del__(self) -> None:
+        h, self._h = getattr(self, "_h", 0), 0
+        # In a forked child the handle is the parent's business (and Go may hang).
+        if h and _gopy is not None and os is not None and os.getpid() == _PID:
+            try:
+                _gopy.DecRef(h)
+            except Exception:  # interpreter shutdown
+                pass
+
+
+class Core(_Handle):
+    """A matching held in Go (pyapi.Matching), the one a :class:`Schedule`
+    is built from, so that the pairs never go back into Go.
+
+    Made by :func:`match` or, for a matching restored from arrays, by
+    :meth:`from_arrays`.
+    """
+
+    @classmethod
+    def from_arrays(cls, pairs, quads, singles, n_source: int = -1, n_target: int = -1) -> "Core":
+        """Copy a stored matching into Go once, checking it there
+        (psda.Matching.Check: pairs index n_source and n_target examples,
+        each pair in exactly one quadruplet or single; with n_source < 0
+        only the latter). ValueError with Go's message."""
+        _same_process()
+        p = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
+        q = np.ascontiguousarray(quads, dtype=np.int64).reshape(-1, 2)
+        s = np.ascontiguousarray(singles, dtype=np.int64).ravel()
+        h = _gopy.pyapi_MatchingFromArrays(_addr(p), len(p), _addr(q), len(q), _addr(s), len(s), int(n_source), int(n_target))
+        _gopy.IncRef(h)
+        core = cls(h)
+        err = _gopy.pyapi_Matching_Err(h)
+        if err:
+            raise ValueError(_shape(err))
+        return core
+
+    def arrays(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(pairs (P, 2), quads (Q, 2), singles (S,)) as new int64 arrays: the
+        one copy of the result out of Go."""
+        _same_process()
+        h = self._h
+        pairs = np.empty((_gopy.pyapi_Matching_NumPairs(h), 2), dtype=np.int64)
+        quads = np.empty((_gopy.pyapi_Matching_NumQuads(h), 2), dtype=np.int64)
+        singles = np.empty(_gopy.pyapi_Matching_NumSingles(h), dtype=np.int64)
+        err = _gopy.pyapi_Matching_Copy(h, _addr(pairs), _addr(quads), _addr(singles))
+        if err:
+            raise RuntimeError(_shape(err))
+        return pairs, quads, singles
+
+    def objectives(self) -> Tuple[float, float, float]:
+        """(stage1_cost, stage2_cost, stage2_bound)."""
+        return tuple(_gopy.pyapi_Matching_Objective(self._h, i) for i in range(3))  # type: ignore[return-value]
+
+    def schedule(self, *, batch_size: int, seed: int, drop_last: bool, num_replicas: int) -> "Schedule":
+        """The epoch schedule of this matching, built in Go (Schedule)."""
+        return Schedule._of(self, batch_size=batch_size, seed=seed, drop_last=drop_last, num_replicas=num_replicas)
+
+
 def match(
     source: np.ndarray,
     target: np.ndarray,
@@ -188,27 +308,25 @@ def match(
     gammas: Optional[Sequence[float]],
     progress: Optional[Callable[[int, int, str], None]] = None,
     solver: str = "auto",
-) -> Tuple[np.ndarray, np.ndarray, np.ndarray, float, float, float]:
-    """Compute the PSDA matching of two feature matrices through the C ABI.
+    names: Tuple[str, str] = ("source", "target"),
+) -> Core:
+    """Compute the PSDA matching of two feature matrices in the Go core.
 
     source and target must be C-contiguous 2-D ndarrays of one dtype, float32
     or float64 (the public API converts); Go reads them in place, with the GIL
-    released. gammas None means the paper's mixture. solver ("auto", "dense"
-    or "sparse") goes to psda_set_solver (ABI minor 2); with a library older
-    than that, "auto" runs its built-in solver and the others raise
-    RuntimeError.
+    released. gammas None means the core's default mixture. Every setting is
+    passed through and checked by the core, whose message (with names for
+    the two feature sets) a ValueError carries.
 
     The Go call runs in a worker thread while the calling thread waits in
     steps of _POLL seconds, so that Ctrl-C is delivered: a KeyboardInterrupt
-    (or any exception raised by progress) cancels the Go work through
-    psda_cancel, waits the few milliseconds it takes to stop, and propagates.
-    progress, when given, is called from the calling thread as
-    progress(done, total, phase) with phase one of PHASES, whenever the
-    progress changed, and once with done == total at the end.
+    (or any exception raised by progress) cancels the Go work, waits the few
+    milliseconds it takes to stop, and propagates. progress, when given, is
+    called from the calling thread as progress(done, total, phase) with phase
+    one of PHASES, whenever the progress changed, and once with done == total
+    at the end; it reads memory the core refreshes, without calling into Go.
 
-    Returns (pairs (P, 2), quads (Q, 2), singles (S,)) as int64 arrays and the
-    floats stage1_cost, stage2_cost, stage2_bound. Raises ValueError with Go's
-    message for invalid input.
+    Returns the :class:`Core` holding the result in Go.
     """
     _same_process()
     for name, a in (("source", source), ("target", target)):
@@ -216,73 +334,31 @@ def match(
             raise TypeError("_native.match: %s must be a C-contiguous 2-D ndarray" % name)
     if source.dtype != target.dtype or source.dtype not in (np.float32, np.float64):
         raise TypeError("_native.match: source and target must both be float32 or both float64, got %s and %s" % (source.dtype, target.dtype))
-    compute = _lib.psda_compute_f32 if source.dtype == np.float32 else _lib.psda_compute_f64
-    if _minor.value < _SOLVER_MINOR and solver != "auto":
-        raise RuntimeError(
-            "solver = %r: psda's library %s has ABI minor %d, older than psda_set_solver (minor %d), so it "
-            "cannot choose a solver: pass solver='auto' or reinstall psda (pip install .)"
-            % (solver, _gopy.__file__, _minor.value, _SOLVER_MINOR)
-        )
-    # NULL means the default mixture; an empty one is passed as a non-NULL
-    # address with n = 0 (a 1-element buffer guarantees a real address).
-    g = np.ascontiguousarray(gammas if gammas is not None else [], dtype=np.float64).ravel()
-    g_buf = g if g.size else np.zeros(1)
-    g_addr = 0 if gammas is None else _addr(g_buf)
-
-    handle = _ctx_t()
-    _check(_lib.psda_ctx_new(ctypes.byref(handle)))
-    ctx = handle.value
-    try:
-        _check(_lib.psda_set_batch_size(ctx, int(batch_size)), ctx)
-        _check(_lib.psda_set_stages(ctx, int(stages)), ctx)
-        _check(_lib.psda_set_discrepancy(ctx, str(discrepancy).encode()), ctx)
-        _check(_lib.psda_set_kernel(ctx, str(kernel).encode()), ctx)
-        _check(_lib.psda_set_gammas(ctx, g_addr, g.size), ctx)
-        if _minor.value >= _SOLVER_MINOR:
-            _check(_lib.psda_set_solver(ctx, str(solver).encode()), ctx)
-        _check(_run(ctx, progress, compute, ctx, _addr(source), source.shape[0], _addr(target), target.shape[0], source.shape[1]), ctx)
-        sizes = np.zeros(3, dtype=np.int64)
-        _check(_lib.psda_result_sizes(ctx, _addr(sizes), _addr(sizes[1:]), _addr(sizes[2:])), ctx)
-        pairs = np.empty((sizes[0], 2), dtype=np.int64)
-        quads = np.empty((sizes[1], 2), dtype=np.int64)
-        singles = np.empty(sizes[2], dtype=np.int64)
-        _check(_lib.psda_copy_pairs(ctx, _addr(pairs), pairs.size), ctx)
-        _check(_lib.psda_copy_quads(ctx, _addr(quads), quads.size), ctx)
-        _check(_lib.psda_copy_singles(ctx, _addr(singles), singles.size), ctx)
-        obj = np.zeros(3, dtype=np.float64)
-        _check(_lib.psda_objectives(ctx, _addr(obj), _addr(obj[1:]), _addr(obj[2:])), ctx)
-    finally:
-        _lib.psda_ctx_free(ctx)
-    return pairs, quads, singles, float(obj[0]), float(obj[1]), float(obj[2])
-
-
-def _progress_reader(ctx: int) -> Callable[[], Tuple[int, int, str]]:
-    """Return a function giving (done, total, phase) of the computation on ctx.
-
-    It reads the progress view (memory the library refreshes every 20 ms)
-    when the library has one: a call into Go from this thread while the
-    computation runs waits for one of the cores it keeps busy, about 5 ms a
-    poll, which made an n = 4000 matching 15% slower at one poll per 50 ms.
-    """
-    if _minor.value >= _VIEW_MINOR:
-        addr = ctypes.c_void_p()
-        _check(_lib.psda_progress_view(ctx, ctypes.byref(addr)))
-        view = (ctypes.c_int64 * 3).from_address(addr.value)
+    core = Core(_new_matching(batch_size, stages, discrepancy, kernel, gammas, solver))
+    h = core._h
+    read = None
+    if progress is not None:
+        view = (ctypes.c_int64 * 3).from_address(_gopy.pyapi_Matching_ProgressView(h))
 
         def read() -> Tuple[int, int, str]:
             return view[0], view[1], _phase_name(view[2])
 
-        return read
+    status = _run(
+        lambda: _gopy.pyapi_Matching_Compute(h, _addr(source), source.shape[0], _addr(target), target.shape[0],
+                                             source.shape[1], source.dtype == np.float32),
+        lambda: _gopy.pyapi_Matching_Cancel(h, False), read, progress,
+    )  # fmt: skip
+    if status == _STATUS_CANCELLED:
+        # Nobody in this process cancels the matching but _run's handler.
+        raise KeyboardInterrupt
+    if status != _STATUS_OK:
+        err = _shape(_gopy.pyapi_Matching_Err(h), names)
+        raise ValueError(err) if status == _STATUS_INVALID else RuntimeError(err)
+    return core
 
-    return lambda: _progress(ctx)
 
-
-def _progress(ctx: int) -> Tuple[int, int, str]:
-    """(done, total, phase) of ctx through psda_progress, a call into Go."""
-    v = np.zeros(2, dtype=np.int64)
-    phase = ctypes.c_int32()
-    _check(_lib.psda_progress(ctx, _addr(v), _addr(v[1:]), ctypes.byref(phase)))
-    return int(v[0]), int(v[1]), _phase_name(phase.value)
+# pyapi's status codes of Matching.Compute.
+_STATUS_OK, _STATUS_INVALID, _STATUS_CANCELLED, _STATUS_INTERNAL = range(4)
 
 
 def _phase_name(phase: int) -> str:
@@ -290,18 +366,19 @@ def _phase_name(phase: int) -> str:
     return PHASES[phase] if 0 <= phase < len(PHASES) else str(phase)
 
 
-def _run(ctx: int, progress: Optional[Callable[[int, int, str], None]], fn, *args) -> int:
-    """Run the C call fn(*args) on ctx in a worker thread; see match.
+def _run(call: Callable[[], int], cancel: Callable[[], Any], read: Optional[Callable[[], Tuple[int, int, str]]] = None,
+         progress: Optional[Callable[[int, int, str], None]] = None) -> int:  # fmt: skip
+    """Run call() in a worker thread, the GIL released by the binding; see match.
 
-    Returns its status; raises KeyboardInterrupt when it was cancelled because
-    of one, or whatever progress raised.
+    Returns its status; on an exception in the waiting thread (Ctrl-C, or
+    whatever progress raised) calls cancel(), waits for the worker and
+    re-raises.
     """
     out = {}
 
     def work() -> None:
-        out["status"] = fn(*args)
+        out["status"] = call()
 
-    read = _progress_reader(ctx) if progress is not None else None
     worker = threading.Thread(target=work, name="psda-match", daemon=True)
     worker.start()
     last = None
@@ -314,14 +391,10 @@ def _run(ctx: int, progress: Optional[Callable[[int, int, str], None]], fn, *arg
                     progress(*now)
                     last = now
     except BaseException:
-        _lib.psda_cancel(ctx)
+        cancel()
         _join(worker)
         raise
-    status = out.get("status", _ERR_INTERNAL)
-    if status == _ERR_CANCELLED:
-        # Nobody in this process cancels ctx but the handler above.
-        raise KeyboardInterrupt
-    return status
+    return out.get("status", -1)
 
 
 def _join(worker: threading.Thread) -> None:
@@ -361,12 +434,16 @@ def linear_sum_assignment(cost: np.ndarray) -> Tuple[np.ndarray, np.ndarray, flo
     col4row = np.empty(rows, dtype=np.int64)
     obj = ctypes.c_double()
     args = (_addr(c), rows, cols, _addr(col4row), rows, ctypes.addressof(obj))
-    if _minor.value >= _LSAP_MINOR and rows * cols > _LSAP_DIRECT:
+    if rows * cols > _LSAP_DIRECT:
         handle = _ctx_t()
         _check(_lib.psda_ctx_new(ctypes.byref(handle)))
         ctx = handle.value
         try:
-            _check(_run(ctx, None, _lib.psda_lsap_ctx_f64, ctx, *args), ctx)
+            status = _run(lambda: _lib.psda_lsap_ctx_f64(ctx, *args), lambda: _lib.psda_cancel(ctx))
+            if status == _ERR_CANCELLED:
+                # Nobody in this process cancels ctx but _run's handler.
+                raise KeyboardInterrupt
+            _check(status, ctx)
         finally:
             _lib.psda_ctx_free(ctx)
     else:
@@ -377,8 +454,9 @@ def linear_sum_assignment(cost: np.ndarray) -> Tuple[np.ndarray, np.ndarray, flo
     return col4row[order], order.astype(np.int64), obj.value
 
 
-class Schedule:
-    """The epoch's batches of a matching, computed in Go (pyapi.Schedule).
+class Schedule(_Handle):
+    """The epoch's batches of a matching, cut in Go (pyapi.Schedule) from a
+    :class:`Core`.
 
     Args:
         pairs: (P, 2) int64-convertible source/target index pairs.
@@ -386,34 +464,44 @@ class Schedule:
         singles: (S,) indices into pairs.
         batch_size, seed, drop_last, num_replicas: as psda.ScheduleConfig.
 
-    The index arrays are copied into Go memory once; ValueError with Go's
-    message on invalid input.
+    Constructed from arrays it copies them into a Core first; the package
+    uses Core.schedule, which sends nothing back into Go. ValueError with
+    Go's message on invalid input.
     """
 
     def __init__(self, pairs, quads, singles, *, batch_size: int, seed: int, drop_last: bool, num_replicas: int):
+        core = Core.from_arrays(pairs, quads, singles)
+        self._init(core, batch_size=batch_size, seed=seed, drop_last=drop_last, num_replicas=num_replicas)
+
+    @classmethod
+    def _of(cls, core: Core, *, batch_size: int, seed: int, drop_last: bool, num_replicas: int) -> "Schedule":
+        self = cls.__new__(cls)
+        self._init(core, batch_size=batch_size, seed=seed, drop_last=drop_last, num_replicas=num_replicas)
+        return self
+
+    def _init(self, core: Core, *, batch_size: int, seed: int, drop_last: bool, num_replicas: int) -> None:
         self._h = 0
         _same_process()
-        p = np.ascontiguousarray(pairs, dtype=np.int64).reshape(-1, 2)
-        q = np.ascontiguousarray(quads, dtype=np.int64).reshape(-1, 2)
-        s = np.ascontiguousarray(singles, dtype=np.int64).ravel()
         seed = int(seed)
         if not 0 <= seed < 2**64:
             raise ValueError("seed = %d: must be in [0, 2**64)" % seed)
-        self._h = _gopy.pyapi_NewSchedule(
-            _addr(p), len(p), _addr(q), len(q), _addr(s), len(s),
-            int(batch_size), seed, bool(drop_last), int(num_replicas),
-        )  # fmt: skip
-        _gopy.IncRef(self._h)  # gopy registers handles with count 0; __del__ drops ours
-        err = _gopy.pyapi_Schedule_Err(self._h)
+        h = _gopy.pyapi_Matching_NewSchedule(core._h, int(batch_size), seed, bool(drop_last), int(num_replicas))
+        _gopy.IncRef(h)
+        self._h = h
+        err = _gopy.pyapi_Schedule_Err(h)
         if err:
-            raise ValueError(err)
+            raise ValueError(_shape(err))
         self.num_replicas = int(num_replicas)
-        self.num_batches: int = _gopy.pyapi_Schedule_NumBatches(self._h)
+        self.num_batches: int = _gopy.pyapi_Schedule_NumBatches(h)
 
     def batch_lens(self, rank: int) -> np.ndarray:
         """Return the number of pairs in each of rank's batches (int64)."""
         self._check_rank(rank)
-        return np.array([_gopy.pyapi_Schedule_BatchLen(self._h, rank, b) for b in range(self.num_batches)], dtype=np.int64)
+        out = np.empty(self.num_batches, dtype=np.int64)
+        err = _gopy.pyapi_Schedule_BatchLens(self._h, int(rank), _addr(out), len(out))
+        if err:
+            raise ValueError(_shape(err))
+        return out
 
     def fill(self, epoch: int, rank: int, start: int = 0) -> np.ndarray:
         """Return batches start, ... of rank for epoch as one flat int64 array.
@@ -430,19 +518,10 @@ class Schedule:
         out = np.empty(n, dtype=np.int64)
         err = _gopy.pyapi_Schedule_Fill(self._h, int(epoch), int(rank), int(start), _addr(out), n)
         if err:
-            raise ValueError(err)
+            raise ValueError(_shape(err))
         return out
 
     def _check_rank(self, rank: int) -> None:
         _same_process()
         if not 0 <= rank < self.num_replicas:
             raise ValueError("rank = %d: want 0 <= rank < num_replicas = %d" % (rank, self.num_replicas))
-
-    def __del__(self) -> None:
-        h, self._h = getattr(self, "_h", 0), 0
-        # In a forked child the handle is the parent's business (and Go may hang).
-        if h and _gopy is not None and os is not None and os.getpid() == _PID:
-            try:
-                _gopy.DecRef(h)
-            except Exception:  # interpreter shutdown
-                pass

@@ -176,8 +176,7 @@ def _variance_parser(sub) -> argparse.ArgumentParser:
                    help="RBF mixture bandwidths")
     p.add_argument("--solver", choices=("auto", "dense", "sparse"), default="auto",
                    help="how psda computes the paired and double-paired matchings (both exact); "
-                        "auto: dense while a cost matrix fits in 3 GiB, sparse beyond (and for Stage 2 of a "
-                        "linear MMD with d <= 16, where it is faster)")
+                        "auto picks per stage, as docs/design.md ('Solver choice') says")
     p.add_argument("--data", choices=("gaussian", "mixture"), default="gaussian",
                    help="gaussian: N(0, I) in both domains; mixture: two shifted "
                         "Gaussian mixtures")

@@ -28,7 +28,6 @@ from ._matching import (
     _check_bool,
     _check_config,
     _check_int,
-    _check_solver,
     _match_arrays,
 )
 
@@ -191,12 +190,8 @@ class PairedBatchSampler(_Base):
         rank: this process's rank, ``0 <= rank < num_replicas``. None means
             ``torch.distributed``'s rank when it is initialised, else 0.
         solver: how the matching is computed, at construction and by
-            :meth:`update`: ``"auto"`` (default: dense while a stage's cost
-            matrix takes at most 3 GiB, sparse beyond, and sparse for Stage 2
-            of a linear MMD with d <= 16; see :func:`psda.match`), ``"dense"`` or
-            ``"sparse"`` (candidate edges plus pricing passes, memory
-            O(P·(d + K)) instead of n_source·n_target and P² floats). Both are
-            exact; see :func:`psda.match`.
+            :meth:`update`: ``"auto"`` (default), ``"dense"`` or ``"sparse"``,
+            as for :func:`psda.match`.
 
     Raises:
         TypeError, ValueError: for invalid features or settings, naming the
@@ -236,37 +231,27 @@ class PairedBatchSampler(_Base):
     ) -> None:
         # torch's Sampler.__init__ does nothing we need (and its signature
         # changed across versions), so it is not called.
-        cfg = _check_config(batch_size, stages, discrepancy, kernel, gammas)
-        self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas = cfg
-        self.solver = _check_solver(solver)
+        cfg = _check_config(batch_size, stages, discrepancy, kernel, gammas, solver)
+        self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas, self.solver = cfg
         self.seed = _check_int(seed, "seed", "0") % (1 << 64)
         self.drop_last = _check_bool(drop_last, "drop_last")
         self.num_replicas, self.rank = _check_ranks(num_replicas, rank)
-        s, t = _as_pair(source_features, target_features, ("source_features", "target_features"))
+        s, t = _as_pair(source_features, target_features, ("source_features", "target_features"), check_finite=False)
         self.n_source, self.n_target = int(s.shape[0]), int(t.shape[0])
-        _check_batch_fits(self.batch_size, self.n_source, self.n_target)
-        self._check_batches_per_rank()
+        _check_batch_fits(cfg, self.n_source, self.n_target)
+        from . import _native
+
+        _native.check_schedule(max(self.n_source, self.n_target), batch_size=self.batch_size, num_replicas=self.num_replicas,
+                               drop_last=self.drop_last, stages=self.stages, discrepancy=self.discrepancy)  # fmt: skip
         self._reset(self._compute(s, t))
 
     # -- set-up ----------------------------------------------------------
 
     def _batches_per_rank(self) -> Tuple[int, int]:
-        """(batches per epoch over all ranks, batches per rank), as psda/schedule.go counts them."""
-        p, k, r = max(self.n_source, self.n_target), self.batch_size, self.num_replicas
-        total = p // k if self.drop_last else -(-p // k)
-        return total, (total // r if self.drop_last else -(-total // r))
+        """(batches per epoch over all ranks, batches per rank), as the Go core's schedule counts them."""
+        from . import _native
 
-    def _check_batches_per_rank(self) -> None:
-        total, per_rank = self._batches_per_rank()
-        if per_rank >= 1:
-            return
-        p, r = max(self.n_source, self.n_target), self.num_replicas
-        k_max = p // r - (p // r) % 2 if self.stages == 2 else p // r
-        fix = f"batch_size <= {k_max}" if k_max >= (2 if self.discrepancy == "coral" or self.stages == 2 else 1) else f"num_replicas <= {total}"
-        raise ValueError(
-            f"batch_size = {self.batch_size} with num_replicas = {r} and drop_last=True: {p} pairs make {total} "
-            f"full batch(es), fewer than one per rank: use {fix}, or drop_last=False"
-        )
+        return _native.batches_per_rank(max(self.n_source, self.n_target), self.batch_size, self.num_replicas, self.drop_last)
 
     def _compute(self, s: np.ndarray, t: np.ndarray) -> Matching:
         return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
@@ -289,18 +274,12 @@ class PairedBatchSampler(_Base):
         self._warned_lag = False
 
     def _schedule(self, matching: Matching) -> Any:
-        from . import _native
-
+        # Built in Go from the matching held there (Matching._go): the pairs
+        # are not sent back.
         c = self._schedule_cache
         if c is None or c[0] is not matching or c[1] != self.seed:
-            sched = _native.Schedule(
-                matching.pairs,
-                matching.quads,
-                matching.singles,
-                batch_size=self.batch_size,
-                seed=self.seed,
-                drop_last=self.drop_last,
-                num_replicas=self.num_replicas,
+            sched = matching._go().schedule(
+                batch_size=self.batch_size, seed=self.seed, drop_last=self.drop_last, num_replicas=self.num_replicas
             )
             c = self._schedule_cache = (matching, self.seed, sched)
         return c[2]
@@ -362,7 +341,7 @@ class PairedBatchSampler(_Base):
             TypeError, ValueError: as for the constructor, and if the numbers of
                 examples changed (the dataset's index space is fixed).
         """
-        s, t = _as_pair(source_features, target_features, ("source_features", "target_features"))
+        s, t = _as_pair(source_features, target_features, ("source_features", "target_features"), check_finite=False)
         _check_same_examples(self, s.shape[0], t.shape[0])
         m = self._compute(s, t)
         with self._lock:

@@ -1,5 +1,6 @@
 /*
- * psda_abi_test.c - exercises every function of capi/psda.h from C.
+ * psda_abi_test.c - exercises every function of capi/psda.h from C, the
+ * epoch schedule (psda_schedule*) included.
  *
  * Usage: psda_abi_test [expected-version]
  * Prints one line per failed check and "ok: N checks" at the end; the exit
@@ -162,7 +163,7 @@ static void test_errors(void) {
     psda_set_batch_size(ctx, 1);
     psda_set_stages(ctx, 1);
     psda_set_discrepancy(ctx, "coral");
-    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "CORAL", "CORAL with batch 1");
+    expect(psda_compute_f64(ctx, x, N, y, N, D), PSDA_ERR_INVALID, ctx, "'coral'", "CORAL with batch 1");
     psda_ctx_free(ctx);
 }
 
@@ -426,16 +427,13 @@ static void test_progress_cancel(void) {
     enum { M = 3000, DIM = 16 }; /* long enough to cancel after 300 ms */
     psda_ctx ctx = 0;
     int64_t done = -1, total = -1, np, nq, ns;
-    int32_t phase = -1, minor = -1;
+    int32_t phase = -1;
     unsigned st = 11;
     double *x = malloc(sizeof(double) * M * DIM), *y = malloc(sizeof(double) * M * DIM);
     for (int i = 0; i < M * DIM; i++) {
         x[i] = next(&st);
         y[i] = next(&st);
     }
-    expect(psda_abi_minor(&minor), PSDA_OK, 0, NULL, "abi_minor");
-    CHECK(minor == PSDA_ABI_MINOR, "library ABI minor %d, header %d", minor, PSDA_ABI_MINOR);
-    expect(psda_abi_minor(NULL), PSDA_ERR_NULL, 0, "out", "abi_minor(NULL)");
     expect(psda_cancel(0), PSDA_ERR_HANDLE, 0, "ctx", "cancel(0)");
     expect(psda_progress(0, &done, &total, &phase), PSDA_ERR_HANDLE, 0, "ctx", "progress(0)");
 
@@ -487,6 +485,115 @@ static void test_progress_cancel(void) {
     free(y);
 }
 
+/* pair_row returns the row of pairs (P x 2) whose source index is src and
+ * target index tgt, or -1. */
+static int pair_row(const int64_t *pairs, int64_t p, int64_t src, int64_t tgt) {
+    for (int64_t r = 0; r < p; r++)
+        if (pairs[2 * r] == src && pairs[2 * r + 1] == tgt)
+            return (int)r;
+    return -1;
+}
+
+/* test_schedule: the batches psda_schedule_fill hands out are the result's
+ * pairs, position m of the source half paired with position m of the target
+ * half, a quadruplet's two pairs at positions 2m and 2m + 1; the ranks
+ * together cover every pair; an epoch repeats and epochs differ. Checked
+ * against the pairs and quadruplets psda_copy_* return, not stored batches. */
+static void test_schedule(void) {
+    enum { NS = 22, NT = 17, DIM = 3, K = 4, R = 2 };
+    double x[NS * DIM], y[NT * DIM];
+    unsigned st = 5;
+    for (int i = 0; i < NS * DIM; i++)
+        x[i] = next(&st);
+    for (int i = 0; i < NT * DIM; i++)
+        y[i] = next(&st);
+    psda_ctx ctx = 0;
+    int64_t nb = -1, len = -1, written = -1, np = 0, nq = 0, ns = 0;
+    psda_ctx_new(&ctx);
+    psda_set_batch_size(ctx, K);
+    expect(psda_schedule(0, K, 1, 0, R), PSDA_ERR_HANDLE, 0, "ctx", "schedule(0)");
+    expect(psda_schedule(ctx, K, 1, 0, R), PSDA_ERR_NO_RESULT, ctx, "psda_compute", "schedule before compute");
+    expect(psda_schedule_num_batches(ctx, &nb), PSDA_ERR_NO_RESULT, ctx, "psda_schedule", "num_batches before schedule");
+    expect(psda_compute_f64(ctx, x, NS, y, NT, DIM), PSDA_OK, ctx, NULL, "compute for the schedule");
+    psda_result_sizes(ctx, &np, &nq, &ns);
+    CHECK(np == NS && nq == NS / 2 && ns == 0, "sizes %lld %lld %lld", (long long)np, (long long)nq, (long long)ns);
+    int64_t pairs[2 * NS], quads[NS], singles[1];
+    psda_copy_pairs(ctx, pairs, 2 * NS);
+    psda_copy_quads(ctx, quads, NS);
+    psda_copy_singles(ctx, singles, 0);
+
+    expect(psda_schedule(ctx, 0, 1, 0, R), PSDA_ERR_INVALID, ctx, "batch_size", "schedule batch_size 0");
+    expect(psda_schedule(ctx, 3, 1, 0, R), PSDA_ERR_INVALID, ctx, "even", "schedule odd batch_size");
+    expect(psda_schedule(ctx, 12, 1, 1, R), PSDA_ERR_INVALID, ctx, "batch_size <= 10", "schedule: a rank without a batch");
+    expect(psda_schedule(ctx, K, 1, 0, 0), PSDA_ERR_INVALID, ctx, "num_replicas", "schedule num_replicas 0");
+    expect(psda_schedule(ctx, K, 7, 0, R), PSDA_OK, ctx, NULL, "schedule");
+    expect(psda_schedule_num_batches(ctx, NULL), PSDA_ERR_NULL, ctx, "out", "num_batches(NULL)");
+    expect(psda_schedule_num_batches(ctx, &nb), PSDA_OK, ctx, NULL, "num_batches");
+    /* 22 pairs in batches of 4: 6 batches (the last of 2) over 2 ranks. */
+    CHECK(nb == 3, "num_batches %lld, want 3", (long long)nb);
+    expect(psda_schedule_batch_len(ctx, R, 0, &len), PSDA_ERR_INVALID, ctx, "rank", "batch_len rank out of range");
+    expect(psda_schedule_batch_len(ctx, 0, nb, &len), PSDA_ERR_INVALID, ctx, "batch", "batch_len b out of range");
+    expect(psda_schedule_batch_len(ctx, 0, 0, NULL), PSDA_ERR_NULL, ctx, "out", "batch_len(NULL)");
+
+    int seen[NS] = {0};
+    int64_t flat[2 * K * 3], again[2 * K * 3];
+    for (int rank = 0; rank < R; rank++) {
+        expect(psda_schedule_fill(ctx, 3, rank, 0, flat, 2 * K * 3, &written), PSDA_OK, ctx, NULL, "fill");
+        int64_t off = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            expect(psda_schedule_batch_len(ctx, rank, b, &len), PSDA_OK, ctx, NULL, "batch_len");
+            CHECK(len == K || len == 2, "batch %lld of rank %d has %lld pairs", (long long)b, rank, (long long)len);
+            int rows[K];
+            for (int64_t m = 0; m < len; m++) {
+                rows[m] = pair_row(pairs, np, flat[off + m], flat[off + len + m]);
+                CHECK(rows[m] >= 0, "position %lld of batch %lld: (%lld, %lld) is not a pair", (long long)m, (long long)b,
+                      (long long)flat[off + m], (long long)flat[off + len + m]);
+                if (rows[m] >= 0)
+                    seen[rows[m]]++;
+            }
+            for (int64_t m = 0; m + 1 < len; m += 2) {
+                int quad = 0;
+                for (int64_t u = 0; u < nq; u++)
+                    quad |= (quads[2 * u] == rows[m] && quads[2 * u + 1] == rows[m + 1]) ||
+                            (quads[2 * u] == rows[m + 1] && quads[2 * u + 1] == rows[m]);
+                CHECK(quad, "positions %lld, %lld of batch %lld are not a quadruplet", (long long)m, (long long)m + 1, (long long)b);
+            }
+            off += 2 * len;
+        }
+        CHECK(written == off, "fill wrote %lld values, the batches hold %lld", (long long)written, (long long)off);
+        int64_t first = 0;
+        psda_schedule_batch_len(ctx, rank, 0, &first);
+        expect(psda_schedule_fill(ctx, 3, rank, 1, again, 2 * K * 3, &written), PSDA_OK, ctx, NULL, "fill from batch 1");
+        CHECK(written == off - 2 * first && memcmp(again, flat + 2 * first, sizeof(int64_t) * written) == 0,
+              "fill from batch 1 is not the tail of the epoch (rank %d)", rank);
+        expect(psda_schedule_fill(ctx, 3, rank, 0, again, 2 * K * 3, &written), PSDA_OK, ctx, NULL, "fill again");
+        CHECK(memcmp(again, flat, sizeof(int64_t) * written) == 0, "epoch 3 differs between two fills (rank %d)", rank);
+    }
+    /* Without drop_last, a rank short of a batch repeats one: every pair at
+     * least once. */
+    for (int r = 0; r < NS; r++)
+        CHECK(seen[r] >= 1, "pair %d is in no batch", r);
+    int differ = 0;
+    for (uint64_t e = 4; e < 8 && !differ; e++) {
+        psda_schedule_fill(ctx, e, 0, 0, again, 2 * K * 3, &written);
+        differ = memcmp(again, flat, sizeof(int64_t) * written) != 0;
+    }
+    CHECK(differ, "epochs 4 to 7 repeat epoch 3");
+
+    expect(psda_schedule_fill(ctx, 3, 0, 0, flat, 3, &written), PSDA_ERR_SIZE, ctx, "cap", "fill short buffer");
+    expect(psda_schedule_fill(ctx, 3, 0, 0, NULL, 2 * K * 3, &written), PSDA_ERR_NULL, ctx, "dst", "fill(NULL)");
+    expect(psda_schedule_fill(ctx, 3, 0, 0, flat, 2 * K * 3, NULL), PSDA_ERR_NULL, ctx, "written", "fill written NULL");
+    expect(psda_schedule_fill(ctx, 3, R, 0, flat, 2 * K * 3, &written), PSDA_ERR_INVALID, ctx, "rank", "fill bad rank");
+    expect(psda_schedule_fill(ctx, 3, 0, nb + 1, flat, 2 * K * 3, &written), PSDA_ERR_INVALID, ctx, "batch", "fill bad start");
+    expect(psda_schedule_fill(ctx, 3, 0, nb, NULL, 0, &written), PSDA_OK, ctx, NULL, "fill from the end");
+    CHECK(written == 0, "fill from the end wrote %lld values", (long long)written);
+
+    /* A new computation drops the schedule with the result. */
+    expect(psda_compute_f64(ctx, x, NS, y, NT, DIM), PSDA_OK, ctx, NULL, "recompute");
+    expect(psda_schedule_num_batches(ctx, &nb), PSDA_ERR_NO_RESULT, ctx, NULL, "num_batches after recompute");
+    psda_ctx_free(ctx);
+}
+
 int main(int argc, char **argv) {
     test_versions(argc > 1 ? argv[1] : NULL);
     test_handles();
@@ -495,6 +602,7 @@ int main(int argc, char **argv) {
     test_solver();
     test_lsap();
     test_progress_cancel();
+    test_schedule();
     printf("%s: %d checks, %d failures\n", failures ? "FAILED" : "ok", checks, failures);
     return failures > 100 ? 100 : failures;
 }

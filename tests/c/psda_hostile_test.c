@@ -74,7 +74,6 @@ static void test_hostile_arguments(void) {
     const int64_t *view = NULL;
 
     STATUS(psda_abi_version(NULL));
-    STATUS(psda_abi_minor(NULL));
     STATUS(psda_version(NULL, 0));
     STATUS(psda_version(buf, 0));
     /* A cap far beyond the buffer: only the string's bytes may be written. */
@@ -101,6 +100,10 @@ static void test_hostile_arguments(void) {
     WANT(psda_copy_quads(bogus, out, 16), PSDA_ERR_HANDLE);
     WANT(psda_copy_singles(bogus, out, 16), PSDA_ERR_HANDLE);
     WANT(psda_objectives(bogus, &s1, &s2, &bd), PSDA_ERR_HANDLE);
+    WANT(psda_schedule(bogus, 2, 0, 0, 1), PSDA_ERR_HANDLE);
+    WANT(psda_schedule_num_batches(bogus, &a), PSDA_ERR_HANDLE);
+    WANT(psda_schedule_batch_len(bogus, 0, 0, &a), PSDA_ERR_HANDLE);
+    WANT(psda_schedule_fill(bogus, 0, 0, 0, out, 16, &a), PSDA_ERR_HANDLE);
 
     WANT(psda_ctx_new(&ctx), PSDA_OK);
     /* Options out of range are accepted or refused, never a crash; compute
@@ -168,6 +171,25 @@ static void test_hostile_arguments(void) {
     WANT(psda_progress(ctx, NULL, NULL, NULL), PSDA_ERR_NULL);
     WANT(psda_progress_view(ctx, NULL), PSDA_ERR_NULL);
 
+    /* The schedule: out-of-range sizes, ranks, batches, epochs and buffers. */
+    WANT(psda_schedule(ctx, INT64_MIN, 0, 0, 1), PSDA_ERR_INVALID);
+    WANT(psda_schedule(ctx, INT64_MAX, 0, 0, 1), PSDA_ERR_INVALID);
+    WANT(psda_schedule(ctx, 2, 0, 0, INT64_MAX), PSDA_ERR_INVALID);
+    WANT(psda_schedule(ctx, 2, 0, 0, -1), PSDA_ERR_INVALID);
+    WANT(psda_schedule(ctx, 3, 0, 0, 1), PSDA_ERR_INVALID);
+    WANT(psda_schedule(ctx, 2, UINT64_MAX, INT32_MIN, 1), PSDA_OK);
+    WANT(psda_schedule_num_batches(ctx, NULL), PSDA_ERR_NULL);
+    WANT(psda_schedule_batch_len(ctx, INT64_MIN, 0, &a), PSDA_ERR_INVALID);
+    WANT(psda_schedule_batch_len(ctx, 0, INT64_MAX, &a), PSDA_ERR_INVALID);
+    WANT(psda_schedule_batch_len(ctx, 0, -1, &a), PSDA_ERR_INVALID);
+    WANT(psda_schedule_fill(ctx, UINT64_MAX, 0, 0, out, 16, &a), PSDA_OK);
+    WANT(psda_schedule_fill(ctx, 0, 0, 0, out, -1, &a), PSDA_ERR_SIZE);
+    WANT(psda_schedule_fill(ctx, 0, 0, 0, out, INT64_MIN, &a), PSDA_ERR_SIZE);
+    WANT(psda_schedule_fill(ctx, 0, INT64_MAX, 0, out, 16, &a), PSDA_ERR_INVALID);
+    WANT(psda_schedule_fill(ctx, 0, 0, INT64_MIN, out, 16, &a), PSDA_ERR_INVALID);
+    WANT(psda_schedule_fill(ctx, 0, 0, INT64_MAX, out, 16, &a), PSDA_ERR_INVALID);
+    WANT(psda_schedule_fill(ctx, 0, 0, 0, NULL, 16, &a), PSDA_ERR_NULL);
+
     /* psda_lsap_f64. */
     int64_t col[4];
     double cost[6] = {1, 2, 3, 4, 5, 6}, obj;
@@ -193,6 +215,7 @@ static void test_hostile_arguments(void) {
     WANT(psda_compute_f64(ctx, x, 4, y, 4, 2), PSDA_ERR_HANDLE);
     WANT(psda_progress_view(ctx, &view), PSDA_ERR_HANDLE);
     WANT(psda_cancel(ctx), PSDA_ERR_HANDLE);
+    WANT(psda_schedule_fill(ctx, 0, 0, 0, out, 16, &a), PSDA_ERR_HANDLE);
 }
 
 /* Shared features for the threaded tests. */
