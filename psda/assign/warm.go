@@ -3,9 +3,9 @@ package assign
 import (
 	"errors"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // warmK is the number of candidate columns warmStart keeps per row and the
@@ -115,8 +115,8 @@ func (s *lsap) priceInto(g *Graph, sol *Solution) (*Graph, int) {
 	for j, v := range sol.V {
 		negV[j] = -v
 	}
-	adds := make([][]int32, nparts(n)) // pairs (i, j), rows ascending within a part
-	inParts(n, func(part, lo, hi int) {
+	adds := make([][]int32, par.NParts(n)) // pairs (i, j), rows ascending within a part
+	par.Parts(n, func(part, lo, hi int) {
 		topV, topJ := make([]float64, warmPrice), make([]int, warmPrice)
 		var add []int32
 		for i := lo; i < hi; i++ {
@@ -172,8 +172,8 @@ const warmFree = 8
 func denseCandidates(c []float64, n, k int) *Graph {
 	k = min(k, n)
 	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
-	parts := make([][]float64, nparts(n))
-	inParts(n, func(part, lo, hi int) {
+	parts := make([][]float64, par.NParts(n))
+	par.Parts(n, func(part, lo, hi int) {
 		v := make([]float64, n)
 		for j := range v {
 			v[j] = -inf
@@ -201,7 +201,7 @@ func denseCandidates(c []float64, n, k int) *Graph {
 	}
 	rowJ, rowM := make([]int32, n*(k+1)), make([]int, n) // each row's candidates
 	cols := make([]*colLists, len(parts))
-	inParts(n, func(part, lo, hi int) {
+	par.Parts(n, func(part, lo, hi int) {
 		cl := newColLists(n, k)
 		topV, topJ := make([]float64, k), make([]int, k)
 		for i := lo; i < hi; i++ {
@@ -301,29 +301,4 @@ func (l *colLists) insert(j int, h float64, i int32) {
 	if l.m[j] = insertSorted(cv, ci, l.m[j], h, i); l.m[j] == k {
 		l.thr[j] = cv[k-1]
 	}
-}
-
-// nparts returns the number of parts inParts splits n rows into: one per
-// core, or one when n is small enough that a goroutine costs more.
-func nparts(n int) int {
-	if n < 1024 {
-		return 1
-	}
-	return min(runtime.GOMAXPROCS(0), 8)
-}
-
-// inParts splits the rows [0, n) into nparts(n) contiguous parts and runs f
-// on each concurrently: warmStart's dense passes would otherwise leave the
-// other cores idle while the solve that follows them is sequential.
-func inParts(n int, f func(part, lo, hi int)) {
-	p := nparts(n)
-	var wg sync.WaitGroup
-	for part := 0; part < p; part++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(part, part*n/p, (part+1)*n/p)
-		}()
-	}
-	wg.Wait()
 }
