@@ -4,6 +4,11 @@ import (
 	"math"
 	"slices"
 	"sync"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/rbf"
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // This file computes the paper's cost matrices (section "Cost computation"):
@@ -38,7 +43,7 @@ func (m *stage1Model) dense(ns, nt int, mon *Monitor) []float64 {
 		return c
 	}
 	row, col := m.terms()
-	parallelRows(ns, func(i0, i1 int) {
+	par.Rows(ns, func(i0, i1 int) {
 		for i := i0; i < i1; i++ {
 			r := c[i*nt : (i+1)*nt]
 			for j, x := range r {
@@ -89,7 +94,7 @@ func newStage1Model(src, tgt Matrix, cfg Config) *stage1Model {
 	case cfg.Kernel == Linear:
 		md = linearStage1(src, tgt, cfg.BatchSize, cfg.Monitor)
 	default:
-		md = rbfStage1(src, tgt, cfg.BatchSize, newRBF(cfg.gammas()), cfg.Monitor)
+		md = rbfStage1(src, tgt, cfg.BatchSize, rbf.New(cfg.gammas()), cfg.Monitor)
 	}
 	if !float32Safe(src, tgt) {
 		md.err32 = nil
@@ -143,40 +148,12 @@ func (sc scope) full() bool { return sc.rows == nil && sc.cols == nil && !sc.f32
 // covers values, products and partial sums below float32's normal range
 // (2^-126), where rounding is absolute (at most 2^-150 each, 3d of them
 // in a squared distance) instead of relative.
-func err32(v vectors) []float64 {
-	e := scaled(sqNorms(v), err32Coef(v.d))
+func err32(v gram.Vectors) []float64 {
+	e := scaled(sqNorms(v), err32Coef(v.D))
 	for i := range e {
-		e[i] += float64(v.d) * 0x1p-100
+		e[i] += float64(v.D) * 0x1p-100
 	}
 	return e
-}
-
-// nearKernel keeps, for each of n vectors, the largest kernel value
-// κ(v, y) with another vector y seen by a pass over all entries (the
-// nearest y): it
-// bounds the slope of the RBF mixture wherever the float32 error of a
-// kernel value with v matters (rbfErr32). Passes fill a tile's maxima
-// locally and merge them under striped locks.
-type nearKernel struct {
-	k  []float64
-	mu []sync.Mutex // one per lockBlock vectors
-}
-
-func newNearKernel(n int) *nearKernel {
-	return &nearKernel{k: make([]float64, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
-}
-
-// raise sets k[i0+j] = max(k[i0+j], v[j]).
-func (m *nearKernel) raise(i0 int, v []float64) {
-	for j := 0; j < len(v); {
-		l := (i0 + j) / lockBlock
-		end := min(len(v), (l+1)*lockBlock-i0)
-		m.mu[l].Lock()
-		for ; j < end; j++ {
-			m.k[i0+j] = max(m.k[i0+j], v[j])
-		}
-		m.mu[l].Unlock()
-	}
 }
 
 // rbfErr32 returns, for vectors v with err32 e whose partners have err32 at
@@ -188,14 +165,14 @@ func (m *nearKernel) raise(i0 int, v []float64) {
 // 1's candidate pass, by as much again), and
 // |Δκ| <= (e[i] + e[y])·min(slope_i, slope_y), plus chainErr32 for the
 // power chains of the float32 passes (row32), half of it on each side.
-func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []float64 {
+func rbfErr32(e []float64, emax float64, near *topk.Max, kern *rbf.Mixture) []float64 {
 	out := make([]float64, len(e))
 	for i, x := range e {
 		d := 0.0
 		if near != nil {
-			d = kern.distBelow(near.k[i]+kern.chainErr32()) - 2*(x+emax)
+			d = kern.DistBelow(near.K[i]+kern.ChainErr32()) - 2*(x+emax)
 		}
-		out[i] = x*kern.slope(d) + kern.chainErr32()/2
+		out[i] = x*kern.Slope(d) + kern.ChainErr32()/2
 	}
 	return out
 }
@@ -207,33 +184,33 @@ func rbfErr32(e []float64, emax float64, near *nearKernel, kern *rbfMixture) []f
 // computes, d·2^-52·(‖x‖² + ‖y‖²).
 func err32Coef(d int) float64 {
 	const u = 0x1p-24
-	return 1.05*float64(min(d, kBlock)+3+4)*u + float64(d)*0x1p-52
+	return 1.05*float64(min(d, gram.KBlock)+3+4)*u + float64(d)*0x1p-52
 }
 
 // kernelRow returns the RBF mixture's row evaluation in sc's precision:
 // row32 in float32 passes.
-func (sc scope) kernelRow(k *rbfMixture) func(out, d, e []float64) {
+func (sc scope) kernelRow(k *rbf.Mixture) func(out, d, e []float64) {
 	if sc.f32 {
-		return k.row32
+		return k.Row32
 	}
-	return k.row
+	return k.Row
 }
 
 // gram is the engine in sc's precision.
-func (sc scope) gram(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile)) {
+func (sc scope) gram(x, y gram.Vectors, sym bool, kind gram.Kind, mon *Monitor, epi func(t *gram.Tile)) {
 	if sc.f32 {
-		gram32(x, y, sym, kind, mon, epi)
+		gram.Gram32(x, y, sym, kind, progress{mon}, epi)
 	} else {
-		gram(x, y, sym, kind, mon, epi)
+		gram.Gram(x, y, sym, kind, progress{mon}, epi)
 	}
 }
 
 // emitRows hands every row of a tile to emit: the pass of a cross part that
 // is the Gram entry itself.
-func emitRows(emit func(i, j0 int, x []float64)) func(t *tile) {
-	return func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			emit(t.i0+i, t.j0, t.g[i*t.ld:][:t.nj])
+func emitRows(emit func(i, j0 int, x []float64)) func(t *gram.Tile) {
+	return func(t *gram.Tile) {
+		for i := 0; i < t.NI; i++ {
+			emit(t.I0+i, t.J0, t.G[i*t.LD:][:t.NJ])
 		}
 	}
 }
@@ -323,7 +300,7 @@ func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, factored bool) *s
 	case cfg.Kernel == Linear:
 		md = linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
 	default:
-		kern := newRBF(cfg.gammas())
+		kern := rbf.New(cfg.gammas())
 		if a, b, bIdx, ok := factorable(src, tgt, pairs); ok && factored {
 			md = rbfStage2Factored(a, b, bIdx, cfg.BatchSize, kern, cfg.Monitor)
 		} else {
@@ -355,7 +332,7 @@ func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 	return &stage1Model{
 		scale: 1 / float64(k*k),
 		pass: func(sc scope, emit func(i, j0 int, x []float64)) {
-			sc.gram(rowsOf(src, sc.rows, delta), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, emitRows(emit))
+			sc.gram(rowsOf(src, sc.rows, delta), rowsOf(tgt, sc.cols, nil), false, gram.SqDists, mon, emitRows(emit))
 		},
 		terms: func() ([]float64, []float64) { return zr, zc },
 		at:    func(i, j int) float64 { return sqDist(src, i, delta, tgt, j) },
@@ -368,8 +345,8 @@ func linearStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Model {
 	delta := sub(colMeans(src), colMeans(tgt))
 	p := len(pairs)
-	w := func(sign float64) vectors {
-		return vectors{n: p, d: src.D, fill: func(r int, dst []float64) {
+	w := func(sign float64) gram.Vectors {
+		return gram.Vectors{N: p, D: src.D, Fill: func(r int, dst []float64) {
 			src.Row(pairs[r].S, dst)
 			for k := range dst {
 				dst[k] = sign * (dst[k] - tgt.At(pairs[r].T, k) - delta[k])
@@ -381,18 +358,18 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mod
 		p: p, m: stage2Size(p), scale: 1 / float64(k*k), coef: 1,
 		pass: func(sc scope, emit func(r, q0 int, v []float64)) {
 			if sc.rows != nil {
-				sub := vectors{n: len(sc.rows), d: src.D, fill: func(i int, dst []float64) { wp.fill(sc.rows[i], dst) }}
-				sc.gram(sub, w(-1), false, sqdists, mon, func(t *tile) {
-					for i := 0; i < t.ni; i++ {
-						emit(sc.rows[t.i0+i], t.j0, t.g[i*t.ld:][:t.nj])
+				sub := gram.Vectors{N: len(sc.rows), D: src.D, Fill: func(i int, dst []float64) { wp.Fill(sc.rows[i], dst) }}
+				sc.gram(sub, w(-1), false, gram.SqDists, mon, func(t *gram.Tile) {
+					for i := 0; i < t.NI; i++ {
+						emit(sc.rows[t.I0+i], t.J0, t.G[i*t.LD:][:t.NJ])
 					}
 				})
 				return
 			}
-			sc.gram(wp, w(-1), true, sqdists, mon, func(t *tile) {
-				for i := 0; i < t.ni; i++ {
-					j := upperFrom(t, i) + b2i(t.diag)
-					emit(t.i0+i, t.j0+j, t.g[i*t.ld+j:][:t.nj-j])
+			sc.gram(wp, w(-1), true, gram.SqDists, mon, func(t *gram.Tile) {
+				for i := 0; i < t.NI; i++ {
+					j := upperFrom(t, i) + b2i(t.Diag)
+					emit(t.I0+i, t.J0+j, t.G[i*t.LD+j:][:t.NJ-j])
 				}
 			})
 		},
@@ -400,8 +377,8 @@ func linearStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mod
 			single := make([]float64, p)
 			row := make([]float64, src.D)
 			for r := range single {
-				wp.fill(r, row)
-				single[r] = dot(row, row)
+				wp.Fill(r, row)
+				single[r] = gram.Dot(row, row)
 			}
 			return make([]float64, p), single
 		},
@@ -431,11 +408,11 @@ func b2i(b bool) int {
 // self-kernel row sums need the two self Gram matrices (symmetric halves,
 // never stored); the cross kernel is stored in the result and finished in
 // place once its row and column sums are known.
-func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Model {
+func rbfStage1(src, tgt Matrix, k int, kern *rbf.Mixture, mon *Monitor) *stage1Model {
 	S, T := rowsOf(src, nil, nil), rowsOf(tgt, nil, nil)
 	ns, nt := src.N, tgt.N
-	var rs, cs partials
-	var nearS, nearT *nearKernel // nearest target of each source and source of each target
+	var rs, cs gram.Partials
+	var nearS, nearT *topk.Max // nearest target of each source and source of each target
 	md := &stage1Model{scale: 1 / float64(k*k)}
 	md.pass = func(sc scope, emit func(i, j0 int, x []float64)) {
 		// Every pass over all entries finds the nearest partners (rbfErr32
@@ -443,17 +420,17 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 		whole := sc.rows == nil && sc.cols == nil
 		sums := sc.full() && !md.deferSums
 		if whole {
-			nearS, nearT = newNearKernel(ns), newNearKernel(nt)
+			nearS, nearT = topk.NewMax(ns), topk.NewMax(nt)
 		}
 		if sums {
-			rs, cs = newPartials(nblocks(nt), ns), newPartials(nblocks(ns), nt)
+			rs, cs = gram.NewPartials(gram.NBlocks(nt), ns), gram.NewPartials(gram.NBlocks(ns), nt)
 		}
 		kappa := sc.kernelRow(kern)
-		sc.gram(rowsOf(src, sc.rows, nil), rowsOf(tgt, sc.cols, nil), false, sqdists, mon, func(t *tile) {
-			x, e := make([]float64, t.nj), make([]float64, t.nj)
-			rmax, cmax := make([]float64, t.ni), make([]float64, t.nj)
-			for i := 0; i < t.ni; i++ {
-				kappa(x, t.g[i*t.ld:][:t.nj], e)
+		sc.gram(rowsOf(src, sc.rows, nil), rowsOf(tgt, sc.cols, nil), false, gram.SqDists, mon, func(t *gram.Tile) {
+			x, e := make([]float64, t.NJ), make([]float64, t.NJ)
+			rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
+			for i := 0; i < t.NI; i++ {
+				kappa(x, t.G[i*t.LD:][:t.NJ], e)
 				if whole {
 					m := 0.0
 					for j, v := range x {
@@ -463,22 +440,22 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 					rmax[i] = m
 				}
 				if sums {
-					rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
+					rsum, csum := rs.Slot(t.BJ), cs.Slot(t.BI)
 					s := 0.0
 					for j, v := range x {
 						s += v
-						csum[t.j0+j] += v
+						csum[t.J0+j] += v
 					}
-					rsum[t.i0+i] = s
+					rsum[t.I0+i] = s
 				}
 				for j, v := range x {
 					x[j] = -2 * v
 				}
-				emit(t.i0+i, t.j0, x)
+				emit(t.I0+i, t.J0, x)
 			}
 			if whole {
-				nearS.raise(t.i0, rmax)
-				nearT.raise(t.j0, cmax)
+				nearS.Raise(t.I0, rmax)
+				nearT.Raise(t.J0, cmax)
 			}
 		})
 	}
@@ -488,27 +465,27 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 		rowTerm, colTerm := make([]float64, ns), make([]float64, nt)
 		if md.deferSums {
 			for i := range rowTerm {
-				rowTerm[i] = kern.nterms
+				rowTerm[i] = kern.NTerms
 			}
 			for j := range colTerm {
-				colTerm[j] = kern.nterms
+				colTerm[j] = kern.NTerms
 			}
 			return rowTerm, colTerm
 		}
 		if ss == nil {
 			ss, tt = kernelRowSums(S, kern, mon), kernelRowSums(T, kern, mon)
 		}
-		st, ts := rs.total(), cs.total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
+		st, ts := rs.Total(), cs.Total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
 		delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
 		for i := range rowTerm {
-			rowTerm[i] = kern.nterms - 2*(ss[i]/fs-st[i]/ft) + delta2
+			rowTerm[i] = kern.NTerms - 2*(ss[i]/fs-st[i]/ft) + delta2
 		}
 		for j := range colTerm {
-			colTerm[j] = kern.nterms + 2*(ts[j]/fs-tt[j]/ft)
+			colTerm[j] = kern.NTerms + 2*(ts[j]/fs-tt[j]/ft)
 		}
 		return rowTerm, colTerm
 	}
-	md.at = func(i, j int) float64 { return -2 * kern.eval(sqDist(src, i, nil, tgt, j)) }
+	md.at = func(i, j int) float64 { return -2 * kern.Eval(sqDist(src, i, nil, tgt, j)) }
 	md.err32 = func() ([]float64, []float64) {
 		// X = −2κ(D).
 		es, et := err32(S), err32(T)
@@ -520,26 +497,26 @@ func rbfStage1(src, tgt Matrix, k int, kern *rbfMixture, mon *Monitor) *stage1Mo
 
 // kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
 // of the symmetric self Gram matrix.
-func kernelRowSums(x vectors, kern *rbfMixture, mon *Monitor) []float64 {
-	ps := newPartials(nblocks(x.n), x.n)
-	gram(x, x, true, sqdists, mon, func(t *tile) {
-		rsum, csum := ps.slot(t.bj), ps.slot(t.bi)
-		k, e := make([]float64, t.nj), make([]float64, t.nj)
-		for i := 0; i < t.ni; i++ {
+func kernelRowSums(x gram.Vectors, kern *rbf.Mixture, mon *Monitor) []float64 {
+	ps := gram.NewPartials(gram.NBlocks(x.N), x.N)
+	gram.Gram(x, x, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+		rsum, csum := ps.Slot(t.BJ), ps.Slot(t.BI)
+		k, e := make([]float64, t.NJ), make([]float64, t.NJ)
+		for i := 0; i < t.NI; i++ {
 			j0 := upperFrom(t, i)
-			kern.row(k[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
+			kern.Row(k[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
 			s := 0.0
-			for j := j0; j < t.nj; j++ {
+			for j := j0; j < t.NJ; j++ {
 				v := k[j]
 				s += v
-				if t.i0+i != t.j0+j {
-					csum[t.j0+j] += v // on a diagonal tile csum is rsum: row j's share
+				if t.I0+i != t.J0+j {
+					csum[t.J0+j] += v // on a diagonal tile csum is rsum: row j's share
 				}
 			}
-			rsum[t.i0+i] += s
+			rsum[t.I0+i] += s
 		}
 	})
-	return ps.total()
+	return ps.Total()
 }
 
 // rbfStage2 evaluates C_rq·k² = ‖w_r + w_q‖² = ‖w_r‖² + ‖w_q‖² + 2⟨w_r, w_q⟩ with
@@ -549,21 +526,21 @@ func kernelRowSums(x vectors, kern *rbfMixture, mon *Monitor) []float64 {
 // V, and, weighting each pair by 1/(uses of its source or target), the kernel
 // sums behind g and ‖δ‖²: the pairs cover every source and every target, so
 // no separate self-kernel pass is needed.
-func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Monitor) *stage2Model {
+func rbfStage2(src, tgt Matrix, k int, kern *rbf.Mixture, pairs []Pair, mon *Monitor) *stage2Model {
 	p := len(pairs)
 	ws, wt := useWeights(pairs, src.N, tgt.N)
-	z := vectors{n: 2 * p, d: src.D, fill: func(r int, dst []float64) {
+	z := gram.Vectors{N: 2 * p, D: src.D, Fill: func(r int, dst []float64) {
 		if r%2 == 0 {
 			src.Row(pairs[r/2].S, dst)
 		} else {
 			tgt.Row(pairs[r/2].T, dst)
 		}
 	}}
-	nb := nblocks(2 * p)
+	nb := gram.NBlocks(2 * p)
 	// Per pair r: SS = Σ_i' κ(s_r, s_i'), ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j').
-	var pSS, pST, pTS, pTT partials
+	var pSS, pST, pTS, pTT gram.Partials
 	vrr := make([]float64, p) // V_rr, for ‖w_r‖²
-	var near *nearKernel      // nearest other paired vector of each z
+	var near *topk.Max        // nearest other paired vector of each z
 	pass := func(sc scope, emit func(r, q0 int, v []float64)) {
 		if sc.rows != nil {
 			rbfPairRows(z, sc, kern, mon, emit)
@@ -571,33 +548,33 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 		}
 		sums := sc.full() // not from a float32 pass
 		if sums {
-			pSS, pST, pTS, pTT = newPartials(nb, p), newPartials(nb, p), newPartials(nb, p), newPartials(nb, p)
-			near = newNearKernel(2 * p)
+			pSS, pST, pTS, pTT = gram.NewPartials(nb, p), gram.NewPartials(nb, p), gram.NewPartials(nb, p), gram.NewPartials(nb, p)
+			near = topk.NewMax(2 * p)
 		}
 		kappa := sc.kernelRow(kern)
-		sc.gram(z, z, true, sqdists, mon, func(t *tile) {
-			r0, q0 := t.i0/2, t.j0/2
-			ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
-			out := make([]float64, t.nj/2)
-			rmax, cmax := make([]float64, t.ni), make([]float64, t.nj) // by z index
-			for ri := 0; ri < t.ni/2; ri++ {
+		sc.gram(z, z, true, gram.SqDists, mon, func(t *gram.Tile) {
+			r0, q0 := t.I0/2, t.J0/2
+			ks, kt, e := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+			out := make([]float64, t.NJ/2)
+			rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ) // by z index
+			for ri := 0; ri < t.NI/2; ri++ {
 				r := r0 + ri
 				// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
 				j0 := 2 * upperFrom(t, ri)
-				kappa(ks[j0:], t.g[2*ri*t.ld+j0:][:t.nj-j0], e[j0:])
-				kappa(kt[j0:], t.g[(2*ri+1)*t.ld+j0:][:t.nj-j0], e[j0:])
-				from := j0/2 + b2i(t.diag)
+				kappa(ks[j0:], t.G[2*ri*t.LD+j0:][:t.NJ-j0], e[j0:])
+				kappa(kt[j0:], t.G[(2*ri+1)*t.LD+j0:][:t.NJ-j0], e[j0:])
+				from := j0/2 + b2i(t.Diag)
 				if !sums {
-					for qi := j0 / 2; qi < t.nj/2; qi++ {
+					for qi := j0 / 2; qi < t.NJ/2; qi++ {
 						out[qi] = pairV(ks, kt, qi)
 					}
 					emit(r, q0+from, out[from:])
 					continue
 				}
-				rSS, rST, rTS, rTT := pSS.slot(t.bj), pST.slot(t.bj), pTS.slot(t.bj), pTT.slot(t.bj)
-				cSS, cST, cTS, cTT := pSS.slot(t.bi), pST.slot(t.bi), pTS.slot(t.bi), pTT.slot(t.bi)
+				rSS, rST, rTS, rTT := pSS.Slot(t.BJ), pST.Slot(t.BJ), pTS.Slot(t.BJ), pTT.Slot(t.BJ)
+				cSS, cST, cTS, cTT := pSS.Slot(t.BI), pST.Slot(t.BI), pTS.Slot(t.BI), pTT.Slot(t.BI)
 				var sSS, sST, sTS, sTT, mS, mT float64
-				for qi := j0 / 2; qi < t.nj/2; qi++ {
+				for qi := j0 / 2; qi < t.NJ/2; qi++ {
 					q := q0 + qi
 					kss, kst := ks[2*qi], ks[2*qi+1]
 					kts, ktt := kt[2*qi], kt[2*qi+1]
@@ -627,14 +604,14 @@ func rbfStage2(src, tgt Matrix, k int, kern *rbfMixture, pairs []Pair, mon *Moni
 				emit(r, q0+from, out[from:])
 			}
 			if sums {
-				near.raise(t.i0, rmax)
-				near.raise(t.j0, cmax)
+				near.Raise(t.I0, rmax)
+				near.Raise(t.J0, cmax)
 			}
 		})
 	}
 	var sumSS, sumST, sumTT float64
 	finish := func() ([]float64, []float64) {
-		ss, st, ts, tt := pSS.total(), pST.total(), pTS.total(), pTT.total()
+		ss, st, ts, tt := pSS.Total(), pST.Total(), pTS.Total(), pTT.Total()
 		fs, ft := float64(src.N), float64(tgt.N)
 		sumSS, sumST, sumTT = 0, 0, 0
 		for r := range ss {
@@ -715,7 +692,7 @@ func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool
 // and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
 // the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
 // Memory: the result plus 2·P·n_b + n_b² float64.
-func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Monitor) *stage2Model {
+func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbf.Mixture, mon *Monitor) *stage2Model {
 	// V is symmetric in the roles of the two sides, so A may pose as the source.
 	at := func(r, q int) float64 { return pairKernel(a, b, kern, Pair{r, bIdx[r]}, Pair{q, bIdx[q]}) }
 	p, nb := a.N, b.N
@@ -723,53 +700,53 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 	var kbb, kab, kba, rowAB, colAB, rowAA []float64
 	pass := func(_ scope, emit func(r, q0 int, v []float64)) {
 		kbb = make([]float64, nb*nb)
-		gram(B, B, true, sqdists, mon, func(t *tile) {
-			e := make([]float64, t.nj)
-			for i := 0; i < t.ni; i++ {
+		gram.Gram(B, B, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+			e := make([]float64, t.NJ)
+			for i := 0; i < t.NI; i++ {
 				j0 := upperFrom(t, i)
-				row := kbb[(t.i0+i)*nb+t.j0:][:t.nj]
-				kern.row(row[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
-				for j := j0; j < t.nj; j++ {
-					kbb[(t.j0+j)*nb+t.i0+i] = row[j]
+				row := kbb[(t.I0+i)*nb+t.J0:][:t.NJ]
+				kern.Row(row[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
+				for j := j0; j < t.NJ; j++ {
+					kbb[(t.J0+j)*nb+t.I0+i] = row[j]
 				}
 			}
 		})
 		// K_ab twice, row-major and transposed, so that both of its terms in
 		// V_rq are read along rows (a strided read misses the cache per entry).
 		kab, kba = make([]float64, p*nb), make([]float64, nb*p)
-		rs, cs := newPartials(nblocks(nb), p), newPartials(nblocks(p), nb)
-		gram(A, B, false, sqdists, mon, func(t *tile) {
-			rsum, csum := rs.slot(t.bj), cs.slot(t.bi)
-			e := make([]float64, t.nj)
-			for i := 0; i < t.ni; i++ {
-				r := t.i0 + i
-				row := kab[r*nb+t.j0:][:t.nj]
-				kern.row(row, t.g[i*t.ld:][:t.nj], e)
+		rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
+		gram.Gram(A, B, false, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+			rsum, csum := rs.Slot(t.BJ), cs.Slot(t.BI)
+			e := make([]float64, t.NJ)
+			for i := 0; i < t.NI; i++ {
+				r := t.I0 + i
+				row := kab[r*nb+t.J0:][:t.NJ]
+				kern.Row(row, t.G[i*t.LD:][:t.NJ], e)
 				s := 0.0
 				for j, v := range row {
 					s += v
-					csum[t.j0+j] += v
-					kba[(t.j0+j)*p+r] = v
+					csum[t.J0+j] += v
+					kba[(t.J0+j)*p+r] = v
 				}
 				rsum[r] = s
 			}
 		})
-		rowAB, colAB = rs.total(), cs.total()
-		pa := newPartials(nblocks(p), p)
-		gram(A, A, true, sqdists, mon, func(t *tile) {
-			rsum, csum := pa.slot(t.bj), pa.slot(t.bi)
-			kr, e, out := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
-			for i := 0; i < t.ni; i++ {
-				r := t.i0 + i
+		rowAB, colAB = rs.Total(), cs.Total()
+		pa := gram.NewPartials(gram.NBlocks(p), p)
+		gram.Gram(A, A, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+			rsum, csum := pa.Slot(t.BJ), pa.Slot(t.BI)
+			kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+			for i := 0; i < t.NI; i++ {
+				r := t.I0 + i
 				j0 := upperFrom(t, i)
-				kern.row(kr[j0:], t.g[i*t.ld+j0:][:t.nj-j0], e[j0:])
+				kern.Row(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
 				br := bIdx[r]
 				abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
-				bar := kba[br*p+t.j0:][:t.nj] // K_ab[q, b_r] for the tile's q
-				bq := bIdx[t.j0:][:t.nj]
+				bar := kba[br*p+t.J0:][:t.NJ] // K_ab[q, b_r] for the tile's q
+				bq := bIdx[t.J0:][:t.NJ]
 				s := 0.0
-				for j := j0; j < t.nj; j++ {
-					q, v := t.j0+j, kr[j]
+				for j := j0; j < t.NJ; j++ {
+					q, v := t.J0+j, kr[j]
 					s += v
 					if q != r {
 						csum[q] += v // on a diagonal tile csum is rsum: row q's share
@@ -777,11 +754,11 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 					out[j] = v - abr[bq[j]] - bar[j] + bbr[bq[j]]
 				}
 				rsum[r] += s
-				from := j0 + b2i(t.diag)
-				emit(r, t.j0+from, out[from:])
+				from := j0 + b2i(t.Diag)
+				emit(r, t.J0+from, out[from:])
 			}
 		})
-		rowAA = pa.total()
+		rowAA = pa.Total()
 	}
 	finish := func() ([]float64, []float64) {
 		rowBB := make([]float64, nb)
@@ -797,7 +774,7 @@ func rbfStage2Factored(a, b Matrix, bIdx []int, k int, kern *rbfMixture, mon *Mo
 		node, w2 := make([]float64, p), make([]float64, p)
 		for r := range node {
 			rho := rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
-			w2[r] = 2*kern.nterms - 2*kab[r*nb+bIdx[r]] - 2*rho + delta2
+			w2[r] = 2*kern.NTerms - 2*kab[r*nb+bIdx[r]] - 2*rho + delta2
 			node[r] = w2[r] - 2*rho + delta2
 		}
 		return node, w2
@@ -818,7 +795,7 @@ func finishStage2(c []float64, m, p int, scale float64, cost func(r, q int, v fl
 	if mon.err() != nil {
 		return
 	}
-	parallelRows(p, func(r0, r1 int) {
+	par.Rows(p, func(r0, r1 int) {
 		for r := r0; r < r1; r++ {
 			row := c[r*m : r*m+p]
 			for q := r + 1; q < p; q++ {
@@ -838,7 +815,7 @@ func finishStage2(c []float64, m, p int, scale float64, cost func(r, q int, v fl
 // lower triangle, block by block to stay in cache.
 func mirrorUpper(c []float64, m int) {
 	const b = 64
-	parallelRows((m+b-1)/b, func(b0, b1 int) {
+	par.Rows((m+b-1)/b, func(b0, b1 int) {
 		for bi := b0; bi < b1; bi++ {
 			for bj := bi; bj*b < m; bj++ {
 				for r := bi * b; r < min(m, (bi+1)*b); r++ {
@@ -853,8 +830,8 @@ func mirrorUpper(c []float64, m int) {
 
 // upperFrom returns the first column of row i that a symmetric pass visits:
 // on a diagonal tile only the upper triangle (j >= i), elsewhere every column.
-func upperFrom(t *tile, i int) int {
-	if t.diag {
+func upperFrom(t *gram.Tile, i int) int {
+	if t.Diag {
 		return i
 	}
 	return 0
@@ -888,10 +865,10 @@ func covariance(m Matrix, mean []float64, mon *Monitor) []float64 {
 	// stay small whatever n is.
 	for r0 := 0; r0 < m.N; r0 += covSlab {
 		cols := colsOf(rowSlab(m, r0, min(m.N, r0+covSlab)), mean)
-		gram(cols, cols, true, dots, mon, func(t *tile) {
-			for i := 0; i < t.ni; i++ {
-				for j := upperFrom(t, i); j < t.nj; j++ {
-					cov[(t.i0+i)*d+t.j0+j] += t.g[i*t.ld+j]
+		gram.Gram(cols, cols, true, gram.Dots, progress{mon}, func(t *gram.Tile) {
+			for i := 0; i < t.NI; i++ {
+				for j := upperFrom(t, i); j < t.NJ; j++ {
+					cov[(t.I0+i)*d+t.J0+j] += t.G[i*t.LD+j]
 				}
 			}
 		})
@@ -922,18 +899,18 @@ func rowSlab(m Matrix, r0, r1 int) Matrix {
 }
 
 // quadForms returns xᵀ F x for every vector of x, F symmetric d×d.
-func quadForms(x vectors, f []float64, mon *Monitor) []float64 {
-	d := x.d
-	ps := newPartials(nblocks(d), x.n)
-	gram(x, denseRows(f, d, d), false, dots, mon, func(t *tile) {
+func quadForms(x gram.Vectors, f []float64, mon *Monitor) []float64 {
+	d := x.D
+	ps := gram.NewPartials(gram.NBlocks(d), x.N)
+	gram.Gram(x, gram.DenseRows(f, d, d), false, gram.Dots, progress{mon}, func(t *gram.Tile) {
 		row := make([]float64, d) // small next to the tile's GEMM
-		slot := ps.slot(t.bj)
-		for i := 0; i < t.ni; i++ {
-			x.fill(t.i0+i, row)
-			slot[t.i0+i] = dot(t.g[i*t.ld:][:t.nj], row[t.j0:t.j0+t.nj])
+		slot := ps.Slot(t.BJ)
+		for i := 0; i < t.NI; i++ {
+			x.Fill(t.I0+i, row)
+			slot[t.I0+i] = gram.Dot(t.G[i*t.LD:][:t.NJ], row[t.J0:t.J0+t.NJ])
 		}
 	})
-	return ps.total()
+	return ps.Total()
 }
 
 // coralStage1 evaluates, with centred a_i = s_i − s̄, b_j = t_j − t̄, the paper's
@@ -959,13 +936,13 @@ func coralStage1(src, tgt Matrix, k int, mon *Monitor) *stage1Model {
 	return &stage1Model{
 		scale: 1,
 		pass: func(sc scope, emit func(i, j0 int, x []float64)) {
-			sc.gram(rowsOf(src, sc.rows, ms), rowsOf(tgt, sc.cols, mt), false, dots, mon, func(t *tile) {
-				x := make([]float64, t.nj)
-				for i := 0; i < t.ni; i++ {
-					for j, g := range t.g[i*t.ld:][:t.nj] {
+			sc.gram(rowsOf(src, sc.rows, ms), rowsOf(tgt, sc.cols, mt), false, gram.Dots, mon, func(t *gram.Tile) {
+				x := make([]float64, t.NJ)
+				for i := 0; i < t.NI; i++ {
+					for j, g := range t.G[i*t.LD:][:t.NJ] {
 						x[j] = -2 * g * g / (fk * fk)
 					}
-					emit(t.i0+i, t.j0, x)
+					emit(t.I0+i, t.J0, x)
 				}
 			})
 		},
@@ -1013,10 +990,10 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 	nab, psi := make([]float64, p), make([]float64, p)
 	ra, rb := make([]float64, d), make([]float64, d)
 	for r := range pairs {
-		ap.fill(r, ra)
-		bp.fill(r, rb)
-		nab[r] = dot(ra, rb)
-		psi[r] = dot(ra, fa[is[r]*d:(is[r]+1)*d]) - dot(rb, fb[js[r]*d:(js[r]+1)*d])
+		ap.Fill(r, ra)
+		bp.Fill(r, rb)
+		nab[r] = gram.Dot(ra, rb)
+		psi[r] = gram.Dot(ra, fa[is[r]*d:(is[r]+1)*d]) - gram.Dot(rb, fb[js[r]*d:(js[r]+1)*d])
 	}
 	ca0, ca1 := 1/fk, -1/(fk*(fk-1))
 	f2, beta := f.frob2(mon), 1/(fk*(fk-1))
@@ -1045,31 +1022,31 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 	}
 	// z_2r = a_r, z_2r+1 = b_r; x_r = [a_r, b_r]; y_r = [F a_r, −F b_r].
 	// z(nil, from) holds the pairs from..p−1, z(idx, 0) the pairs idx.
-	z := func(idx []int, from int) vectors {
+	z := func(idx []int, from int) gram.Vectors {
 		n := 2 * (p - from)
 		if idx != nil {
 			n = 2 * len(idx)
 		}
-		return vectors{n: n, d: d, fill: func(i int, dst []float64) {
+		return gram.Vectors{N: n, D: d, Fill: func(i int, dst []float64) {
 			r := from + i/2
 			if idx != nil {
 				r = idx[i/2]
 			}
 			if i%2 == 0 {
-				ap.fill(r, dst)
+				ap.Fill(r, dst)
 			} else {
-				bp.fill(r, dst)
+				bp.Fill(r, dst)
 			}
 		}}
 	}
-	x := func(idx []int) vectors {
-		return vectors{n: len(idx), d: 2 * d, fill: func(i int, dst []float64) {
-			ap.fill(idx[i], dst[:d])
-			bp.fill(idx[i], dst[d:])
+	x := func(idx []int) gram.Vectors {
+		return gram.Vectors{N: len(idx), D: 2 * d, Fill: func(i int, dst []float64) {
+			ap.Fill(idx[i], dst[:d])
+			bp.Fill(idx[i], dst[d:])
 		}}
 	}
-	y := func(from int) vectors {
-		return vectors{n: p - from, d: 2 * d, fill: func(i int, dst []float64) {
+	y := func(from int) gram.Vectors {
+		return gram.Vectors{N: p - from, D: 2 * d, Fill: func(i int, dst []float64) {
 			r := from + i
 			copy(dst[:d], fa[is[r]*d:(is[r]+1)*d])
 			for k, v := range fb[js[r]*d : (js[r]+1)*d] {
@@ -1080,7 +1057,7 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 	pass := func(sc scope, emit func(r, q0 int, v []float64)) {
 		// Blocks of 2·tileSize pairs: four tiles of z vectors, the buffer
 		// 2·tileSize·P float64.
-		rows, nb := indices(sc.rows, p), 2*tileSize
+		rows, nb := indices(sc.rows, p), 2*gram.TileSize
 		buf := make([]float64, min(nb, len(rows))*p)
 		for b0 := 0; b0 < len(rows); b0 += nb {
 			blk := rows[b0:min(len(rows), b0+nb)]
@@ -1093,28 +1070,28 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 			// Tile rows: a_q, b_q (q = from + (t.i0+i)/2); columns: a_r, b_r of the block.
 			// The epilogues walk the tiles by column so that they write
 			// the buffer's rows in order.
-			sc.gram(z(nil, from), z(blk, 0), false, dots, mon, func(t *tile) {
-				for ri := 0; ri < t.nj/2; ri++ {
-					r, out := blk[t.j0/2+ri], v[(t.j0/2+ri)*nq+t.i0/2:][:t.ni/2]
+			sc.gram(z(nil, from), z(blk, 0), false, gram.Dots, mon, func(t *gram.Tile) {
+				for ri := 0; ri < t.NJ/2; ri++ {
+					r, out := blk[t.J0/2+ri], v[(t.J0/2+ri)*nq+t.I0/2:][:t.NI/2]
 					for qi := range out {
-						q := from + t.i0/2 + qi
-						ga, gb := t.g[2*qi*t.ld:], t.g[(2*qi+1)*t.ld:]
+						q := from + t.I0/2 + qi
+						ga, gb := t.G[2*qi*t.LD:], t.G[(2*qi+1)*t.LD:]
 						out[qi] = cross(r, q, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], 0) // ψ below
 					}
 				}
 			})
-			sc.gram(y(from), x(blk), false, dots, mon, func(t *tile) {
-				for j := 0; j < t.nj; j++ {
-					out := v[(t.j0+j)*nq+t.i0:][:t.ni]
+			sc.gram(y(from), x(blk), false, gram.Dots, mon, func(t *gram.Tile) {
+				for j := 0; j < t.NJ; j++ {
+					out := v[(t.J0+j)*nq+t.I0:][:t.NI]
 					for i := range out {
-						out[i] -= 4 * beta * t.g[i*t.ld+j] // cross's ψ term
+						out[i] -= 4 * beta * t.G[i*t.LD+j] // cross's ψ term
 					}
 				}
 			})
 			if mon.err() != nil {
 				return
 			}
-			parallelRows(len(blk), func(i0, i1 int) {
+			par.Rows(len(blk), func(i0, i1 int) {
 				for i := i0; i < i1; i++ {
 					r, row := blk[i], v[i*nq:(i+1)*nq]
 					if sc.rows == nil {
@@ -1136,12 +1113,12 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 				bs[i] = slices.Grow(bs[i][:0], d)[:d]
 			}
 			ar, br, aq, bq := bs[0], bs[1], bs[2], bs[3]
-			ap.fill(r, ar)
-			bp.fill(r, br)
-			ap.fill(q, aq)
-			bp.fill(q, bq)
-			psiRQ := dot(ar, fa[is[q]*d:(is[q]+1)*d]) - dot(br, fb[js[q]*d:(js[q]+1)*d])
-			return cross(r, q, dot(ar, aq), dot(br, bq), dot(ar, bq), dot(aq, br), psiRQ)
+			ap.Fill(r, ar)
+			bp.Fill(r, br)
+			ap.Fill(q, aq)
+			bp.Fill(q, bq)
+			psiRQ := gram.Dot(ar, fa[is[q]*d:(is[q]+1)*d]) - gram.Dot(br, fb[js[q]*d:(js[q]+1)*d])
+			return cross(r, q, gram.Dot(ar, aq), gram.Dot(br, bq), gram.Dot(ar, bq), gram.Dot(aq, br), psiRQ)
 		}}
 }
 
@@ -1155,24 +1132,24 @@ func trCGCH(c0, c1 float64, g, h [4]float64) float64 {
 
 // timesSym returns the |x|×d row-major matrix whose row i is F x_i, F
 // symmetric d×d.
-func timesSym(x vectors, f []float64, mon *Monitor) []float64 {
-	d := x.d
-	out := make([]float64, x.n*d)
-	gram(x, denseRows(f, d, d), false, dots, mon, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			copy(out[(t.i0+i)*d+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+func timesSym(x gram.Vectors, f []float64, mon *Monitor) []float64 {
+	d := x.D
+	out := make([]float64, x.N*d)
+	gram.Gram(x, gram.DenseRows(f, d, d), false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+		for i := 0; i < t.NI; i++ {
+			copy(out[(t.I0+i)*d+t.J0:][:t.NJ], t.G[i*t.LD:][:t.NJ])
 		}
 	})
 	return out
 }
 
 // sqNorms returns ‖x_i‖² for every vector.
-func sqNorms(x vectors) []float64 {
-	out := make([]float64, x.n)
-	row := make([]float64, x.d)
+func sqNorms(x gram.Vectors) []float64 {
+	out := make([]float64, x.N)
+	row := make([]float64, x.D)
 	for i := range out {
-		x.fill(i, row)
-		out[i] = dot(row, row)
+		x.Fill(i, row)
+		out[i] = gram.Dot(row, row)
 	}
 	return out
 }
@@ -1203,19 +1180,19 @@ func sum(x []float64) float64 {
 // rbfPairRows is the partial pass of rbfStage2: V_rq for the pairs r of
 // sc.rows against every pair q, from the Gram matrix of their interleaved
 // vectors (z_2r = s_r, z_2r+1 = t_r) with all of z.
-func rbfPairRows(z vectors, sc scope, kern *rbfMixture, mon *Monitor, emit func(r, q0 int, v []float64)) {
-	sub := vectors{n: 2 * len(sc.rows), d: z.d, fill: func(i int, dst []float64) { z.fill(2*sc.rows[i/2]+i%2, dst) }}
+func rbfPairRows(z gram.Vectors, sc scope, kern *rbf.Mixture, mon *Monitor, emit func(r, q0 int, v []float64)) {
+	sub := gram.Vectors{N: 2 * len(sc.rows), D: z.D, Fill: func(i int, dst []float64) { z.Fill(2*sc.rows[i/2]+i%2, dst) }}
 	kappa := sc.kernelRow(kern)
-	sc.gram(sub, z, false, sqdists, mon, func(t *tile) {
-		ks, kt, e := make([]float64, t.nj), make([]float64, t.nj), make([]float64, t.nj)
-		out := make([]float64, t.nj/2)
-		for ri := 0; ri < t.ni/2; ri++ {
-			kappa(ks, t.g[2*ri*t.ld:][:t.nj], e)
-			kappa(kt, t.g[(2*ri+1)*t.ld:][:t.nj], e)
+	sc.gram(sub, z, false, gram.SqDists, mon, func(t *gram.Tile) {
+		ks, kt, e := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+		out := make([]float64, t.NJ/2)
+		for ri := 0; ri < t.NI/2; ri++ {
+			kappa(ks, t.G[2*ri*t.LD:][:t.NJ], e)
+			kappa(kt, t.G[(2*ri+1)*t.LD:][:t.NJ], e)
 			for qi := range out {
 				out[qi] = pairV(ks, kt, qi)
 			}
-			emit(sc.rows[t.i0/2+ri], t.j0/2, out)
+			emit(sc.rows[t.I0/2+ri], t.J0/2, out)
 		}
 	})
 }
@@ -1228,8 +1205,8 @@ func pairV(ks, kt []float64, qi int) float64 {
 
 // pairKernel returns V_rq = ⟨φ(s_r) − φ(t_r), φ(s_q) − φ(t_q)⟩ for the pairs
 // pr and pq, in O(d).
-func pairKernel(src, tgt Matrix, kern *rbfMixture, pr, pq Pair) float64 {
-	k := func(a Matrix, i int, b Matrix, j int) float64 { return kern.eval(sqDist(a, i, nil, b, j)) }
+func pairKernel(src, tgt Matrix, kern *rbf.Mixture, pr, pq Pair) float64 {
+	k := func(a Matrix, i int, b Matrix, j int) float64 { return kern.Eval(sqDist(a, i, nil, b, j)) }
 	return k(src, pr.S, src, pq.S) - k(src, pr.S, tgt, pq.T) - k(tgt, pr.T, src, pq.S) + k(tgt, pr.T, tgt, pq.T)
 }
 
@@ -1241,9 +1218,9 @@ func sqDist(a Matrix, i int, shift []float64, b Matrix, j int) float64 {
 	d := a.D
 	switch {
 	case shift == nil && a.F64 != nil && b.F64 != nil:
-		return sqDiffs(a.F64[i*d:(i+1)*d], b.F64[j*d:(j+1)*d])
+		return gram.SqDiffs(a.F64[i*d:(i+1)*d], b.F64[j*d:(j+1)*d])
 	case shift == nil && a.F32 != nil && b.F32 != nil:
-		return sqDiffs(a.F32[i*d:(i+1)*d], b.F32[j*d:(j+1)*d])
+		return gram.SqDiffs(a.F32[i*d:(i+1)*d], b.F32[j*d:(j+1)*d])
 	}
 	var s [4]float64
 	for k := 0; k < d; k++ {
@@ -1254,36 +1231,4 @@ func sqDist(a Matrix, i int, shift []float64, b Matrix, j int) float64 {
 		s[k%4] += t * t
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
-}
-
-// sqDiffsGeneric returns Σ_k (x[k] − y[k])² in float64, summed in eight
-// lanes (k mod 8) that are folded pairwise, the order of the AVX2 kernels;
-// the conversions keep the compiler from fusing into FMAs, which those
-// kernels do not use either.
-func sqDiffsGeneric[T float32 | float64](x, y []T) float64 {
-	n8 := len(x) &^ 7
-	y = y[:len(x)]
-	var s8 [8]float64
-	for k := 0; k < n8; k += 8 {
-		for l := range s8 {
-			t := float64(x[k+l]) - float64(y[k+l])
-			s8[l] += float64(t * t)
-		}
-	}
-	var s [4]float64
-	for l := range s {
-		s[l] = s8[l] + s8[l+4]
-	}
-	return foldSqDiffs(s, x[n8:], y[n8:])
-}
-
-// foldSqDiffs adds the four lane sums s pairwise and then the tail's
-// squared differences.
-func foldSqDiffs[T float32 | float64](s [4]float64, x, y []T) float64 {
-	tail := 0.0
-	for k := range x {
-		t := float64(x[k]) - float64(y[k])
-		tail += float64(t * t)
-	}
-	return ((s[0] + s[1]) + (s[2] + s[3])) + tail
 }

@@ -20,6 +20,9 @@ import (
 	"sync"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // Solver names accepted in Config.Solver.
@@ -47,7 +50,7 @@ var sparseK, sparseAdd = 64, 96
 // 64, the worst seed after three full pricing rounds, 1.09–1.64 s with 192,
 // 1.21–1.79 s with 256, 2.2–2.4 s with 384).
 func stage2K(d int) int {
-	if d <= directDim {
+	if d <= gram.DirectDim {
 		return 3 * sparseK
 	}
 	return sparseK
@@ -104,7 +107,7 @@ func lowDimSparse(src, tgt Matrix, cfg Config) bool {
 	switch {
 	case cfg.Solver == Dense || cfg.Solver == Sparse, cfg.Discrepancy != MMD, cfg.Kernel != Linear, cfg.Stages != 2:
 		return false
-	case src.D > directDim || max(src.N, tgt.N) < lowDimPairs:
+	case src.D > gram.DirectDim || max(src.N, tgt.N) < lowDimPairs:
 		return false
 	}
 	return duplicates(src)*100 <= src.N && duplicates(tgt)*100 <= tgt.N
@@ -129,156 +132,21 @@ func duplicates(m Matrix) int {
 	return n
 }
 
-// nearest keeps, for each of n items, the k (value, index, aux) entries with
-// the smallest values offered so far (ties broken by worse, so that the
-// result does not depend on the order of the offers). Offers better than
-// the item's bound are appended to a buffer of room = 3k/2 entries; a full
-// buffer is cut back to its k best (cut), whose worst becomes the bound.
-// Settling an item (settle, and every reader below) cuts it to k. A max-heap
-// per item, sifted at every offer, was slower (n = 20,000 clustered, Stage 1
-// candidate pass: 10.1-10.8 s, now 8.2-9.0 s, 4.0-4.5 s without lists; most
-// of the rest is the column lists' memory, touched at random).
-type nearest struct {
-	k, room int
-	val     []float64
-	aux     []float64
-	idx     []int32
-	cnt     []int32
-	// bv and bj: the worst entry kept at the last cut (bv +Inf before):
-	// an offer must beat it.
-	bv []float64
-	bj []int32
-	mu []sync.Mutex // one per lockBlock items
-}
-
-const lockBlock = 64
-
-// newNearest returns lists of k >= 1 entries for n items.
-func newNearest(n, k int) *nearest {
-	room := k + max(k/2, 1)
-	s := &nearest{k: k, room: room, val: make([]float64, n*room), aux: make([]float64, n*room), idx: make([]int32, n*room),
-		cnt: make([]int32, n), bv: make([]float64, n), bj: make([]int32, n), mu: make([]sync.Mutex, (n+lockBlock-1)/lockBlock)}
-	for i := range s.bv {
-		s.bv[i] = math.Inf(1)
-	}
-	return s
-}
-
-// bound returns a value that every entry item i does not hold is at least:
-// the worst kept at its last cut (+Inf before). Cheap, for the passes'
-// sinks, under i's lock.
-func (s *nearest) bound(i int) float64 { return s.bv[i] }
-
-// worse orders the entries of item i by value, then by a hash of (i, index):
-// deterministic, but items with tied values (duplicated feature rows) keep
-// different tied partners, so that their candidates can form a matching.
-func worse(i int, a float64, ai int32, b float64, bi int32) bool {
-	return a > b || (a == b && tieKey(i, ai) > tieKey(i, bi))
-}
-
-// tieKey mixes an item and an index into a pseudo-random 64-bit key
-// (SplitMix64's finaliser).
-func tieKey(i int, j int32) uint64 {
-	z := uint64(i)<<32 ^ uint64(uint32(j))
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
-
-// offer adds (v, j, aux) to item i's list if it beats the bound; the
-// caller holds i's lock.
-func (s *nearest) offer(i int, v float64, j int32, aux float64) {
-	if !worse(i, s.bv[i], s.bj[i], v, j) {
-		return
-	}
-	t := i*s.room + int(s.cnt[i])
-	s.val[t], s.idx[t], s.aux[t] = v, j, aux
-	if s.cnt[i]++; int(s.cnt[i]) == s.room {
-		s.cut(i)
-	}
-}
-
-// settle cuts item i's list to its k best, if it holds more, and sets its
-// bound if it holds exactly k uncut.
-func (s *nearest) settle(i int) {
-	if c := int(s.cnt[i]); c > s.k || c == s.k && math.IsInf(s.bv[i], 1) {
-		s.cut(i)
-	}
-}
-
-// cut keeps the k best of item i's entries (partial selection, expected
-// O(room)) and makes the worst of them the bound.
-func (s *nearest) cut(i int) {
-	base := i * s.room
-	n := int(s.cnt[i])
-	val, idx, aux := s.val[base:base+n], s.idx[base:base+n], s.aux[base:base+n]
-	worseAt := func(a, b int) bool { return worse(i, val[a], idx[a], val[b], idx[b]) }
-	swap := func(a, b int) {
-		val[a], val[b] = val[b], val[a]
-		idx[a], idx[b] = idx[b], idx[a]
-		aux[a], aux[b] = aux[b], aux[a]
-	}
-	// Quickselect: afterwards entries [0, k) are the k best.
-	lo, hi := 0, n-1
-	for lo < hi {
-		mid := lo + (hi-lo)/2 // median of three as the pivot, moved to hi
-		if worseAt(lo, mid) {
-			swap(lo, mid)
-		}
-		if worseAt(mid, hi) {
-			swap(mid, hi)
-			if worseAt(lo, mid) {
-				swap(lo, mid)
-			}
-		}
-		swap(mid, hi)
-		p := lo
-		for q := lo; q < hi; q++ {
-			if worseAt(hi, q) { // q better than the pivot
-				swap(p, q)
-				p++
-			}
-		}
-		swap(p, hi)
-		switch {
-		case p == s.k-1 || p == s.k:
-			lo = hi // [0, p) better than p: done
-		case p < s.k:
-			lo = p + 1
-		default:
-			hi = p - 1
-		}
-	}
-	s.cnt[i] = int32(s.k)
-	w := 0
-	for q := 1; q < s.k; q++ {
-		if worseAt(q, w) {
-			w = q
-		}
-	}
-	s.bv[i], s.bj[i] = val[w], idx[w]
-}
-
-// reset empties item i's list.
-func (s *nearest) reset(i int) {
-	s.cnt[i], s.bv[i], s.bj[i] = 0, math.Inf(1), 0
-}
-
 // priceSink returns the callbacks of a pass (see pricedStage.pass) that
 // offer every edge (a, b) with cross part x to item a, valued at its
 // reduced cost c·x − z[a] − w[b] and with aux x; the edges (a, a) when
 // noDiag and those with skip(a, b) are left out. skip is only asked about
 // edges that would enter the list, so it may cost more than the rest.
-func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a, b int) bool) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
-	bound := s.bound
+func priceSink(s *topk.Lists, c float64, z, w []float64, noDiag bool, skip func(a, b int) bool) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
+	bound := s.Bound
 	row := func(a, b0 int, xs []float64) {
-		mu := &s.mu[a/lockBlock]
+		mu := s.Stripe(a / topk.LockBlock)
 		mu.Lock()
 		za, lim := z[a], bound(a)
 		ws := w[b0 : b0+len(xs)]
 		for k, x := range xs {
 			if r := c*x - za - ws[k]; r <= lim && !(noDiag && a == b0+k) && !skip(a, b0+k) {
-				s.offer(a, r, int32(b0+k), x)
+				s.Offer(a, r, int32(b0+k), x)
 				lim = bound(a)
 			}
 		}
@@ -291,19 +159,19 @@ func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a,
 			if idx != nil {
 				a = idx[a]
 			}
-			if l := a / lockBlock; l != locked {
+			if l := a / topk.LockBlock; l != locked {
 				if locked >= 0 {
-					s.mu[locked].Unlock()
+					s.Stripe(locked).Unlock()
 				}
-				s.mu[l].Lock()
+				s.Stripe(l).Lock()
 				locked = l
 			}
 			if r := c*x - z[a] - wb; r <= bound(a) && !(noDiag && a == b) && !skip(a, b) {
-				s.offer(a, r, int32(b), x)
+				s.Offer(a, r, int32(b), x)
 			}
 		}
 		if locked >= 0 {
-			s.mu[locked].Unlock()
+			s.Stripe(locked).Unlock()
 		}
 	}
 	return row, col
@@ -311,18 +179,8 @@ func (s *nearest) priceSink(c float64, z, w []float64, noDiag bool, skip func(a,
 
 // candidates returns the sinks of a candidate pass over nr row items and
 // nc column indices: every entry offered at its cross part.
-func (s *nearest) candidates(nr, nc int) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
-	return s.priceSink(1, make([]float64, nr), make([]float64, nc), false, func(int, int) bool { return false })
-}
-
-// copyRow copies item i's settled list from o (same n and k).
-func (s *nearest) copyRow(o *nearest, i int) {
-	o.settle(i)
-	n := int(o.cnt[i])
-	copy(s.val[i*s.room:], o.val[i*o.room:i*o.room+n])
-	copy(s.aux[i*s.room:], o.aux[i*o.room:i*o.room+n])
-	copy(s.idx[i*s.room:], o.idx[i*o.room:i*o.room+n])
-	s.cnt[i], s.bv[i], s.bj[i] = o.cnt[i], o.bv[i], o.bj[i]
+func candidates(s *topk.Lists, nr, nc int) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
+	return priceSink(s, 1, make([]float64, nr), make([]float64, nc), false, func(int, int) bool { return false })
 }
 
 // indices returns sub, or every index below n when sub is nil.
@@ -335,21 +193,6 @@ func indices(sub []int, n int) []int {
 		all[i] = i
 	}
 	return all
-}
-
-// each calls f(j, v, aux) for the entries of item i's settled list.
-func (s *nearest) each(i int, f func(j int, v, aux float64)) {
-	s.settle(i)
-	for t := i * s.room; t < i*s.room+int(s.cnt[i]); t++ {
-		f(int(s.idx[t]), s.val[t], s.aux[t])
-	}
-}
-
-// entries returns the range [t0, t1) of item i's settled list in val, idx
-// and aux.
-func (s *nearest) entries(i int) (t0, t1 int) {
-	s.settle(i)
-	return i * s.room, i*s.room + int(s.cnt[i])
 }
 
 // edge is a candidate edge to column b with cross part x.
@@ -385,7 +228,7 @@ func (e edges) has(a, b int) bool {
 // exactCross replaces the cross part of every edge by at(a, b), computed
 // from the features, on all cores.
 func exactCross(adj edges, at func(a, b int) float64) {
-	parallelRows(len(adj), func(a0, a1 int) {
+	par.Rows(len(adj), func(a0, a1 int) {
 		for a := a0; a < a1; a++ {
 			for k, e := range adj[a] {
 				adj[a][k].x = at(a, int(e.b))
@@ -482,27 +325,6 @@ func (st *pricedStage) screen(z, w, tail []float64, skip []bool) {
 	}
 }
 
-// limit returns the value an entry must beat to enter item i's settled
-// list: the largest it keeps when the list is full, +Inf otherwise (the
-// list then holds every value offered). Every value offered and not kept is
-// at least limit(i).
-func (s *nearest) limit(i int) float64 {
-	s.settle(i)
-	if int(s.cnt[i]) < s.k {
-		return math.Inf(1)
-	}
-	return s.bv[i]
-}
-
-// thresholds returns limit(i) for every item of s.
-func (s *nearest) thresholds() []float64 {
-	tau := make([]float64, len(s.cnt))
-	for i := range tau {
-		tau[i] = s.limit(i)
-	}
-	return tau
-}
-
 // solve solves the stage on the candidate edges adj and prices until the
 // potentials hold for every dense edge: the result is then optimal for the
 // dense problem, with potentials that prove it.
@@ -526,7 +348,7 @@ func (s *nearest) thresholds() []float64 {
 // never change them.
 func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) {
 	hooks := mon.hooks(st.phase)
-	kept := newNearest(st.rows, sparseAdd)
+	kept := topk.New(st.rows, sparseAdd)
 	// tail[a]: a lower bound, at the potentials of pass stamp[a] (z0[a],
 	// w0[stamp[a]]), on the reduced cost of every edge of row a outside the
 	// graph and its kept list.
@@ -595,17 +417,17 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			// The edges into the columns of largest w, priced by a column
 			// pass into kept lists: the rows' kept edges are checked after
 			// every re-solve, and their tails cover the hubs with margin.
-			best := newNearest(st.rows, sparseAdd)
+			best := topk.New(st.rows, sparseAdd)
 			cs := st.coef * st.scale
 			st.passCols(hubs, func(a, b int, x float64) {
 				if st.noDiag && a == b {
 					return
 				}
 				r := cs*x - z[a] - w[b]
-				mu := &best.mu[a/lockBlock]
+				mu := best.Stripe(a / topk.LockBlock)
 				mu.Lock()
-				if r <= best.bound(a) && !adj.has(a, b) {
-					best.offer(a, r, int32(b), x)
+				if r <= best.Bound(a) && !adj.has(a, b) {
+					best.Offer(a, r, int32(b), x)
 				}
 				mu.Unlock()
 			})
@@ -613,8 +435,8 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 				return nil, err
 			}
 			for a := range tail {
-				kept.copyRow(best, a)
-				tail[a] = min(tail[a], kept.limit(a))
+				kept.CopyRow(best, a)
+				tail[a] = min(tail[a], kept.Limit(a))
 			}
 		}
 		sub = []int{}
@@ -637,13 +459,13 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 		dirty := false
 		if sub == nil || len(sub) > 0 {
 			z, w := potentials()
-			best := newNearest(st.rows, sparseAdd)
+			best := topk.New(st.rows, sparseAdd)
 			if err := st.price(best, sub, z, w, adj.has, need64, priceTol(g.Cost), mon); err != nil {
 				return nil, err
 			}
 			for _, a := range indices(sub, st.rows) {
-				kept.copyRow(best, a)
-				z0[a], stamp[a], tail[a] = z[a], len(w0), kept.limit(a)
+				kept.CopyRow(best, a)
+				z0[a], stamp[a], tail[a] = z[a], len(w0), kept.Limit(a)
 			}
 			w0 = append(w0, w)
 		}
@@ -676,7 +498,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			limit := make([]float64, st.rows) // the largest rise since its pass
 			for a := range slack {
 				n := added
-				kept.each(a, func(b int, _, x float64) {
+				kept.Each(a, func(b int, _, x float64) {
 					if st.coef*x*st.scale-z[a]-w[b] < -tol && !adj.has(a, b) {
 						st.link(adj, a, b, x)
 						added++
@@ -730,10 +552,10 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 // (limit below −tol: more than sparseAdd edges within the error bound of
 // tight) is marked in need64 and priced in float64 the next time, as are
 // the rows marked before.
-func (st *pricedStage) price(best *nearest, sub []int, z, w []float64, has func(a, b int) bool, need64 []bool, tol float64, mon *Monitor) error {
+func (st *pricedStage) price(best *topk.Lists, sub []int, z, w []float64, has func(a, b int) bool, need64 []bool, tol float64, mon *Monitor) error {
 	cs := st.coef * st.scale
 	if st.eR == nil {
-		row, col := best.priceSink(cs, z, w, st.noDiag, has)
+		row, col := priceSink(best, cs, z, w, st.noDiag, has)
 		st.pass(sub, false, row, col)
 		return mon.err()
 	}
@@ -744,7 +566,7 @@ func (st *pricedStage) price(best *nearest, sub []int, z, w []float64, has func(
 	for b, e := range st.eC {
 		wl[b] += cs * e
 	}
-	row, col := best.priceSink(cs, zl, wl, st.noDiag, has)
+	row, col := priceSink(best, cs, zl, wl, st.noDiag, has)
 	st.pass(sub, true, row, col)
 	if err := mon.err(); err != nil {
 		return err
@@ -754,24 +576,24 @@ func (st *pricedStage) price(best *nearest, sub []int, z, w []float64, has func(
 	for _, a := range rows {
 		if need64[a] {
 			redo = append(redo, a)
-			best.reset(a)
+			best.Reset(a)
 		}
 	}
-	parallelRows(len(rows), func(k0, k1 int) {
+	par.Rows(len(rows), func(k0, k1 int) {
 		for _, a := range rows[k0:k1] {
 			clean := true // no violator among the kept edges
-			t0, t1 := best.entries(a)
+			t0, t1 := best.Entries(a)
 			for t := t0; t < t1; t++ {
-				b := int(best.idx[t])
-				best.aux[t] = st.at(a, b)
-				clean = clean && cs*best.aux[t]-z[a]-w[b] >= -tol
+				b := int(best.Idx[t])
+				best.Aux[t] = st.at(a, b)
+				clean = clean && cs*best.Aux[t]-z[a]-w[b] >= -tol
 			}
-			need64[a] = clean && best.limit(a) < -tol
+			need64[a] = clean && best.Limit(a) < -tol
 		}
 	})
 	if len(redo) > 0 {
 		trace("  %d rows priced in float64", len(redo))
-		row, col := best.priceSink(cs, z, w, st.noDiag, has)
+		row, col := priceSink(best, cs, z, w, st.noDiag, has)
 		st.pass(redo, false, row, col)
 		for _, a := range redo {
 			need64[a] = false
@@ -922,9 +744,9 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// clustered: 64 s -> 44 s, plus 4 s for the exact values).
 	f32 := md.deferSums && md.err32 != nil
 	ns, nt := src.N, tgt.N
-	rows, cols := newNearest(ns, min(3*sparseK, nt)), newNearest(nt, min(3*sparseK, ns))
-	toRow, _ := rows.candidates(ns, nt)
-	_, toCol := cols.candidates(nt, ns)
+	rows, cols := topk.New(ns, min(3*sparseK, nt)), topk.New(nt, min(3*sparseK, ns))
+	toRow, _ := candidates(rows, ns, nt)
+	_, toCol := candidates(cols, nt, ns)
 	md.pass(scope{f32: f32}, func(i, j0 int, x []float64) {
 		toRow(i, j0, x)
 		toCol(i, j0, x, nil)
@@ -936,7 +758,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if md.err32 != nil {
 		es, et = md.err32()
 	}
-	tauS, tauT := rows.thresholds(), cols.thresholds()
+	tauS, tauT := rows.Thresholds(), cols.Thresholds()
 	if f32 {
 		// An edge a list did not keep has X̃ >= its limit, so X >= limit −
 		// es[i] − et[j] >= limit − es[i] − max(et) (rows; columns alike).
@@ -965,10 +787,10 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	for i := 0; i < ns; i++ {
-		rows.each(i, func(j int, x, _ float64) { addST(i, j, x) })
+		rows.Each(i, func(j int, x, _ float64) { addST(i, j, x) })
 	}
 	for j := 0; j < nt; j++ {
-		cols.each(j, func(i int, x, _ float64) { addST(i, j, x) })
+		cols.Each(j, func(i int, x, _ float64) { addST(i, j, x) })
 	}
 	tauR, tauC := tauS, tauT
 	if tr {
@@ -1106,8 +928,8 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		adj.add(r, q, v)
 		adj.add(q, r, v)
 	}
-	near := newNearest(p, min(stage2K(src.D), p-1))
-	toRow, toCol := near.candidates(p, p)
+	near := topk.New(p, min(stage2K(src.D), p-1))
+	toRow, toCol := candidates(near, p, p)
 	md.pass(scope{}, func(r, q0 int, v []float64) {
 		toRow(r, q0, v)
 		toCol(r, q0, v, nil)
@@ -1117,9 +939,9 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	trace("stage 2: candidate pass done")
 	for r := 0; r < p; r++ {
-		near.each(r, func(q int, v, _ float64) { both(r, q, v) })
+		near.Each(r, func(q int, v, _ float64) { both(r, q, v) })
 	}
-	tau := near.thresholds()
+	tau := near.Thresholds()
 	var node, single []float64
 	mon.enter(PhaseStage2Match)
 	// cost is C^MM(r, q) from the cross part v; the dummy node p (odd P)

@@ -1,7 +1,6 @@
 package psda
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
 // TestSparseEqualsDense checks that the sparse path returns the dense path's
@@ -32,8 +33,8 @@ func TestSparseEqualsDense(t *testing.T) {
 	}
 	// Small tiles: CORAL's Stage 2 passes take the pairs in blocks of two
 	// tiles, so that several blocks and partial blocks run.
-	defer func(ts int) { tileSize = ts }(tileSize)
-	tileSize = 48
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	gram.TileSize = 48
 	for _, kc := range [][2]int{{32, 32}, {2, 1}} {
 		defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
 		sparseK, sparseAdd = kc[0], kc[1]
@@ -161,8 +162,8 @@ func checkQuads(t *testing.T, m *Matching, p int) {
 // columns) and single entries give the same costs as the full pass. Small
 // tiles, so that passes span several tiles and CORAL's several blocks.
 func TestModelPasses(t *testing.T) {
-	defer func(ts int) { tileSize = ts }(tileSize)
-	tileSize = 48
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	gram.TileSize = 48
 	cfgs := []struct {
 		name string
 		cfg  Config
@@ -241,8 +242,8 @@ func TestModelPasses(t *testing.T) {
 // RBF bound then rests on the kernel's small slope far from 0); a float32
 // full pass leaves the terms alone. CORAL has no float32 pass (err32 nil).
 func TestModelPasses32(t *testing.T) {
-	defer func(ts int) { tileSize = ts }(tileSize)
-	tileSize = 48
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	gram.TileSize = 48
 	for _, cc := range []struct {
 		name string
 		cfg  Config
@@ -426,7 +427,7 @@ func TestLowDimSparse(t *testing.T) {
 		{"coral", src, tgt, Config{Discrepancy: CORAL, Stages: 2}, false},
 		{"one stage", src, tgt, with(func(c *Config) { c.Stages = 1 }), false},
 		{"too few pairs", gaussFeatures(n-1, 2, 1), gaussFeatures(n-1, 2, 2), linear, false},
-		{"too many features", gaussFeatures(n, directDim+1, 1), gaussFeatures(n, directDim+1, 2), linear, false},
+		{"too many features", gaussFeatures(n, gram.DirectDim+1, 1), gaussFeatures(n, gram.DirectDim+1, 2), linear, false},
 		{"1% duplicated sources", withDups(src, n/100), tgt, linear, true},
 		{"over 1% duplicated targets", src, withDups(tgt, n/100+1), linear, false},
 	} {
@@ -436,61 +437,5 @@ func TestLowDimSparse(t *testing.T) {
 	}
 	if got := duplicates(Matrix{N: 4, D: 1, F64: []float64{0, math.Copysign(0, -1), 1, 1}}); got != 2 {
 		t.Errorf("duplicates of {0, -0, 1, 1} = %d, want 2 (-0 equals 0)", got)
-	}
-}
-
-// TestNearest offers values with many ties in two different orders and
-// checks each settled list against the k best by a full sort (value, then
-// tieKey), and limit against its definition.
-func TestNearest(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 1))
-	for _, k := range []int{1, 2, 5, 64} {
-		for _, n := range []int{0, 1, k - 1, k, k + 1, 3 * k, 40 * k} {
-			type entry struct {
-				v float64
-				j int32
-			}
-			offers := make([]entry, n)
-			for q := range offers {
-				offers[q] = entry{float64(rng.IntN(max(n/3, 1))), int32(q)} // ties
-			}
-			want := slices.Clone(offers)
-			slices.SortFunc(want, func(a, b entry) int {
-				switch {
-				case worse(3, a.v, a.j, b.v, b.j):
-					return 1
-				case worse(3, b.v, b.j, a.v, a.j):
-					return -1
-				}
-				return 0
-			})
-			want = want[:min(k, n)]
-			for _, order := range [][]int{rng.Perm(n), rng.Perm(n)} {
-				s := newNearest(5, k)
-				for _, q := range order {
-					s.offer(3, offers[q].v, offers[q].j, -offers[q].v)
-				}
-				var got []entry
-				s.each(3, func(j int, v, aux float64) {
-					if aux != -v {
-						t.Fatalf("aux %v for value %v", aux, v)
-					}
-					got = append(got, entry{v, int32(j)})
-				})
-				slices.SortFunc(got, func(a, b entry) int { return cmp.Compare(a.j, b.j) })
-				w := slices.Clone(want)
-				slices.SortFunc(w, func(a, b entry) int { return cmp.Compare(a.j, b.j) })
-				if !slices.Equal(got, w) {
-					t.Fatalf("k=%d n=%d: kept %v, want %v", k, n, got, w)
-				}
-				lim := math.Inf(1)
-				if n >= k {
-					lim = want[k-1].v
-				}
-				if s.limit(3) != lim || s.limit(0) != math.Inf(1) {
-					t.Fatalf("k=%d n=%d: limit %v (empty item %v), want %v", k, n, s.limit(3), s.limit(0), lim)
-				}
-			}
-		}
 	}
 }
