@@ -178,7 +178,7 @@ func TestModelPasses(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(sh[0]), uint64(sh[1])))
 				src, tgt := benchFeatures(sh[0], 24, 1), benchFeatures(sh[1], 24, 2)
 				ns, nt := src.N, tgt.N
-				m1 := newStage1Model(src, tgt, cc.cfg)
+				m1 := newStage1Model(src, tgt, cc.cfg, false)
 				c1 := m1.dense(ns, nt, nil)
 				rt, ct := m1.terms()
 				rows, cols := rng.Perm(ns)[:ns/3], rng.Perm(nt)[:nt/3]
@@ -275,7 +275,7 @@ func TestModelPasses32(t *testing.T) {
 							worst = max(worst, math.Abs(got-want)/bound)
 						}
 					}
-					m1 := newStage1Model(src, tgt, cc.cfg)
+					m1 := newStage1Model(src, tgt, cc.cfg, false)
 					m1.dense(src.N, tgt.N, nil)
 					rt, ct := m1.terms()
 					es, et := m1.err32()
@@ -309,7 +309,7 @@ func TestModelPasses32(t *testing.T) {
 			}
 		}
 	}
-	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}); m.err32 != nil {
+	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}, false); m.bounded {
 		t.Errorf("CORAL stage 1 has err32 but no float32 bound was checked for it")
 	}
 }
@@ -325,7 +325,7 @@ func TestFloat32Guard(t *testing.T) {
 		t.Run(string(cfg.Kernel), func(t *testing.T) {
 			src, tgt := tinyFeatures(60, 5, 1), tinyFeatures(60, 5, 2)
 			src.F64[7] = 1e18 // one huge value is enough
-			if m1 := newStage1Model(src, tgt, cfg); m1.err32 != nil {
+			if m1 := newStage1Model(src, tgt, cfg, false); m1.bounded {
 				t.Fatal("stage 1 keeps float32 passes with a value of 1e18")
 			}
 			pairs := make([]Pair, 60)
@@ -335,7 +335,7 @@ func TestFloat32Guard(t *testing.T) {
 			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.err32 != nil {
 				t.Fatal("stage 2 keeps float32 passes with a value of 1e18")
 			}
-			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg); m1.err32 == nil {
+			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg, false); !m1.bounded {
 				t.Fatal("stage 1 has no float32 passes on ordinary features")
 			}
 			dense, sparse := cfg, cfg
