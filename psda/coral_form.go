@@ -4,7 +4,7 @@ import "github.com/psda-dev/psda/psda/internal/gram"
 
 // covForm is the symmetric d×d matrix F = c_s Σ_s + c_t Σ_t, a weighted sum of
 // the two domains' unbiased covariances, which CORAL's costs use only
-// through ‖F‖_F², xᵀF x and F x (coralStage1's E, coralStage2's F).
+// through ‖F‖_F², xᵀF x and F x (coral1's E, coral2's F).
 //
 // It is held one of two ways. Dense: the d×d matrix, built from the
 // covariances in O((n_s+n_t)·d²). Low rank: with z_m the N = n_s+n_t centred

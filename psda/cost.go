@@ -141,56 +141,69 @@ func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *st
 // stage2Model is C^MM over the P pairs as
 // c_rq = (node[r] + node[q] + coef·V_rq)·scale, where the cross part V needs
 // a Gram pass over all pairs; single[r]·scale is the cost of leaving pair r
-// alone (the dummy node when P is odd). CORAL's cross part takes two Gram
-// products per block of pairs (coralStage2).
+// alone (the dummy node when P is odd). The discrepancy's model (linear2,
+// rbf2, rbf2Factored, coral2) computes the parts; CORAL's cross part takes
+// two Gram products per block of pairs (coral2).
 type stage2Model struct {
+	stage2Cost
 	p, m        int
 	scale, coef float64
+	// bounded reports that err32 holds (the model has a float32 bound and
+	// the features are float32Safe): float32 passes may then price.
+	bounded bool
+}
+
+// stage2Cost is the model of one discrepancy behind stage2Model.
+type stage2Cost interface {
 	// pass runs one Gram pass and calls emit(r, q0, v) with v[k] = V_{r,q0+k},
 	// concurrently from several goroutines (two calls never share an r at
 	// the same time); v is only valid during the call. A full pass (sc.rows
 	// nil) emits the upper triangle q0+k > r only; with sc.rows it emits
 	// every q (r itself included) for the pairs r of sc.rows. sc.cols must be
 	// nil, and so must sc.rows for the factored model (dense path only).
-	pass func(sc scope, emit func(r, q0 int, v []float64))
+	pass(sc scope, emit func(r, q0 int, v []float64))
 	// finish returns node and single; valid once a full pass has completed
 	// (approximate after a float32 one).
-	finish func() (node, single []float64)
+	finish() (node, single []float64)
 	// at returns V_rq from the features alone (O(d)), for single entries;
 	// safe for concurrent use.
-	at func(r, q int) float64
-	// err32, nil when the model has no float32 pass, returns e with
-	// |Ṽ_rq − V_rq| <= e[r] + e[q] for Ṽ from a float32 pass and V from at.
-	err32 func() []float64
-	// kernelSums, when not nil, returns the sums over all pairs of the
-	// kernel sums of their sources with all sources, of their sources with
-	// all targets and of their targets with all targets, each weighted by
-	// 1/uses (ΣSS, ΣST and ΣTT: every source and target counted once); valid
-	// once a float64 full pass has completed.
-	kernelSums func() (ss, st, tt float64)
+	at(r, q int) float64
+	// err32 returns e with |Ṽ_rq − V_rq| <= e[r] + e[q] for Ṽ from a
+	// float32 pass and V from at; only called when the stage2Model is
+	// bounded.
+	err32() []float64
+}
+
+// kernelSums returns the sums over all pairs of the kernel sums of their
+// sources with all sources, of their sources with all targets and of their
+// targets with all targets, each weighted by 1/uses (ΣSS, ΣST and ΣTT:
+// every source and target counted once); valid once a float64 full pass
+// has completed. Only the RBF mixture's unfactored model has them (rbf2).
+func (md *stage2Model) kernelSums() (ss, st, tt float64) {
+	return md.stage2Cost.(*rbf2).kernelSums()
 }
 
 // newStage2Model returns the split of C^MM; factored allows the
 // RBF mixture to store the kernel against the smaller side when that saves
 // work (dense path only: it holds P·n_small values).
 func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, factored bool) *stage2Model {
-	var md *stage2Model
+	k := cfg.BatchSize
+	p := len(pairs)
+	md := &stage2Model{p: p, m: stage2Size(p), scale: 1 / float64(k*k), coef: 2}
 	switch {
 	case cfg.Discrepancy == CORAL:
-		md = coralStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+		md.stage2Cost, md.scale, md.coef = newCoral2(src, tgt, k, pairs, cfg.Monitor), 1, 1
 	case cfg.Kernel == Linear:
-		md = linearStage2(src, tgt, cfg.BatchSize, pairs, cfg.Monitor)
+		md.stage2Cost, md.coef, md.bounded = newLinear2(src, tgt, pairs, cfg.Monitor), 1, true
 	default:
 		kern := rbf.New(cfg.gammas())
 		if a, b, bIdx, ok := factorable(src, tgt, pairs); ok && factored {
-			md = rbfStage2Factored(a, b, bIdx, cfg.BatchSize, kern, cfg.Monitor)
+			md.stage2Cost = newRBF2Factored(a, b, bIdx, kern, cfg.Monitor)
 		} else {
-			md = rbfStage2(src, tgt, cfg.BatchSize, kern, pairs, cfg.Monitor)
+			md.stage2Cost, md.bounded = newRBF2(src, tgt, kern, pairs, cfg.Monitor), true
 		}
 	}
-	if !float32Safe(src, tgt) {
-		md.err32 = nil
-	}
+	md.bounded = md.bounded && float32Safe(src, tgt)
 	return md
 }
 

@@ -68,7 +68,7 @@ func (m *coral1) at(i, j int) float64 {
 
 func (m *coral1) err32() ([]float64, []float64) { return nil, nil }
 
-// coralStage2 evaluates the paper's Stage 2 conditional covariance
+// coral2 is Stage 2 of CORAL: it evaluates the paper's Stage 2 conditional covariance
 // Σ̂_s^(r,q) = [(n_s−1)/n_s·(k−2)Σ_s + a_r a_rᵀ + a_q a_qᵀ − (a_r+a_q)(a_r+a_q)ᵀ/k]/(k−1).
 // With A2 = [a_r a_q], B2 = [b_r b_q], β = 1/(k(k−1)) and the 2×2 matrix
 // Ca = [[1/k, −β], [−β, 1/k]], the rank-one part is A2 Ca A2ᵀ, so
@@ -86,7 +86,23 @@ func (m *coral1) err32() ([]float64, []float64) { return nil, nil }
 // [F a_q, −F b_q]·[a_r, b_r] (F a is stored: (n_s+n_t)·d float64). The
 // block is the narrow side so that the tiles of the other spread over the
 // cores; a full pass visits q >= r (the block's first pair) only.
-func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Model {
+type coral2 struct {
+	p, d     int
+	fa, fb   []float64 // F a and F b for every source and target, row-major
+	is, js   []int     // the pairs' sources and targets
+	ap, bp   gram.Vectors
+	naa, nbb []float64 // ‖a_r‖², ‖b_r‖²
+	nab      []float64 // a_r·b_r
+	ca0, ca1 float64   // Ca = [[ca0, ca1], [ca1, ca0]]
+	beta     float64
+	rank0    []float64
+	node     []float64
+	single   []float64
+	mon      *Monitor
+	bufs     sync.Pool // at's four d-vectors
+}
+
+func newCoral2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *coral2 {
 	p, d := len(pairs), src.D
 	ms, mt := colMeans(src), colMeans(tgt)
 	fk := float64(k)
@@ -108,130 +124,146 @@ func coralStage2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *stage2Mode
 	}
 	ca0, ca1 := 1/fk, -1/(fk*(fk-1))
 	f2, beta := f.frob2(mon), 1/(fk*(fk-1))
-	// rank returns ‖A2 Ca A2ᵀ − B2 Ca B2ᵀ‖_F² from the Gram entries among a_r, a_q, b_r, b_q.
-	rank := func(r int, aq, bq, arbq, aqbr, aqq, bqq, aqbq float64) float64 {
-		gaa := [4]float64{naa[r], aq, aq, aqq}
-		gbb := [4]float64{nbb[r], bq, bq, bqq}
-		gab := [4]float64{nab[r], arbq, aqbr, aqbq}
-		gba := [4]float64{nab[r], aqbr, arbq, aqbq}
-		return trCGCH(ca0, ca1, gaa, gaa) + trCGCH(ca0, ca1, gbb, gbb) - 2*trCGCH(ca0, ca1, gab, gba)
-	}
-	// rank(r, q) = rank0[r] + rank0[q] + terms in the cross Gram entries
-	// (rank0[r] = rank(r, 0, …) = ‖a_r‖⁴ + ‖b_r‖⁴ − 2(a_r·b_r)², times 1/k²);
-	// node[r] collects every term of C_rq that depends on r alone, so that
-	// the cross part ranks candidates by what pairs r and q together.
+	m := &coral2{p: p, d: d, fa: fa, fb: fb, is: is, js: js, ap: ap, bp: bp, naa: naa, nbb: nbb, nab: nab,
+		ca0: ca0, ca1: ca1, beta: beta, mon: mon}
+	m.bufs.New = func() any { return new([4][]float64) }
 	rank0, node, single := make([]float64, p), make([]float64, p), make([]float64, p)
 	for r := range rank0 {
-		rank0[r] = rank(r, 0, 0, 0, 0, 0, 0, 0)
+		rank0[r] = m.rank(r, 0, 0, 0, 0, 0, 0, 0)
 		node[r] = f2/2 + 2*psi[r]/fk + rank0[r]
 		single[r] = node[r] + f2/2 // C(r, ∅): a_∅ = b_∅ = 0
 	}
-	// cross is the cross part from the Gram entries among a_r, b_r, a_q, b_q
-	// and ψ_rq = a_rᵀF a_q − b_rᵀF b_q.
-	cross := func(r, q int, aq, bq, arbq, aqbr, psiRQ float64) float64 {
-		return rank(r, aq, bq, arbq, aqbr, naa[q], nbb[q], nab[q]) - rank0[r] - rank0[q] - 4*beta*psiRQ
-	}
-	// z_2r = a_r, z_2r+1 = b_r; x_r = [a_r, b_r]; y_r = [F a_r, −F b_r].
-	// z(nil, from) holds the pairs from..p−1, z(idx, 0) the pairs idx.
-	z := func(idx []int, from int) gram.Vectors {
-		n := 2 * (p - from)
-		if idx != nil {
-			n = 2 * len(idx)
-		}
-		return gram.Vectors{N: n, D: d, Fill: func(i int, dst []float64) {
-			r := from + i/2
-			if idx != nil {
-				r = idx[i/2]
-			}
-			if i%2 == 0 {
-				ap.Fill(r, dst)
-			} else {
-				bp.Fill(r, dst)
-			}
-		}}
-	}
-	x := func(idx []int) gram.Vectors {
-		return gram.Vectors{N: len(idx), D: 2 * d, Fill: func(i int, dst []float64) {
-			ap.Fill(idx[i], dst[:d])
-			bp.Fill(idx[i], dst[d:])
-		}}
-	}
-	y := func(from int) gram.Vectors {
-		return gram.Vectors{N: p - from, D: 2 * d, Fill: func(i int, dst []float64) {
-			r := from + i
-			copy(dst[:d], fa[is[r]*d:(is[r]+1)*d])
-			for k, v := range fb[js[r]*d : (js[r]+1)*d] {
-				dst[d+k] = -v
-			}
-		}}
-	}
-	pass := func(sc scope, emit func(r, q0 int, v []float64)) {
-		// Blocks of 2·tileSize pairs: four tiles of z vectors, the buffer
-		// 2·tileSize·P float64.
-		rows, nb := indices(sc.rows, p), 2*gram.TileSize
-		buf := make([]float64, min(nb, len(rows))*p)
-		for b0 := 0; b0 < len(rows); b0 += nb {
-			blk := rows[b0:min(len(rows), b0+nb)]
-			from := 0
-			if sc.rows == nil {
-				from = blk[0]
-			}
-			nq := p - from
-			v := buf[:len(blk)*nq]
-			// Tile rows: a_q, b_q (q = from + (t.i0+i)/2); columns: a_r, b_r of the block.
-			// The epilogues walk the tiles by column so that they write
-			// the buffer's rows in order.
-			sc.gram(z(nil, from), z(blk, 0), false, gram.Dots, mon, func(t *gram.Tile) {
-				for ri := 0; ri < t.NJ/2; ri++ {
-					r, out := blk[t.J0/2+ri], v[(t.J0/2+ri)*nq+t.I0/2:][:t.NI/2]
-					for qi := range out {
-						q := from + t.I0/2 + qi
-						ga, gb := t.G[2*qi*t.LD:], t.G[(2*qi+1)*t.LD:]
-						out[qi] = cross(r, q, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], 0) // ψ below
-					}
-				}
-			})
-			sc.gram(y(from), x(blk), false, gram.Dots, mon, func(t *gram.Tile) {
-				for j := 0; j < t.NJ; j++ {
-					out := v[(t.J0+j)*nq+t.I0:][:t.NI]
-					for i := range out {
-						out[i] -= 4 * beta * t.G[i*t.LD+j] // cross's ψ term
-					}
-				}
-			})
-			if mon.err() != nil {
-				return
-			}
-			par.Rows(len(blk), func(i0, i1 int) {
-				for i := i0; i < i1; i++ {
-					r, row := blk[i], v[i*nq:(i+1)*nq]
-					if sc.rows == nil {
-						emit(r, r+1, row[r+1-from:])
-					} else {
-						emit(r, 0, row)
-					}
-				}
-			})
-		}
-	}
-	bufs := sync.Pool{New: func() any { return new([4][]float64) }}
-	return &stage2Model{p: p, m: stage2Size(p), scale: 1, coef: 1, pass: pass,
-		finish: func() ([]float64, []float64) { return node, single },
-		at: func(r, q int) float64 {
-			bs := bufs.Get().(*[4][]float64)
-			defer bufs.Put(bs)
-			for i := range bs {
-				bs[i] = slices.Grow(bs[i][:0], d)[:d]
-			}
-			ar, br, aq, bq := bs[0], bs[1], bs[2], bs[3]
-			ap.Fill(r, ar)
-			bp.Fill(r, br)
-			ap.Fill(q, aq)
-			bp.Fill(q, bq)
-			psiRQ := gram.Dot(ar, fa[is[q]*d:(is[q]+1)*d]) - gram.Dot(br, fb[js[q]*d:(js[q]+1)*d])
-			return cross(r, q, gram.Dot(ar, aq), gram.Dot(br, bq), gram.Dot(ar, bq), gram.Dot(aq, br), psiRQ)
-		}}
+	m.rank0, m.node, m.single = rank0, node, single
+	return m
 }
+
+// rank returns ‖A2 Ca A2ᵀ − B2 Ca B2ᵀ‖_F² from the Gram entries among a_r, a_q, b_r, b_q.
+func (m *coral2) rank(r int, aq, bq, arbq, aqbr, aqq, bqq, aqbq float64) float64 {
+	ca0, ca1 := m.ca0, m.ca1
+	gaa := [4]float64{m.naa[r], aq, aq, aqq}
+	gbb := [4]float64{m.nbb[r], bq, bq, bqq}
+	gab := [4]float64{m.nab[r], arbq, aqbr, aqbq}
+	gba := [4]float64{m.nab[r], aqbr, arbq, aqbq}
+	return trCGCH(ca0, ca1, gaa, gaa) + trCGCH(ca0, ca1, gbb, gbb) - 2*trCGCH(ca0, ca1, gab, gba)
+}
+
+// cross is the cross part from the Gram entries among a_r, b_r, a_q, b_q
+// and ψ_rq = a_rᵀF a_q − b_rᵀF b_q.
+func (m *coral2) cross(r, q int, aq, bq, arbq, aqbr, psiRQ float64) float64 {
+	return m.rank(r, aq, bq, arbq, aqbr, m.naa[q], m.nbb[q], m.nab[q]) - m.rank0[r] - m.rank0[q] - 4*m.beta*psiRQ
+}
+
+// z_2r = a_r, z_2r+1 = b_r; x_r = [a_r, b_r]; y_r = [F a_r, −F b_r].
+// z(nil, from) holds the pairs from..p−1, z(idx, 0) the pairs idx.
+func (m *coral2) z(idx []int, from int) gram.Vectors {
+	p, d, ap, bp := m.p, m.d, m.ap, m.bp
+	n := 2 * (p - from)
+	if idx != nil {
+		n = 2 * len(idx)
+	}
+	return gram.Vectors{N: n, D: d, Fill: func(i int, dst []float64) {
+		r := from + i/2
+		if idx != nil {
+			r = idx[i/2]
+		}
+		if i%2 == 0 {
+			ap.Fill(r, dst)
+		} else {
+			bp.Fill(r, dst)
+		}
+	}}
+}
+
+func (m *coral2) x(idx []int) gram.Vectors {
+	d, ap, bp := m.d, m.ap, m.bp
+	return gram.Vectors{N: len(idx), D: 2 * d, Fill: func(i int, dst []float64) {
+		ap.Fill(idx[i], dst[:d])
+		bp.Fill(idx[i], dst[d:])
+	}}
+}
+
+func (m *coral2) y(from int) gram.Vectors {
+	p, d, fa, fb, is, js := m.p, m.d, m.fa, m.fb, m.is, m.js
+	return gram.Vectors{N: p - from, D: 2 * d, Fill: func(i int, dst []float64) {
+		r := from + i
+		copy(dst[:d], fa[is[r]*d:(is[r]+1)*d])
+		for k, v := range fb[js[r]*d : (js[r]+1)*d] {
+			dst[d+k] = -v
+		}
+	}}
+}
+
+func (m *coral2) pass(sc scope, emit func(r, q0 int, v []float64)) {
+	p, beta, mon, cross, z, x, y := m.p, m.beta, m.mon, m.cross, m.z, m.x, m.y
+	// Blocks of 2·tileSize pairs: four tiles of z vectors, the buffer
+	// 2·tileSize·P float64.
+	rows, nb := indices(sc.rows, p), 2*gram.TileSize
+	buf := make([]float64, min(nb, len(rows))*p)
+	for b0 := 0; b0 < len(rows); b0 += nb {
+		blk := rows[b0:min(len(rows), b0+nb)]
+		from := 0
+		if sc.rows == nil {
+			from = blk[0]
+		}
+		nq := p - from
+		v := buf[:len(blk)*nq]
+		// Tile rows: a_q, b_q (q = from + (t.i0+i)/2); columns: a_r, b_r of the block.
+		// The epilogues walk the tiles by column so that they write
+		// the buffer's rows in order.
+		sc.gram(z(nil, from), z(blk, 0), false, gram.Dots, mon, func(t *gram.Tile) {
+			for ri := 0; ri < t.NJ/2; ri++ {
+				r, out := blk[t.J0/2+ri], v[(t.J0/2+ri)*nq+t.I0/2:][:t.NI/2]
+				for qi := range out {
+					q := from + t.I0/2 + qi
+					ga, gb := t.G[2*qi*t.LD:], t.G[(2*qi+1)*t.LD:]
+					out[qi] = cross(r, q, ga[2*ri], gb[2*ri+1], gb[2*ri], ga[2*ri+1], 0) // ψ below
+				}
+			}
+		})
+		sc.gram(y(from), x(blk), false, gram.Dots, mon, func(t *gram.Tile) {
+			for j := 0; j < t.NJ; j++ {
+				out := v[(t.J0+j)*nq+t.I0:][:t.NI]
+				for i := range out {
+					out[i] -= 4 * beta * t.G[i*t.LD+j] // cross's ψ term
+				}
+			}
+		})
+		if mon.err() != nil {
+			return
+		}
+		par.Rows(len(blk), func(i0, i1 int) {
+			for i := i0; i < i1; i++ {
+				r, row := blk[i], v[i*nq:(i+1)*nq]
+				if sc.rows == nil {
+					emit(r, r+1, row[r+1-from:])
+				} else {
+					emit(r, 0, row)
+				}
+			}
+		})
+	}
+}
+
+func (m *coral2) finish() ([]float64, []float64) { return m.node, m.single }
+
+func (m *coral2) at(r, q int) float64 {
+	d, ap, bp, fa, fb, is, js, cross := m.d, m.ap, m.bp, m.fa, m.fb, m.is, m.js, m.cross
+	bs := m.bufs.Get().(*[4][]float64)
+	defer m.bufs.Put(bs)
+	for i := range bs {
+		bs[i] = slices.Grow(bs[i][:0], d)[:d]
+	}
+	ar, br, aq, bq := bs[0], bs[1], bs[2], bs[3]
+	ap.Fill(r, ar)
+	bp.Fill(r, br)
+	ap.Fill(q, aq)
+	bp.Fill(q, bq)
+	psiRQ := gram.Dot(ar, fa[is[q]*d:(is[q]+1)*d]) - gram.Dot(br, fb[js[q]*d:(js[q]+1)*d])
+	return cross(r, q, gram.Dot(ar, aq), gram.Dot(br, bq), gram.Dot(ar, bq), gram.Dot(aq, br), psiRQ)
+}
+
+// err32 is never called: CORAL has no float32 bound.
+func (m *coral2) err32() []float64 { return nil }
 
 // trCGCH returns tr(C G C H) for 2×2 matrices stored row-major, with
 // C = [[c0, c1], [c1, c0]].

@@ -312,7 +312,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 			})
 		},
 	}
-	if md.err32 != nil {
+	if md.bounded {
 		st.eR = md.err32()
 		st.eC = st.eR
 	}

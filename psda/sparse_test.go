@@ -332,7 +332,7 @@ func TestFloat32Guard(t *testing.T) {
 			for i := range pairs {
 				pairs[i] = Pair{S: i, T: i}
 			}
-			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.err32 != nil {
+			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.bounded {
 				t.Fatal("stage 2 keeps float32 passes with a value of 1e18")
 			}
 			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg, false); !m1.bounded {
