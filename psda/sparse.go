@@ -38,188 +38,6 @@ func stage2K(d int) int {
 	return sparseK
 }
 
-// stage1Sparse is stage1 on the sparse path: the same assignment (docs/method.md's
-// square model of eqs. 3–5, the larger side as rows, q or q+1 copies of each
-// column and dummy rows on the extra copies), solved on candidate edges and
-// certified against every dense edge by pricing passes.
-func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
-	mon := cfg.Monitor
-	mon.enter(PhaseStage1Costs)
-	md := newStage1Model(src, tgt, cfg, m.sumsPending)
-	// Without the kernel sums the candidate pass needs no float64: it runs
-	// in float32, its lists' limits lowered by the error bounds, and the
-	// candidate edges get exact values (at) afterwards (n = 50,000
-	// clustered: 64 s -> 44 s, plus 4 s for the exact values).
-	f32 := md.deferSums && md.bounded
-	ns, nt := src.N, tgt.N
-	rows, cols := topk.New(ns, min(3*sparseK, nt)), topk.New(nt, min(3*sparseK, ns))
-	toRow, _ := candidates(rows, ns, nt)
-	_, toCol := candidates(cols, nt, ns)
-	md.pass(scope{f32: f32}, func(i, j0 int, x []float64) {
-		toRow(i, j0, x)
-		toCol(i, j0, x, nil)
-	})
-	if err := mon.err(); err != nil {
-		return fmt.Errorf("psda: stage 1 candidates: %w", err)
-	}
-	var es, et []float64 // float32 error bounds by source and by target
-	if md.bounded {
-		es, et = md.err32()
-	}
-	tauS, tauT := rows.Thresholds(), cols.Thresholds()
-	if f32 {
-		// An edge a list did not keep has X̃ >= its limit, so X >= limit −
-		// es[i] − et[j] >= limit − es[i] − max(et) (rows; columns alike).
-		lowerBy(tauS, es, slices.Max(et))
-		lowerBy(tauT, et, slices.Max(es))
-	}
-	trace("stage 1: candidate pass done")
-	mon.enter(PhaseStage1Assign)
-	// Solver rows a are the larger side, solver columns b the smaller.
-	tr := nt > ns
-	nl, nsm := ns, nt
-	if tr {
-		nl, nsm = nt, ns
-	}
-	q, r := nl/nsm, nl%nsm
-	copies, dummies := q, 0
-	if r > 0 {
-		copies, dummies = q+1, nsm-r
-	}
-	adj := make(edges, nl)
-	addST := func(i, j int, x float64) {
-		if tr {
-			adj.add(j, i, x)
-		} else {
-			adj.add(i, j, x)
-		}
-	}
-	for i := 0; i < ns; i++ {
-		rows.Each(i, func(j int, x, _ float64) { addST(i, j, x) })
-	}
-	for j := 0; j < nt; j++ {
-		cols.Each(j, func(i int, x, _ float64) { addST(i, j, x) })
-	}
-	tauR, tauC := tauS, tauT
-	if tr {
-		tauR, tauC = tauC, tauR
-	}
-	rows, cols = nil, nil
-	// Row a on column a mod n_small gives every column q or q+1 rows: a
-	// complete assignment inside the graph whatever the candidates are. The
-	// candidates keep the cross parts of a float64 pass, the dense path's
-	// own values (an edge found twice keeps those, normalise); after a
-	// float32 pass they get exact ones.
-	at := func(a, b int) float64 {
-		if tr {
-			return md.at(b, a)
-		}
-		return md.at(a, b)
-	}
-	for a := 0; a < nl; a++ {
-		adj.add(a, a%nsm, at(a, a%nsm))
-	}
-	if f32 {
-		adj.normalise()
-		exactCross(adj, at)
-		if err := mon.err(); err != nil {
-			return fmt.Errorf("psda: stage 1 candidates: %w", err)
-		}
-	}
-	st := &pricedStage{
-		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign,
-		tauR: tauR, tauC: tauC, at: at,
-		terms: func() ([]float64, []float64) {
-			rt, ct := md.terms()
-			if tr {
-				return ct, rt
-			}
-			return rt, ct
-		},
-		colPot: func(v []float64) []float64 {
-			vp := make([]float64, nsm)
-			for b := range vp {
-				vp[b] = slices.Max(v[b*copies : (b+1)*copies])
-			}
-			return vp
-		},
-		passCols: func(cols []int, visit func(a, b int, x float64)) {
-			if tr { // solver columns are sources: rows of the model's pass
-				md.pass(scope{rows: cols}, func(i, j0 int, xs []float64) {
-					for k, x := range xs {
-						visit(j0+k, cols[i], x)
-					}
-				})
-				return
-			}
-			md.pass(scope{cols: cols}, func(i, j0 int, xs []float64) {
-				for k, x := range xs {
-					visit(i, cols[j0+k], x)
-				}
-			})
-		},
-		pass: func(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
-			if tr {
-				md.pass(scope{cols: sub, f32: f32}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
-				return
-			}
-			md.pass(scope{rows: sub, f32: f32}, func(i, j0 int, x []float64) {
-				if sub != nil {
-					i = sub[i]
-				}
-				row(i, j0, x)
-			})
-		},
-	}
-	if md.bounded {
-		st.eR, st.eC = es, et
-		if tr {
-			st.eR, st.eC = st.eC, st.eR
-		}
-	}
-	st.graph = func(adj edges) *assign.Graph {
-		rt, ct := st.terms()
-		n := nl + dummies
-		g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
-		for a, row := range adj {
-			g.Lo[a] = len(g.Col)
-			for _, e := range row {
-				c := (rt[a] + ct[e.b] + e.x) * md.scale
-				for t := 0; t < copies; t++ {
-					g.Col = append(g.Col, int32(int(e.b)*copies+t))
-					g.Cost = append(g.Cost, c)
-				}
-			}
-			g.Hi[a] = len(g.Col)
-		}
-		if dummies > 0 { // identical rows share one list: the extra copies at cost 0
-			lo := len(g.Col)
-			for b := 0; b < nsm; b++ {
-				g.Col = append(g.Col, int32(b*copies+copies-1))
-				g.Cost = append(g.Cost, 0)
-			}
-			for a := nl; a < n; a++ {
-				g.Lo[a], g.Hi[a] = lo, len(g.Col)
-			}
-		}
-		return g
-	}
-	sol, err := st.solve(adj, mon)
-	if err != nil {
-		return fmt.Errorf("psda: stage 1 (sparse): %w", err)
-	}
-	m.Pairs = make([]Pair, nl)
-	for a, c := range sol.Col4Row[:nl] {
-		if b := c / copies; tr {
-			m.Pairs[a] = Pair{S: b, T: a}
-		} else {
-			m.Pairs[a] = Pair{S: a, T: b}
-		}
-	}
-	m.Stage1Cost = sol.Cost // dummy rows cost 0
-	return nil
-}
-
 // stage2Sparse is stage2 on the sparse path: the symmetric assignment
 // relaxation on candidate edges, priced against every dense edge until its
 // potentials hold for all (so its optimum is the dense relaxation's), then
@@ -250,19 +68,8 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		near.Each(r, func(q int, v, _ float64) { both(r, q, v) })
 	}
 	tau := near.Thresholds()
-	var node, single []float64
 	mon.enter(PhaseStage2Match)
-	// cost is C^MM(r, q) from the cross part v; the dummy node p (odd P)
-	// stands for "no partner".
-	cost := func(r, q int, v float64) float64 {
-		switch {
-		case r == p:
-			return single[q] * md.scale
-		case q == p:
-			return single[r] * md.scale
-		}
-		return (node[r] + node[q] + md.coef*v) * md.scale
-	}
+	s2 := &sparse2{md: md, p: p, n: n}
 	// Consecutive nodes paired off: a perfect matching inside the graph
 	// (an edge that is also a candidate keeps the pass's value, as in
 	// stage1Sparse).
@@ -275,42 +82,9 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	adj.normalise()
-	st := &pricedStage{
+	st := &pricedStage{pricedModel: s2,
 		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, symmetric: true, phase: PhaseStage2Match,
-		tauR: tau, tauC: tau, at: md.at,
-		terms: func() ([]float64, []float64) {
-			node, single = md.finish()
-			return node, node
-		},
-		colPot: func(v []float64) []float64 { return slices.Clone(v[:p]) },
-		graph: func(adj edges) *assign.Graph {
-			g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
-			for a, row := range adj {
-				g.Lo[a] = len(g.Col)
-				for _, e := range row {
-					g.Col = append(g.Col, e.b)
-					g.Cost = append(g.Cost, cost(a, int(e.b), e.x))
-				}
-				g.Hi[a] = len(g.Col)
-			}
-			return g
-		},
-		passCols: func(cols []int, visit func(a, b int, x float64)) {
-			// V is symmetric: the rows of cols give the edges into them.
-			md.pass(scope{rows: cols}, func(q, r0 int, v []float64) {
-				for k, x := range v {
-					visit(r0+k, q, x)
-				}
-			})
-		},
-		pass: func(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
-			md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
-				row(r, q0, v)
-				if sub == nil { // the full pass visits the upper triangle only
-					col(r, q0, v, nil)
-				}
-			})
-		},
+		tauR: tau, tauC: tau,
 	}
 	if md.bounded {
 		st.eR = md.err32()
@@ -321,13 +95,14 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
 	m.addDeferred(md)
+	cost := s2.cost
 	oracle := func(r, q int) float64 {
 		if r == p || q == p {
 			return cost(r, q, 0)
 		}
 		return cost(r, q, md.at(r, q))
 	}
-	em, err := stage2Blossom(st, adj, sol, n, p, md, node, cost, oracle, mon)
+	em, err := stage2Blossom(st, adj, sol, n, p, md, s2.node, cost, oracle, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
@@ -342,6 +117,70 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// objective equals the cost up to rounding, and is capped at it.
 	m.Stage2Bound = math.Min(em.Bound, m.Stage2Cost)
 	return nil
+}
+
+// sparse2 is Stage 2's relaxation as the pricing loop sees it: the P
+// pairs as rows and as columns, and the dummy node p (odd P: n = P+1),
+// which stands for "no partner" and has all its edges in the graph.
+type sparse2 struct {
+	md   *stage2Model
+	p, n int
+	// node and single are md's terms, set by terms (the first thing solve
+	// does) and fixed after it.
+	node, single []float64
+}
+
+// cost is C^MM(r, q) from the cross part v.
+func (s *sparse2) cost(r, q int, v float64) float64 {
+	md, p := s.md, s.p
+	switch {
+	case r == p:
+		return s.single[q] * md.scale
+	case q == p:
+		return s.single[r] * md.scale
+	}
+	return (s.node[r] + s.node[q] + md.coef*v) * md.scale
+}
+
+func (s *sparse2) at(a, b int) float64 { return s.md.at(a, b) }
+
+func (s *sparse2) terms() ([]float64, []float64) {
+	s.node, s.single = s.md.finish()
+	return s.node, s.node
+}
+
+func (s *sparse2) colPot(v []float64) []float64 { return slices.Clone(v[:s.p]) }
+
+func (s *sparse2) graph(adj edges) *assign.Graph {
+	n := s.n
+	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+	for a, row := range adj {
+		g.Lo[a] = len(g.Col)
+		for _, e := range row {
+			g.Col = append(g.Col, e.b)
+			g.Cost = append(g.Cost, s.cost(a, int(e.b), e.x))
+		}
+		g.Hi[a] = len(g.Col)
+	}
+	return g
+}
+
+func (s *sparse2) passCols(cols []int, visit func(a, b int, x float64)) {
+	// V is symmetric: the rows of cols give the edges into them.
+	s.md.pass(scope{rows: cols}, func(q, r0 int, v []float64) {
+		for k, x := range v {
+			visit(r0+k, q, x)
+		}
+	})
+}
+
+func (s *sparse2) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+	s.md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
+		row(r, q0, v)
+		if sub == nil { // the full pass visits the upper triangle only
+			col(r, q0, v, nil)
+		}
+	})
 }
 
 // stage2Blossom solves Stage 2's minimum-weight perfect matching exactly on
