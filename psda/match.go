@@ -81,8 +81,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	if err := checkSizes(src, tgt, cfg); err != nil {
 		return nil, err
 	}
-	sparse1, sparse2 := sparseStages(src.N, tgt.N, cfg)
-	sparse2 = sparse2 || lowDimSparse(src, tgt, cfg)
+	sparse1, sparse2 := SparseStages(src, tgt, cfg)
 	mon := cfg.Monitor
 	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2)
 	defer func() {

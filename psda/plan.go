@@ -140,6 +140,21 @@ const (
 	Sparse = "sparse" // candidate edges plus pricing passes (memory O(n·(d+K)))
 )
 
+// SparseStages returns the path Match takes for each stage of matching src
+// with tgt under cfg: true for the sparse path, false for the dense one;
+// stage2 is false with one stage. It is the one statement of the
+// solver-choice rule (docs/design.md, "The two exact paths"): Dense and
+// Sparse force the path; Auto (or "") takes the sparse path for a stage
+// whose dense cost matrix would exceed 3 GiB (useSparse), and for the
+// Stage 2 of a linear-kernel MMD with at most 16 features, at least 2,000
+// pairs and at most 1% duplicated rows per domain, where it is faster
+// (lowDimSparse). cfg is not validated. Time O((n_s + n_t)·d) for the
+// duplicate count, which only that Stage 2 case needs.
+func SparseStages(src, tgt Matrix, cfg Config) (stage1, stage2 bool) {
+	stage1, stage2 = sparseStages(src.N, tgt.N, cfg)
+	return stage1, stage2 || lowDimSparse(src, tgt, cfg)
+}
+
 // denseLimit is the size in bytes of the largest dense cost matrix that
 // Auto builds; beyond it the stage goes sparse.
 var denseLimit int64 = 3 << 30
@@ -156,8 +171,9 @@ func useSparse(cfg Config, bytes int64) bool {
 	return bytes > denseLimit
 }
 
-// sparseStages reports which stages of a Match of these sizes run on the
-// sparse path; sparse2 is false with one stage.
+// sparseStages is SparseStages by the sizes alone (the cost matrices'
+// bytes), without the low-dimensional Stage 2 case, which only applies
+// where the dense matrix fits: the memory plan (checkMemory) needs no more.
 func sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 	s1, s2 := stageBytes(ns, nt)
 	return useSparse(cfg, s1), cfg.Stages == 2 && useSparse(cfg, s2)
