@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // warmK is the number of candidate columns warmStart keeps per row and the
@@ -121,7 +122,7 @@ func (s *lsap) priceInto(g *Graph, sol *Solution) (*Graph, int) {
 		var add []int32
 		for i := lo; i < hi; i++ {
 			row, u := s.c[i*n:i*n+n], sol.U[i]
-			m := smallestK(row, negV, topV, topJ)
+			m := topk.SmallestK(row, negV, topV, topJ)
 			for t, j := range topJ[:m] {
 				if r := topV[t] - u; r < -1e-12*(math.Abs(row[j])+math.Abs(u)+math.Abs(negV[j])) {
 					add = append(add, int32(i), int32(j))
@@ -200,13 +201,13 @@ func denseCandidates(c []float64, n, k int) *Graph {
 		}
 	}
 	rowJ, rowM := make([]int32, n*(k+1)), make([]int, n) // each row's candidates
-	cols := make([]*colLists, len(parts))
+	cols := make([]*topk.Columns, len(parts))
 	par.Parts(n, func(part, lo, hi int) {
-		cl := newColLists(n, k)
+		cl := topk.NewColumns(n, k)
 		topV, topJ := make([]float64, k), make([]int, k)
 		for i := lo; i < hi; i++ {
 			row := c[i*n : i*n+n]
-			m := smallestK(row, v, topV, topJ)
+			m := topk.SmallestK(row, v, topV, topJ)
 			for t, j := range topJ[:m] {
 				rowJ[i*(k+1)+t] = int32(j)
 			}
@@ -216,19 +217,19 @@ func denseCandidates(c []float64, n, k int) *Graph {
 				rowM[i]++
 			}
 			if m > 0 {
-				cl.offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
+				cl.Offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
 			}
 		}
 		cols[part] = cl
 	})
 	for _, cl := range cols[1:] {
 		for j := 0; j < n; j++ {
-			for t := 0; t < cl.m[j]; t++ {
-				cols[0].insert(j, cl.v[j*k+t], cl.i[j*k+t])
+			for t := 0; t < cl.M[j]; t++ {
+				cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
 			}
 		}
 	}
-	colI, colM := cols[0].i, cols[0].m
+	colI, colM := cols[0].I, cols[0].M
 	// Compressed rows: row i's own candidates, then the columns that chose it.
 	g := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
 	for j := 0; j < n; j++ {
@@ -259,46 +260,4 @@ func denseCandidates(c []float64, n, k int) *Graph {
 		}
 	}
 	return g
-}
-
-// colLists keeps the k smallest values offered to each of n columns, with
-// their rows, sorted ascending.
-type colLists struct {
-	k   int
-	v   []float64 // column j's values are v[j*k : j*k+m[j]]
-	i   []int32
-	m   []int
-	thr []float64 // column j's k-th smallest so far, +Inf until it has k
-}
-
-func newColLists(n, k int) *colLists {
-	l := &colLists{k: k, v: make([]float64, n*k), i: make([]int32, n*k), m: make([]int, n), thr: make([]float64, n)}
-	for j := range l.thr {
-		l.thr[j] = inf
-	}
-	return l
-}
-
-// offer offers entry (i, j) of every column j with value row[j] + v[j] − u.
-func (l *colLists) offer(i int, row, v []float64, u float64) {
-	thr := l.thr[:len(row)]
-	v = v[:len(row)]
-	for j, x := range row {
-		if h := x + v[j] - u; h < thr[j] { // most entries: one sequential read of thr
-			l.insert(j, h, int32(i))
-		}
-	}
-}
-
-// insert adds value h of row i to column j's list if it is among the k
-// smallest.
-func (l *colLists) insert(j int, h float64, i int32) {
-	k := l.k
-	if !(h < l.thr[j]) {
-		return
-	}
-	cv, ci := l.v[j*k:j*k+k], l.i[j*k:j*k+k]
-	if l.m[j] = insertSorted(cv, ci, l.m[j], h, i); l.m[j] == k {
-		l.thr[j] = cv[k-1]
-	}
 }
