@@ -251,7 +251,9 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 				if q == r || q >= p {
 					continue
 				}
-				if d.ReducedCost(r, q, cost(r, q, x)) < -tol && !adj.has(r, q) {
+				// Shared >= 0: only an edge negative without it can be violated.
+				rc := cost(r, q, x) - d.Y[r] - d.Y[q]
+				if rc < -tol && rc+d.Shared(r, q) < -tol && !adj.has(r, q) {
 					mu.Lock()
 					found, cross = append(found, [2]int{r, q}), append(cross, x)
 					mu.Unlock()
