@@ -1226,8 +1226,9 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 // relaxation's pricing proved c_ab − U_a − V_b >= −tol on both orientations
 // of every edge, whose mean is c_ab − y0_a − y0_b), and blossom duals only
 // raise reduced costs (z >= 0), so an edge can only be violated at a vertex
-// whose dual rose above y0. Only those vertices' rows are passed over, in
-// float64, and every edge of a row is checked with its blossom term; rows
+// whose dual rose above y0. Only those vertices' rows are passed over
+// (priceBlossom: float32 where the model bounds its error), every edge of a
+// row checked with its blossom term; rows
 // whose edges outside the candidate lists are bounded feasible by the
 // lists' thresholds (pricedStage.screen, at the current duals) are skipped.
 // Large blossoms (clustered data) raise the vertex duals of all their
