@@ -18,6 +18,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/psda-dev/psda/psda/assign"
 	"github.com/psda-dev/psda/psda/internal/gram"
@@ -194,8 +195,9 @@ func (s *sparse2) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 // relaxation's pricing proved c_ab − U_a − V_b >= −tol on both orientations
 // of every edge, whose mean is c_ab − y0_a − y0_b), and blossom duals only
 // raise reduced costs (z >= 0), so an edge can only be violated at a vertex
-// whose dual rose above y0. Only those vertices' rows are passed over, in
-// float64, and every edge of a row is checked with its blossom term; rows
+// whose dual rose above y0. Only those vertices' rows are passed over
+// (priceBlossom: float32 where the model bounds its error), every edge of a
+// row checked with its blossom term; rows
 // whose edges outside the candidate lists are bounded feasible by the
 // lists' thresholds (pricedStage.screen, at the current duals) are skipped.
 // Large blossoms (clustered data) raise the vertex duals of all their
@@ -242,25 +244,8 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 		if len(rise) == 0 {
 			return em, nil
 		}
-		var mu sync.Mutex
-		var found [][2]int
-		var cross []float64
-		md.pass(scope{rows: rise}, func(r, q0 int, v []float64) {
-			for k, x := range v {
-				q := q0 + k
-				if q == r || q >= p {
-					continue
-				}
-				// Shared >= 0: only an edge negative without it can be violated.
-				rc := cost(r, q, x) - d.Y[r] - d.Y[q]
-				if rc < -tol && rc+d.Shared(r, q) < -tol && !adj.has(r, q) {
-					mu.Lock()
-					found, cross = append(found, [2]int{r, q}), append(cross, x)
-					mu.Unlock()
-				}
-			}
-		})
-		if err := mon.err(); err != nil {
+		found, cross, err := priceBlossom(md, rise, d, st.eR, adj.has, cost, tol, mon)
+		if err != nil {
 			return nil, err
 		}
 		added := 0
@@ -275,4 +260,81 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 			return em, nil
 		}
 	}
+}
+
+// blossomBudget: a float32 blossom pricing pass recomputes at most
+// p/blossomBudget edges of a row exactly (each costs a pass over the d
+// features) before the row is priced again in float64.
+var blossomBudget = 32
+
+// priceBlossom returns the edges (r, q) outside the graph (has), r in rows,
+// whose reduced cost under the blossom duals d is below −tol, with their
+// exact cross parts. Shared >= 0, so Shared is only looked up for edges
+// negative without it. With error bounds e (|Ṽ_rq − V_rq| <= e[r] + e[q]
+// for a float32 pass, stage2Model.err32) the pass runs in float32, and an
+// edge the bound cannot clear is recomputed exactly (md.at); a row where
+// more than 1/blossomBudget of the edges need that is priced again in float64.
+func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, e []float64, has func(r, q int) bool,
+	cost func(r, q int, v float64) float64, tol float64, mon *Monitor) (found [][2]int, cross []float64, err error) {
+	p := md.p
+	cs := math.Abs(md.coef * md.scale)
+	budget := int32(max(p/blossomBudget, 16))
+	if blossomBudget > p {
+		budget = 0
+	}
+	checks := make([]int32, p) // exact recomputations per row; −1: row handed to float64
+	var mu sync.Mutex
+	var redo []int
+	price := func(sub []int, f32 bool) {
+		md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
+			yr := d.Y[r]
+			for k, x := range v {
+				q := q0 + k
+				if q == r || q >= p {
+					continue
+				}
+				rc := cost(r, q, x) - yr - d.Y[q]
+				if f32 {
+					rc -= cs * (e[r] + e[q])
+				}
+				if rc >= -tol {
+					continue
+				}
+				sh := d.Shared(r, q)
+				if rc+sh >= -tol || has(r, q) {
+					continue
+				}
+				if f32 {
+					if n := atomic.AddInt32(&checks[r], 1); n > budget {
+						if n == budget+1 {
+							mu.Lock()
+							redo = append(redo, r)
+							mu.Unlock()
+						}
+						continue
+					}
+					x = md.at(r, q)
+					if cost(r, q, x)-yr-d.Y[q]+sh >= -tol {
+						continue
+					}
+				}
+				mu.Lock()
+				found, cross = append(found, [2]int{r, q}), append(cross, x)
+				mu.Unlock()
+			}
+		})
+	}
+	price(rows, e != nil)
+	if e != nil {
+		n := 0
+		for _, c := range checks {
+			n += int(min(max(c, 0), budget))
+		}
+		trace("  float32 pass: %d edges recomputed exactly", n)
+	}
+	if len(redo) > 0 {
+		trace("  %d rows priced again in float64", len(redo))
+		price(redo, false)
+	}
+	return found, cross, mon.err()
 }
