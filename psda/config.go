@@ -96,7 +96,7 @@ type Config struct {
 	Kernel      string    // Linear or RBF; MMD only
 	Gammas      []float64 // RBF mixture; nil means DefaultGammas
 	// Solver picks how each stage is solved: Dense, Sparse, or Auto (also
-	// ""), which chooses per stage by the rule of useSparse and lowDimSparse
+	// ""), which chooses per stage by the rule of SparseStages (plan.go)
 	// (docs/design.md, "Solver choice"). Both are exact.
 	Solver string
 	// Monitor, when non-nil, receives Match's progress and lets another

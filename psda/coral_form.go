@@ -1,8 +1,10 @@
 package psda
 
+import "github.com/psda-dev/psda/psda/internal/gram"
+
 // covForm is the symmetric d×d matrix F = c_s Σ_s + c_t Σ_t, a weighted sum of
 // the two domains' unbiased covariances, which CORAL's costs use only
-// through ‖F‖_F², xᵀF x and F x (coralStage1's E, coralStage2's F).
+// through ‖F‖_F², xᵀF x and F x (coral1's E, coral2's F).
 //
 // It is held one of two ways. Dense: the d×d matrix, built from the
 // covariances in O((n_s+n_t)·d²). Low rank: with z_m the N = n_s+n_t centred
@@ -18,10 +20,10 @@ package psda
 // d×d matrices, and 1 MB this way).
 type covForm struct {
 	d     int
-	dense []float64 // d×d, or nil for the low-rank form
-	z     vectors   // the N centred rows, source then target (low rank)
-	zc    vectors   // the d columns of z, as vectors of length N (low rank)
-	w     []float64 // the N weights (low rank)
+	dense []float64    // d×d, or nil for the low-rank form
+	z     gram.Vectors // the N centred rows, source then target (low rank)
+	zc    gram.Vectors // the d columns of z, as vectors of length N (low rank)
+	w     []float64    // the N weights (low rank)
 }
 
 // coralLowRank reports whether covForm uses the low-rank form for N rows of
@@ -44,7 +46,7 @@ func newCovForm(src, tgt Matrix, ms, mt []float64, cs, ct float64, mon *Monitor)
 			w[m] = ct / float64(tgt.N-1)
 		}
 	}
-	z := vectors{n: n, d: d, fill: func(m int, dst []float64) {
+	z := gram.Vectors{N: n, D: d, Fill: func(m int, dst []float64) {
 		if m < src.N {
 			src.Row(m, dst)
 			for k := range dst {
@@ -57,7 +59,7 @@ func newCovForm(src, tgt Matrix, ms, mt []float64, cs, ct float64, mon *Monitor)
 			dst[k] -= mt[k]
 		}
 	}}
-	zc := vectors{n: d, d: n, fill: func(c int, dst []float64) {
+	zc := gram.Vectors{N: d, D: n, Fill: func(c int, dst []float64) {
 		for m := range dst {
 			if m < src.N {
 				dst[m] = src.At(m, c) - ms[c]
@@ -70,54 +72,54 @@ func newCovForm(src, tgt Matrix, ms, mt []float64, cs, ct float64, mon *Monitor)
 }
 
 // quad returns xᵀF x for every vector of x.
-func (f *covForm) quad(x vectors, mon *Monitor) []float64 {
+func (f *covForm) quad(x gram.Vectors, mon *Monitor) []float64 {
 	if f.dense != nil {
 		return quadForms(x, f.dense, mon)
 	}
-	ps := newPartials(nblocks(f.z.n), x.n)
-	gram(x, f.z, false, dots, mon, func(t *tile) {
-		slot := ps.slot(t.bj)
-		w := f.w[t.j0 : t.j0+t.nj]
-		for i := 0; i < t.ni; i++ {
+	ps := gram.NewPartials(gram.NBlocks(f.z.N), x.N)
+	gram.Gram(x, f.z, false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+		slot := ps.Slot(t.BJ)
+		w := f.w[t.J0 : t.J0+t.NJ]
+		for i := 0; i < t.NI; i++ {
 			s := 0.0
-			for j, g := range t.g[i*t.ld:][:t.nj] {
+			for j, g := range t.G[i*t.LD:][:t.NJ] {
 				s += w[j] * g * g
 			}
-			slot[t.i0+i] = s
+			slot[t.I0+i] = s
 		}
 	})
-	return ps.total()
+	return ps.Total()
 }
 
 // frob2 returns ‖F‖_F².
 func (f *covForm) frob2(mon *Monitor) float64 {
 	if f.dense != nil {
-		return dot(f.dense, f.dense)
+		return gram.Dot(f.dense, f.dense)
 	}
-	return dot(f.w, f.quad(f.z, mon))
+	return gram.Dot(f.w, f.quad(f.z, mon))
 }
 
 // times returns the |x|×d row-major matrix whose row i is F x_i.
-func (f *covForm) times(x vectors, mon *Monitor) []float64 {
+func (f *covForm) times(x gram.Vectors, mon *Monitor) []float64 {
 	if f.dense != nil {
 		return timesSym(x, f.dense, mon)
 	}
 	// H = (X Zᵀ) diag(w), |x|×N; then F x_i = Σ_m H_im z_m = (H Z)_i.
-	n := f.z.n
-	h := make([]float64, x.n*n)
-	gram(x, f.z, false, dots, mon, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			row := h[(t.i0+i)*n+t.j0:][:t.nj]
-			for j, g := range t.g[i*t.ld:][:t.nj] {
-				row[j] = g * f.w[t.j0+j]
+	n := f.z.N
+	h := make([]float64, x.N*n)
+	gram.Gram(x, f.z, false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+		for i := 0; i < t.NI; i++ {
+			row := h[(t.I0+i)*n+t.J0:][:t.NJ]
+			for j, g := range t.G[i*t.LD:][:t.NJ] {
+				row[j] = g * f.w[t.J0+j]
 			}
 		}
 	})
 	d := f.d
-	out := make([]float64, x.n*d)
-	gram(denseRows(h, x.n, n), f.zc, false, dots, mon, func(t *tile) {
-		for i := 0; i < t.ni; i++ {
-			copy(out[(t.i0+i)*d+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+	out := make([]float64, x.N*d)
+	gram.Gram(gram.DenseRows(h, x.N, n), f.zc, false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+		for i := 0; i < t.NI; i++ {
+			copy(out[(t.I0+i)*d+t.J0:][:t.NJ], t.G[i*t.LD:][:t.NJ])
 		}
 	})
 	return out

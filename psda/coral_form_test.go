@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
 // The low-rank CORAL form gives the dense form's costs: both routes of
@@ -21,7 +23,7 @@ func TestCoralLowRankEqualsDense(t *testing.T) {
 		{"narrow", 30, 25, 3, 4, 2, false, false},
 		{"wide float32 stage 1", 6, 9, 25, 3, 1, true, false},
 		{"one target row", 6, 1, 12, 2, 2, false, true},
-		{"several tiles", 9, 8, 2*tileSize + 7, 2, 2, false, false},
+		{"several tiles", 9, 8, 2*gram.TileSize + 7, 2, 2, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.ns), uint64(tc.d)))

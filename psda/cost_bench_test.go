@@ -10,6 +10,8 @@ import (
 
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
 // Benchmark inputs: ReLU-like features max(0, N(0,1))/sqrt(d/2) (so that
@@ -88,8 +90,8 @@ func BenchmarkGram(b *testing.B) {
 	const d = 512
 	engines := []struct {
 		name string
-		run  func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(t *tile))
-	}{{"engine", gram}, {"engine32", gram32}}
+		run  func(x, y gram.Vectors, sym bool, kind gram.Kind, mon gram.Progress, epi func(t *gram.Tile))
+	}{{"engine", gram.Gram}, {"engine32", gram.Gram32}}
 	for _, n := range []int{2000, 8000} {
 		x, y := benchFeatures(n, d, 1), benchFeatures(n, d, 2)
 		flops := func(b *testing.B, cpu0 time.Duration) {
@@ -102,9 +104,9 @@ func BenchmarkGram(b *testing.B) {
 				c := make([]float64, n*n)
 				cpu0 := cpuTime()
 				for b.Loop() {
-					e.run(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, dots, nil, func(t *tile) {
-						for i := 0; i < t.ni; i++ {
-							copy(c[(t.i0+i)*n+t.j0:][:t.nj], t.g[i*t.ld:][:t.nj])
+					e.run(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, gram.Dots, nil, func(t *gram.Tile) {
+						for i := 0; i < t.NI; i++ {
+							copy(c[(t.I0+i)*n+t.J0:][:t.NJ], t.G[i*t.LD:][:t.NJ])
 						}
 					})
 				}

@@ -3,6 +3,8 @@ package psda
 import (
 	"math/rand/v2"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
 // TestStage2Factored checks the factored RBF Stage 2 (cross kernel stored,
@@ -11,8 +13,8 @@ import (
 // the larger side as source and as target, odd and even numbers of pairs.
 func TestStage2Factored(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	defer func(old int) { tileSize = old }(tileSize)
-	tileSize = 12 // several tiles, diagonal and off-diagonal
+	defer func(old int) { gram.TileSize = old }(gram.TileSize)
+	gram.TileSize = 12 // several tiles, diagonal and off-diagonal
 	for _, tc := range []struct {
 		name   string
 		ns, nt int

@@ -10,7 +10,12 @@
 // costs cheap are in docs/method.md; every identity used here is checked in
 // the tests against the paper's formulas evaluated directly.
 //
-// Solvers live in the sub-package assign; this package owns the costs, the
-// two stages (dense: match.go; sparse, for sizes whose cost matrices do not
-// fit: sparse.go) and the batch schedule.
+// Solvers live in the sub-package assign; this package owns the public API
+// (match.go, config.go, schedule.go, monitor.go), the plan of a matching
+// (plan.go), the cost models (cost*.go), the two stages (dense: match.go;
+// sparse, for sizes whose cost matrices do not fit: sparse.go, with the
+// pricing loop of pricing.go) and the batch schedule. The Gram engine and
+// its SIMD kernels (internal/gram), the RBF mixture (internal/rbf), the
+// k-best lists (internal/topk) and the parallel loops (internal/par) are
+// internal packages. docs/design.md describes the layout.
 package psda

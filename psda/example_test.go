@@ -36,3 +36,27 @@ func ExampleMatch() {
 	// quadruplets (pair indices): [[0 1] [2 3]]
 	// certified Stage 1 cost 0.0500, Stage 2 gap 0
 }
+
+// SparseStages tells which path Match takes for each stage. Small problems
+// run dense unless the sparse path is forced; with Auto, the Stage 2 of a
+// linear-kernel MMD on low-dimensional features with at least 2,000 pairs
+// runs sparse, where it is faster.
+func ExampleSparseStages() {
+	grid := func(n int, shift float64) psda.Matrix { // n distinct 2-D points
+		m := psda.Matrix{N: n, D: 2, F64: make([]float64, 2*n)}
+		for i := 0; i < n; i++ {
+			m.F64[2*i], m.F64[2*i+1] = float64(i%50)+shift, float64(i/50)
+		}
+		return m
+	}
+	cfg := psda.Config{BatchSize: 64, Stages: 2, Discrepancy: psda.MMD, Kernel: psda.RBF}
+	fmt.Println(psda.SparseStages(grid(500, 0), grid(500, 0.5), cfg))
+	cfg.Solver = psda.Sparse
+	fmt.Println(psda.SparseStages(grid(500, 0), grid(500, 0.5), cfg))
+	cfg.Solver, cfg.Kernel = psda.Auto, psda.Linear
+	fmt.Println(psda.SparseStages(grid(2000, 0), grid(2000, 0.5), cfg))
+	// Output:
+	// false false
+	// true true
+	// false true
+}

@@ -26,7 +26,7 @@ type Matching struct {
 	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
 	Stage2Cost float64
 	// sumsPending reports that Stage1Cost still lacks the kernel sums'
-	// share, which Stage 2 adds from its pass (stage1Model.deferSums,
+	// share, which Stage 2 adds from its pass (newStage1Model's deferSums,
 	// addDeferred).
 	sumsPending bool
 	// Stage2Bound is the certified dual objective of Stage 2's matching LP
@@ -134,8 +134,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	if err := checkSizes(src, tgt, cfg); err != nil {
 		return nil, err
 	}
-	sparse1, sparse2 := sparseStages(src.N, tgt.N, cfg)
-	sparse2 = sparse2 || lowDimSparse(src, tgt, cfg)
+	sparse1, sparse2 := SparseStages(src, tgt, cfg)
 	mon := cfg.Monitor
 	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2)
 	defer func() {
@@ -145,7 +144,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	}()
 	m := &Matching{}
 	// Balanced RBF, two stages: Stage 2's pass supplies the kernel sums of
-	// Stage 1's objective (stage1Model.deferSums), which saves Stage 1 a
+	// Stage 1's objective (newStage1Model's deferSums), which saves Stage 1 a
 	// Gram pass over each domain and lets the sparse path's candidate pass
 	// run in float32.
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
@@ -189,8 +188,7 @@ const freeAbove = 1 << 22
 // assignment uses every row once and spreads the rows evenly over the columns.
 func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
-	md := newStage1Model(src, tgt, cfg)
-	md.deferSums = m.sumsPending
+	md := newStage1Model(src, tgt, cfg, m.sumsPending)
 	c := md.dense(src.N, tgt.N, cfg.Monitor)
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
@@ -264,7 +262,7 @@ func (m *Matching) group(mate []int) {
 }
 
 // addDeferred completes a Stage1Cost computed without the kernel sums
-// (stage1Model.deferSums) from the sums of md's last float64 full pass: with
+// (newStage1Model's deferSums) from the sums of md's last float64 full pass: with
 // n_s = n_t = n, the terms' sums over all rows and columns are
 // 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
 // deferred terms kept 2n·nterms.

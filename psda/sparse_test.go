@@ -1,7 +1,6 @@
 package psda
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -9,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
 // TestSparseEqualsDense checks that the sparse path returns the dense path's
@@ -32,8 +33,8 @@ func TestSparseEqualsDense(t *testing.T) {
 	}
 	// Small tiles: CORAL's Stage 2 passes take the pairs in blocks of two
 	// tiles, so that several blocks and partial blocks run.
-	defer func(ts int) { tileSize = ts }(tileSize)
-	tileSize = 48
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	gram.TileSize = 48
 	for _, kc := range [][2]int{{32, 32}, {2, 1}} {
 		defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
 		sparseK, sparseAdd = kc[0], kc[1]
@@ -161,8 +162,8 @@ func checkQuads(t *testing.T, m *Matching, p int) {
 // columns) and single entries give the same costs as the full pass. Small
 // tiles, so that passes span several tiles and CORAL's several blocks.
 func TestModelPasses(t *testing.T) {
-	defer func(ts int) { tileSize = ts }(tileSize)
-	tileSize = 48
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	gram.TileSize = 48
 	cfgs := []struct {
 		name string
 		cfg  Config
@@ -177,7 +178,7 @@ func TestModelPasses(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(sh[0]), uint64(sh[1])))
 				src, tgt := benchFeatures(sh[0], 24, 1), benchFeatures(sh[1], 24, 2)
 				ns, nt := src.N, tgt.N
-				m1 := newStage1Model(src, tgt, cc.cfg)
+				m1 := newStage1Model(src, tgt, cc.cfg, false)
 				c1 := m1.dense(ns, nt, nil)
 				rt, ct := m1.terms()
 				rows, cols := rng.Perm(ns)[:ns/3], rng.Perm(nt)[:nt/3]
@@ -241,8 +242,8 @@ func TestModelPasses(t *testing.T) {
 // RBF bound then rests on the kernel's small slope far from 0); a float32
 // full pass leaves the terms alone. CORAL has no float32 pass (err32 nil).
 func TestModelPasses32(t *testing.T) {
-	defer func(ts int) { tileSize = ts }(tileSize)
-	tileSize = 48
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	gram.TileSize = 48
 	for _, cc := range []struct {
 		name string
 		cfg  Config
@@ -274,7 +275,7 @@ func TestModelPasses32(t *testing.T) {
 							worst = max(worst, math.Abs(got-want)/bound)
 						}
 					}
-					m1 := newStage1Model(src, tgt, cc.cfg)
+					m1 := newStage1Model(src, tgt, cc.cfg, false)
 					m1.dense(src.N, tgt.N, nil)
 					rt, ct := m1.terms()
 					es, et := m1.err32()
@@ -308,7 +309,7 @@ func TestModelPasses32(t *testing.T) {
 			}
 		}
 	}
-	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}); m.err32 != nil {
+	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}, false); m.bounded {
 		t.Errorf("CORAL stage 1 has err32 but no float32 bound was checked for it")
 	}
 }
@@ -324,17 +325,17 @@ func TestFloat32Guard(t *testing.T) {
 		t.Run(string(cfg.Kernel), func(t *testing.T) {
 			src, tgt := tinyFeatures(60, 5, 1), tinyFeatures(60, 5, 2)
 			src.F64[7] = 1e18 // one huge value is enough
-			if m1 := newStage1Model(src, tgt, cfg); m1.err32 != nil {
+			if m1 := newStage1Model(src, tgt, cfg, false); m1.bounded {
 				t.Fatal("stage 1 keeps float32 passes with a value of 1e18")
 			}
 			pairs := make([]Pair, 60)
 			for i := range pairs {
 				pairs[i] = Pair{S: i, T: i}
 			}
-			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.err32 != nil {
+			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.bounded {
 				t.Fatal("stage 2 keeps float32 passes with a value of 1e18")
 			}
-			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg); m1.err32 == nil {
+			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg, false); !m1.bounded {
 				t.Fatal("stage 1 has no float32 passes on ordinary features")
 			}
 			dense, sparse := cfg, cfg
@@ -392,104 +393,6 @@ func TestScreen(t *testing.T) {
 			}
 			if tail[a] != want && math.Abs(tail[a]-want) > 1e-12 {
 				t.Fatalf("%dx%d: tail[%d] = %v, want %v", rows, cols, a, tail[a], want)
-			}
-		}
-	}
-}
-
-// TestLowDimSparse checks Auto's rule for a sparse Stage 2 below the size
-// limit: linear MMD, d <= directDim, at least lowDimPairs pairs, at most 1%
-// duplicated rows per domain, and never when the user forced a path.
-func TestLowDimSparse(t *testing.T) {
-	withDups := func(m Matrix, k int) Matrix { // rows 1..k copy row 0
-		c := Matrix{N: m.N, D: m.D, F64: slices.Clone(m.F64)}
-		for i := 1; i <= k; i++ {
-			copy(c.F64[i*m.D:(i+1)*m.D], c.F64[:m.D])
-		}
-		return c
-	}
-	n := lowDimPairs
-	src, tgt := gaussFeatures(n, 2, 1), gaussFeatures(n-5, 2, 2)
-	linear := Config{Discrepancy: MMD, Kernel: Linear, Stages: 2}
-	with := func(f func(*Config)) Config { c := linear; f(&c); return c }
-	for _, tc := range []struct {
-		name     string
-		src, tgt Matrix
-		cfg      Config
-		want     bool
-	}{
-		{"gaussian 2-D linear", src, tgt, linear, true},
-		{"auto spelled out", src, tgt, with(func(c *Config) { c.Solver = Auto }), true},
-		{"forced dense", src, tgt, with(func(c *Config) { c.Solver = Dense }), false},
-		{"forced sparse", src, tgt, with(func(c *Config) { c.Solver = Sparse }), false},
-		{"rbf", src, tgt, with(func(c *Config) { c.Kernel = RBF }), false},
-		{"coral", src, tgt, Config{Discrepancy: CORAL, Stages: 2}, false},
-		{"one stage", src, tgt, with(func(c *Config) { c.Stages = 1 }), false},
-		{"too few pairs", gaussFeatures(n-1, 2, 1), gaussFeatures(n-1, 2, 2), linear, false},
-		{"too many features", gaussFeatures(n, directDim+1, 1), gaussFeatures(n, directDim+1, 2), linear, false},
-		{"1% duplicated sources", withDups(src, n/100), tgt, linear, true},
-		{"over 1% duplicated targets", src, withDups(tgt, n/100+1), linear, false},
-	} {
-		if got := lowDimSparse(tc.src, tc.tgt, tc.cfg); got != tc.want {
-			t.Errorf("%s: lowDimSparse = %v, want %v", tc.name, got, tc.want)
-		}
-	}
-	if got := duplicates(Matrix{N: 4, D: 1, F64: []float64{0, math.Copysign(0, -1), 1, 1}}); got != 2 {
-		t.Errorf("duplicates of {0, -0, 1, 1} = %d, want 2 (-0 equals 0)", got)
-	}
-}
-
-// TestNearest offers values with many ties in two different orders and
-// checks each settled list against the k best by a full sort (value, then
-// tieKey), and limit against its definition.
-func TestNearest(t *testing.T) {
-	rng := rand.New(rand.NewPCG(8, 1))
-	for _, k := range []int{1, 2, 5, 64} {
-		for _, n := range []int{0, 1, k - 1, k, k + 1, 3 * k, 40 * k} {
-			type entry struct {
-				v float64
-				j int32
-			}
-			offers := make([]entry, n)
-			for q := range offers {
-				offers[q] = entry{float64(rng.IntN(max(n/3, 1))), int32(q)} // ties
-			}
-			want := slices.Clone(offers)
-			slices.SortFunc(want, func(a, b entry) int {
-				switch {
-				case worse(3, a.v, a.j, b.v, b.j):
-					return 1
-				case worse(3, b.v, b.j, a.v, a.j):
-					return -1
-				}
-				return 0
-			})
-			want = want[:min(k, n)]
-			for _, order := range [][]int{rng.Perm(n), rng.Perm(n)} {
-				s := newNearest(5, k)
-				for _, q := range order {
-					s.offer(3, offers[q].v, offers[q].j, -offers[q].v)
-				}
-				var got []entry
-				s.each(3, func(j int, v, aux float64) {
-					if aux != -v {
-						t.Fatalf("aux %v for value %v", aux, v)
-					}
-					got = append(got, entry{v, int32(j)})
-				})
-				slices.SortFunc(got, func(a, b entry) int { return cmp.Compare(a.j, b.j) })
-				w := slices.Clone(want)
-				slices.SortFunc(w, func(a, b entry) int { return cmp.Compare(a.j, b.j) })
-				if !slices.Equal(got, w) {
-					t.Fatalf("k=%d n=%d: kept %v, want %v", k, n, got, w)
-				}
-				lim := math.Inf(1)
-				if n >= k {
-					lim = want[k-1].v
-				}
-				if s.limit(3) != lim || s.limit(0) != math.Inf(1) {
-					t.Fatalf("k=%d n=%d: limit %v (empty item %v), want %v", k, n, s.limit(3), s.limit(0), lim)
-				}
 			}
 		}
 	}

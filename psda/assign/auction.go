@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"slices"
+
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // auctionInit is the warm start of square problems: Bertsekas'
@@ -305,7 +307,7 @@ func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
 	}
 	// Full scan keeping the k+1 smallest values in sorted order.
 	topV, topJ := b.topV, b.topJ
-	m := smallestK(row, p, topV, topJ)
+	m := topk.SmallestK(row, p, topV, topJ)
 	if m == 0 {
 		return inf, inf, -1
 	}
@@ -319,48 +321,4 @@ func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
 		w2 = topV[1]
 	}
 	return w1, w2, j1
-}
-
-// smallestK fills topV (ascending) and topJ with the len(topV) smallest
-// values of row[j]+p[j] and their indices j, skipping +Inf, and returns how
-// many it kept (fewer when row has fewer finite entries). Time O(len(row))
-// when, as usual, few entries beat the running threshold.
-func smallestK(row, p, topV []float64, topJ []int) int {
-	m, thr := 0, inf // thr: the largest kept value once all slots are full
-	p = p[:len(row)]
-	for j := 0; j < len(row); j++ {
-		// Most entries fail the threshold: test four at a time.
-		if j+4 <= len(row) {
-			h0, h1, h2, h3 := row[j]+p[j], row[j+1]+p[j+1], row[j+2]+p[j+2], row[j+3]+p[j+3]
-			if h0 >= thr && h1 >= thr && h2 >= thr && h3 >= thr {
-				j += 3
-				continue
-			}
-		}
-		h := row[j] + p[j]
-		if h >= thr {
-			continue
-		}
-		if m = insertSorted(topV, topJ, m, h, j); m == len(topV) {
-			thr = topV[m-1]
-		}
-	}
-	return m
-}
-
-// insertSorted inserts value h with index j into the ascending list
-// v[:m], ix[:m] of capacity len(v), dropping the largest entry when the list
-// is full (the caller has checked that h is smaller), and returns the new
-// length.
-func insertSorted[I int | int32](v []float64, ix []I, m int, h float64, j I) int {
-	if m == len(v) {
-		m--
-	}
-	t := m
-	for t > 0 && v[t-1] > h {
-		v[t], ix[t] = v[t-1], ix[t-1]
-		t--
-	}
-	v[t], ix[t] = h, j
-	return m + 1
 }

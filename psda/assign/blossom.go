@@ -733,8 +733,9 @@ type MatchingDuals struct {
 	// holds the vertices v with b on the chain In[v], Parent[In[v]], ….
 	In []int
 
-	depth []int     // depth of each blossom in the forest (0 at the top)
-	zUp   []float64 // Z summed over the blossom and all that contain it
+	depth []int        // depth of each blossom in the forest (0 at the top)
+	zUp   []float64    // Z summed over the blossom and all that contain it
+	rng   *sharedRange // O(1) Shared (see shared.go); nil: walk the forest
 }
 
 // prepare fills depth and zUp, or returns an error when Parent is not a
@@ -778,16 +779,20 @@ func (d *MatchingDuals) prepare() error {
 			return fmt.Errorf("assign: In[%d] = %d is not a blossom id in [0, %d) or −1", v, b, m)
 		}
 	}
+	d.buildShared()
 	return nil
 }
 
 // Shared returns Σ Z[b] over the blossoms containing both i and j. It
-// takes O(depth) time; the duals must come from a solver or have passed
-// CertifyMatching.
+// takes O(1) time (O(depth) when a Z is negative); the duals must come from
+// a solver or have passed CertifyMatching.
 func (d *MatchingDuals) Shared(i, j int) float64 {
 	a, b := d.In[i], d.In[j]
 	if a < 0 || b < 0 {
 		return 0
+	}
+	if d.rng != nil && i != j {
+		return d.rng.shared(i, j)
 	}
 	for d.depth[a] > d.depth[b] {
 		a = d.Parent[a]

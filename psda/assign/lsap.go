@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // Solution is an assignment with the dual potentials that certify it.
@@ -353,7 +355,7 @@ func (s *lsap) tighten() { s.tightenWithin(0) }
 // certificate's tolerance. Rows are split over the cores.
 func (s *lsap) tightenWithin(rel float64) {
 	nc := s.nc
-	inParts(s.nr, func(_, lo, hi int) {
+	par.Parts(s.nr, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
 			row := s.c[i*nc : i*nc+nc]
 			m := inf

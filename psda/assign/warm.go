@@ -3,9 +3,10 @@ package assign
 import (
 	"errors"
 	"math"
-	"runtime"
 	"slices"
-	"sync"
+
+	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // warmK is the number of candidate columns warmStart keeps per row and the
@@ -115,13 +116,13 @@ func (s *lsap) priceInto(g *Graph, sol *Solution) (*Graph, int) {
 	for j, v := range sol.V {
 		negV[j] = -v
 	}
-	adds := make([][]int32, nparts(n)) // pairs (i, j), rows ascending within a part
-	inParts(n, func(part, lo, hi int) {
+	adds := make([][]int32, par.NParts(n)) // pairs (i, j), rows ascending within a part
+	par.Parts(n, func(part, lo, hi int) {
 		topV, topJ := make([]float64, warmPrice), make([]int, warmPrice)
 		var add []int32
 		for i := lo; i < hi; i++ {
 			row, u := s.c[i*n:i*n+n], sol.U[i]
-			m := smallestK(row, negV, topV, topJ)
+			m := topk.SmallestK(row, negV, topV, topJ)
 			for t, j := range topJ[:m] {
 				if r := topV[t] - u; r < -1e-12*(math.Abs(row[j])+math.Abs(u)+math.Abs(negV[j])) {
 					add = append(add, int32(i), int32(j))
@@ -172,8 +173,8 @@ const warmFree = 8
 func denseCandidates(c []float64, n, k int) *Graph {
 	k = min(k, n)
 	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
-	parts := make([][]float64, nparts(n))
-	inParts(n, func(part, lo, hi int) {
+	parts := make([][]float64, par.NParts(n))
+	par.Parts(n, func(part, lo, hi int) {
 		v := make([]float64, n)
 		for j := range v {
 			v[j] = -inf
@@ -200,13 +201,13 @@ func denseCandidates(c []float64, n, k int) *Graph {
 		}
 	}
 	rowJ, rowM := make([]int32, n*(k+1)), make([]int, n) // each row's candidates
-	cols := make([]*colLists, len(parts))
-	inParts(n, func(part, lo, hi int) {
-		cl := newColLists(n, k)
+	cols := make([]*topk.Columns, len(parts))
+	par.Parts(n, func(part, lo, hi int) {
+		cl := topk.NewColumns(n, k)
 		topV, topJ := make([]float64, k), make([]int, k)
 		for i := lo; i < hi; i++ {
 			row := c[i*n : i*n+n]
-			m := smallestK(row, v, topV, topJ)
+			m := topk.SmallestK(row, v, topV, topJ)
 			for t, j := range topJ[:m] {
 				rowJ[i*(k+1)+t] = int32(j)
 			}
@@ -216,19 +217,19 @@ func denseCandidates(c []float64, n, k int) *Graph {
 				rowM[i]++
 			}
 			if m > 0 {
-				cl.offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
+				cl.Offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
 			}
 		}
 		cols[part] = cl
 	})
 	for _, cl := range cols[1:] {
 		for j := 0; j < n; j++ {
-			for t := 0; t < cl.m[j]; t++ {
-				cols[0].insert(j, cl.v[j*k+t], cl.i[j*k+t])
+			for t := 0; t < cl.M[j]; t++ {
+				cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
 			}
 		}
 	}
-	colI, colM := cols[0].i, cols[0].m
+	colI, colM := cols[0].I, cols[0].M
 	// Compressed rows: row i's own candidates, then the columns that chose it.
 	g := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
 	for j := 0; j < n; j++ {
@@ -259,71 +260,4 @@ func denseCandidates(c []float64, n, k int) *Graph {
 		}
 	}
 	return g
-}
-
-// colLists keeps the k smallest values offered to each of n columns, with
-// their rows, sorted ascending.
-type colLists struct {
-	k   int
-	v   []float64 // column j's values are v[j*k : j*k+m[j]]
-	i   []int32
-	m   []int
-	thr []float64 // column j's k-th smallest so far, +Inf until it has k
-}
-
-func newColLists(n, k int) *colLists {
-	l := &colLists{k: k, v: make([]float64, n*k), i: make([]int32, n*k), m: make([]int, n), thr: make([]float64, n)}
-	for j := range l.thr {
-		l.thr[j] = inf
-	}
-	return l
-}
-
-// offer offers entry (i, j) of every column j with value row[j] + v[j] − u.
-func (l *colLists) offer(i int, row, v []float64, u float64) {
-	thr := l.thr[:len(row)]
-	v = v[:len(row)]
-	for j, x := range row {
-		if h := x + v[j] - u; h < thr[j] { // most entries: one sequential read of thr
-			l.insert(j, h, int32(i))
-		}
-	}
-}
-
-// insert adds value h of row i to column j's list if it is among the k
-// smallest.
-func (l *colLists) insert(j int, h float64, i int32) {
-	k := l.k
-	if !(h < l.thr[j]) {
-		return
-	}
-	cv, ci := l.v[j*k:j*k+k], l.i[j*k:j*k+k]
-	if l.m[j] = insertSorted(cv, ci, l.m[j], h, i); l.m[j] == k {
-		l.thr[j] = cv[k-1]
-	}
-}
-
-// nparts returns the number of parts inParts splits n rows into: one per
-// core, or one when n is small enough that a goroutine costs more.
-func nparts(n int) int {
-	if n < 1024 {
-		return 1
-	}
-	return min(runtime.GOMAXPROCS(0), 8)
-}
-
-// inParts splits the rows [0, n) into nparts(n) contiguous parts and runs f
-// on each concurrently: warmStart's dense passes would otherwise leave the
-// other cores idle while the solve that follows them is sequential.
-func inParts(n int, f func(part, lo, hi int)) {
-	p := nparts(n)
-	var wg sync.WaitGroup
-	for part := 0; part < p; part++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f(part, part*n/p, (part+1)*n/p)
-		}()
-	}
-	wg.Wait()
 }

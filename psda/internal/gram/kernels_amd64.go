@@ -1,10 +1,10 @@
 //go:build !noasm
 
-package psda
+package gram
 
-// useFMA reports whether the CPU and OS support AVX2 and FMA3 (with the YMM
+// UseFMA reports whether the CPU and OS support AVX2 and FMA3 (with the YMM
 // state saved by the OS), which the assembly micro-kernel needs.
-var useFMA = func() bool {
+var UseFMA = func() bool {
 	_, _, c1, _ := cpuid(1, 0)
 	const fma, osxsave, avx = 1 << 12, 1 << 27, 1 << 28
 	if c1&(fma|osxsave|avx) != fma|osxsave|avx {
@@ -20,7 +20,7 @@ var useFMA = func() bool {
 // microKernel updates c[i*ldc+j] += Σ_p a[p*mr+i]·b[p*nr+j] for the mr×nr
 // block at c, with the AVX2/FMA kernel when the CPU has it.
 func microKernel(k int, a, b, c []float64, ldc int) {
-	if !useFMA {
+	if !UseFMA {
 		microKernelGeneric(k, a, b, c, ldc)
 		return
 	}
@@ -33,7 +33,7 @@ func microKernel(k int, a, b, c []float64, ldc int) {
 // mr×nr32 block at c, summed in float32 (with the AVX2/FMA kernel when the CPU
 // has it) and added to c in float64.
 func microKernel32(k int, a, b []float32, c []float64, ldc int) {
-	if !useFMA {
+	if !UseFMA {
 		microKernelGeneric(k, a, b, c, ldc)
 		return
 	}
@@ -55,65 +55,13 @@ func cpuid(eax, ecx uint32) (a, b, c, d uint32)
 
 func xgetbv() (eax, edx uint32)
 
-// expNeg sets dst[i] = exp(−gamma·src[i]) (adds it with acc) for
-// src[i] >= 0, with 0 for the exp where gamma·src[i] > expUnderflow; four
-// lanes at a time with AVX2/FMA (within 2 ulps, see exp_amd64.s), padding
-// the tail so every element takes the same path.
-func expNeg(dst, src []float64, gamma float64, acc bool) {
-	if !useFMA {
-		expNegGeneric(dst, src, gamma, acc)
-		return
-	}
-	if len(src) == 0 {
-		return
-	}
-	_ = dst[len(src)-1]
-	n := len(src) &^ 3
-	if n > 0 {
-		expNegAVX2(&dst[0], &src[0], n, gamma, acc)
-	}
-	if n < len(src) {
-		var a, b [4]float64
-		copy(a[:], src[n:])
-		copy(b[:], dst[n:len(src)])
-		expNegAVX2(&b[0], &a[0], 4, gamma, acc)
-		copy(dst[n:len(src)], b[:])
-	}
-}
-
-// powNeg sets e[i] = e[i]^m and adds it to dst[i], with 0 where
-// gamma·src[i] > expUnderflow: the next term exp(−γ·D) = exp(−(γ/m)·D)^m of
-// a power chain of the RBF mixture; four lanes at a time with AVX2,
-// bit-identical to powNegGeneric.
-func powNeg(dst, e, src []float64, gamma float64, m int) {
-	if !useFMA {
-		powNegGeneric(dst, e, src, gamma, m)
-		return
-	}
-	if len(src) == 0 {
-		return
-	}
-	_, _ = dst[len(src)-1], e[len(src)-1]
-	n := len(src) &^ 3
-	if n > 0 {
-		powNegAVX2(&dst[0], &e[0], &src[0], n, gamma, m)
-	}
-	powNegGeneric(dst[n:len(src)], e[n:len(src)], src[n:], gamma, m)
-}
-
-//go:noescape
-func powNegAVX2(dst, e, src *float64, n int, gamma float64, m int)
-
-//go:noescape
-func expNegAVX2(dst, src *float64, n int, gamma float64, acc bool)
-
-// sqDiffs returns Σ_k (x[k] − y[k])² over len(x) == len(y) elements in
+// SqDiffs returns Σ_k (x[k] − y[k])² over len(x) == len(y) elements in
 // float64, with AVX2 for the multiple-of-8 head when the CPU has it; the
-// result is bit-identical to sqDiffsGeneric's.
-func sqDiffs[T float32 | float64](x, y []T) float64 {
+// result is bit-identical to SqDiffsGeneric's.
+func SqDiffs[T float32 | float64](x, y []T) float64 {
 	n8 := len(x) &^ 7
-	if !useFMA || n8 == 0 {
-		return sqDiffsGeneric(x, y)
+	if !UseFMA || n8 == 0 {
+		return SqDiffsGeneric(x, y)
 	}
 	_ = y[len(x)-1]
 	var s [4]float64
@@ -126,7 +74,7 @@ func sqDiffs[T float32 | float64](x, y []T) float64 {
 	return foldSqDiffs(s, x[n8:], y[n8:len(x)])
 }
 
-// sqDiff64 is sqDiffsGeneric's head in AVX2 assembly; n % 8 == 0, n >= 8.
+// sqDiff64 is SqDiffsGeneric's head in AVX2 assembly; n % 8 == 0, n >= 8.
 //
 //go:noescape
 func sqDiff64(x, y *float64, n int, s *[4]float64)

@@ -1,4 +1,4 @@
-package psda
+package gram
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ const u32 = 0x1p-24
 // the product (the portable kernel has no FMA) and one for the sum; 1% more
 // for the second-order terms.
 func dotBound32(d int, absDot float64) float64 {
-	return float64(min(d, kBlock)+3) * u32 * absDot * 1.01
+	return float64(min(d, KBlock)+3) * u32 * absDot * 1.01
 }
 
 // randVectors returns n vectors of dimension d, N(0,1) plus an offset so that
@@ -32,27 +32,27 @@ func randVectors(rng *rand.Rand, n, d int, offset float64) []float64 {
 // collectGram runs engine and returns the n×m matrix of its tiles, failing
 // the test unless every entry of the computed blocks (the block upper
 // triangle with sym) is written exactly once; others are NaN.
-func collectGram(t *testing.T, engine func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(*tile)),
-	x, y vectors, sym bool, kind gramKind) []float64 {
+func collectGram(t *testing.T, engine func(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(*Tile)),
+	x, y Vectors, sym bool, kind Kind) []float64 {
 	t.Helper()
-	n, m := x.n, y.n
+	n, m := x.N, y.N
 	g := make([]float64, n*m)
 	seen := make([]int, n*m)
 	for i := range g {
 		g[i] = math.NaN()
 	}
-	engine(x, y, sym, kind, nil, func(tl *tile) {
-		for i := 0; i < tl.ni; i++ {
-			for j := 0; j < tl.nj; j++ {
-				g[(tl.i0+i)*m+tl.j0+j] = tl.g[i*tl.ld+j]
-				seen[(tl.i0+i)*m+tl.j0+j]++
+	engine(x, y, sym, kind, nil, func(tl *Tile) {
+		for i := 0; i < tl.NI; i++ {
+			for j := 0; j < tl.NJ; j++ {
+				g[(tl.I0+i)*m+tl.J0+j] = tl.G[i*tl.LD+j]
+				seen[(tl.I0+i)*m+tl.J0+j]++
 			}
 		}
 	})
 	for i := 0; i < n; i++ {
 		for j := 0; j < m; j++ {
 			want := 1
-			if sym && j/tileSize < i/tileSize {
+			if sym && j/TileSize < i/TileSize {
 				want = 0
 			}
 			if seen[i*m+j] != want {
@@ -69,36 +69,36 @@ func collectGram(t *testing.T, engine func(x, y vectors, sym bool, kind gramKind
 // for gram. Sizes are not multiples of the tile or micro-kernel sizes, d
 // spans one and two K blocks, and the direct path for small d is included.
 func TestGram32(t *testing.T) {
-	defer func(ts, dd int) { tileSize, directDim = ts, dd }(tileSize, directDim)
-	generic := func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(*tile)) {
+	defer func(ts, dd int) { TileSize, DirectDim = ts, dd }(TileSize, DirectDim)
+	generic := func(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(*Tile)) {
 		newGramRun(x, y, kind, false, microKernelGeneric[float32]).run(sym, mon, epi)
 	}
 	engines := []struct {
 		name string
-		run  func(x, y vectors, sym bool, kind gramKind, mon *Monitor, epi func(*tile))
-	}{{"gram32", gram32}, {"generic32", generic}, {"gram", gram}}
+		run  func(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(*Tile))
+	}{{"Gram32", Gram32}, {"generic32", generic}, {"Gram", Gram}}
 	cases := []struct {
 		name      string
 		nx, ny, d int
 		tile, dir int
 		sym       bool
-		kind      gramKind
+		kind      Kind
 	}{
-		{"dots/sym/two-kblocks", 61, 61, 300, 24, 16, true, dots},
-		{"dots/cross", 50, 77, 37, 40, 16, false, dots},
-		{"dots/cross/d=1", 13, 35, 1, 12, 0, false, dots},
-		{"sqdists/cross/two-kblocks", 45, 29, 300, 24, 16, false, sqdists},
-		{"sqdists/sym/gemm", 70, 70, 19, 36, 16, true, sqdists},
-		{"sqdists/sym/direct", 47, 47, 5, 18, 16, true, sqdists},
-		{"sqdists/cross/direct", 33, 41, 5, 30, 16, false, sqdists},
-		{"sqdists/cross/default-tile", 200, 401, 40, 192, 16, false, sqdists},
-		{"dots/sym/default-tile", 390, 390, 70, 192, 16, true, dots},
+		{"dots/sym/two-kblocks", 61, 61, 300, 24, 16, true, Dots},
+		{"dots/cross", 50, 77, 37, 40, 16, false, Dots},
+		{"dots/cross/d=1", 13, 35, 1, 12, 0, false, Dots},
+		{"sqdists/cross/two-kblocks", 45, 29, 300, 24, 16, false, SqDists},
+		{"sqdists/sym/gemm", 70, 70, 19, 36, 16, true, SqDists},
+		{"sqdists/sym/direct", 47, 47, 5, 18, 16, true, SqDists},
+		{"sqdists/cross/direct", 33, 41, 5, 30, 16, false, SqDists},
+		{"sqdists/cross/default-tile", 200, 401, 40, 192, 16, false, SqDists},
+		{"dots/sym/default-tile", 390, 390, 70, 192, 16, true, Dots},
 	}
 	rng := rand.New(rand.NewPCG(32, 32))
 	for _, tc := range cases {
-		tileSize, directDim = tc.tile, tc.dir
+		TileSize, DirectDim = tc.tile, tc.dir
 		offset := 0.0
-		if tc.kind == sqdists {
+		if tc.kind == SqDists {
 			offset = 2
 		}
 		xa := randVectors(rng, tc.nx, tc.d, offset)
@@ -106,7 +106,7 @@ func TestGram32(t *testing.T) {
 		if !tc.sym {
 			ya = randVectors(rng, tc.ny, tc.d, offset)
 		}
-		x, y := denseRows(xa, tc.nx, tc.d), denseRows(ya, tc.ny, tc.d)
+		x, y := DenseRows(xa, tc.nx, tc.d), DenseRows(ya, tc.ny, tc.d)
 		for _, e := range engines {
 			t.Run(tc.name+"/"+e.name, func(t *testing.T) {
 				g := collectGram(t, e.run, x, y, tc.sym, tc.kind)
@@ -114,13 +114,13 @@ func TestGram32(t *testing.T) {
 				for i := 0; i < tc.nx; i++ {
 					xi := xa[i*tc.d : (i+1)*tc.d]
 					for j := 0; j < tc.ny; j++ {
-						if tc.sym && j/tileSize < i/tileSize {
+						if tc.sym && j/TileSize < i/TileSize {
 							continue
 						}
 						yj := ya[j*tc.d : (j+1)*tc.d]
 						var want, absDot, nx, ny float64
 						for k := range xi {
-							if tc.kind == dots {
+							if tc.kind == Dots {
 								want += xi[k] * yj[k]
 							} else {
 								want += (xi[k] - yj[k]) * (xi[k] - yj[k])
@@ -130,12 +130,12 @@ func TestGram32(t *testing.T) {
 							ny += yj[k] * yj[k]
 						}
 						tol := dotBound32(tc.d, absDot)
-						if tc.kind == sqdists {
+						if tc.kind == SqDists {
 							// Rounded norms (2u each) and, on the direct path,
 							// rounded differences (at most 4u(‖x‖² + ‖y‖²)).
 							tol = 2*tol + 4.1*u32*(nx+ny)
 						}
-						if e.name == "gram" {
+						if e.name == "Gram" {
 							tol = 1e-13 * (absDot + nx + ny)
 						}
 						got := g[i*tc.ny+j]
@@ -146,7 +146,7 @@ func TestGram32(t *testing.T) {
 						rounded = rounded || math.Abs(got-want) > 1e-12*(absDot+nx+ny)
 					}
 				}
-				if is32 := e.name != "gram"; is32 && !rounded {
+				if is32 := e.name != "Gram"; is32 && !rounded {
 					t.Errorf("no float32 rounding seen: %s seems to compute in float64", e.name)
 				}
 			})
@@ -218,13 +218,58 @@ func TestSqDiffs(t *testing.T) {
 				abs += d * d
 			}
 			if got != gen {
-				t.Errorf("%s n=%d: sqDiffs %v, generic %v: not bit-identical", name, n, got, gen)
+				t.Errorf("%s n=%d: SqDiffs %v, generic %v: not bit-identical", name, n, got, gen)
 			}
 			if math.Abs(got-want) > float64(n)*1.2e-16*abs {
 				t.Errorf("%s n=%d: %v, plain sum %v", name, n, got, want)
 			}
 		}
-		check("float64", sqDiffs(x64, y64), sqDiffsGeneric(x64, y64), func(k int) float64 { return x64[k] }, func(k int) float64 { return y64[k] })
-		check("float32", sqDiffs(x32, y32), sqDiffsGeneric(x32, y32), func(k int) float64 { return float64(x32[k]) }, func(k int) float64 { return float64(y32[k]) })
+		check("float64", SqDiffs(x64, y64), SqDiffsGeneric(x64, y64), func(k int) float64 { return x64[k] }, func(k int) float64 { return y64[k] })
+		check("float32", SqDiffs(x32, y32), SqDiffsGeneric(x32, y32), func(k int) float64 { return float64(x32[k]) }, func(k int) float64 { return float64(y32[k]) })
+	}
+}
+
+// TestMicroKernel compares microKernel (assembly where available) with the
+// portable version; both accumulate in the same order, so the match is exact
+// up to FMA rounding.
+func TestMicroKernel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, k := range []int{1, 2, 3, 7, 256} {
+		t.Run(fmt.Sprint("k=", k), func(t *testing.T) {
+			a, b := make([]float64, k*mr), make([]float64, k*nr)
+			for i := range a {
+				a[i] = rng.NormFloat64()
+			}
+			for i := range b {
+				b[i] = rng.NormFloat64()
+			}
+			const ldc = nr + 3
+			got, want := make([]float64, mr*ldc), make([]float64, mr*ldc)
+			for i := range got {
+				got[i] = float64(i)
+				want[i] = float64(i)
+			}
+			microKernel(k, a, b, got, ldc)
+			microKernelGeneric(k, a, b, want, ldc)
+			closeTo(t, "c", got, want, 1e-14, 0)
+		})
+	}
+}
+
+// closeTo reports whether got matches want to tol relative to the larger of
+// want's largest entry and floor.
+func closeTo(t *testing.T, name string, got, want []float64, tol, floor float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: len %d, want %d", name, len(got), len(want))
+	}
+	scale := floor
+	for _, v := range want {
+		scale = max(scale, math.Abs(v))
+	}
+	for i := range got {
+		if d := math.Abs(got[i] - want[i]); !(d <= tol*scale) {
+			t.Fatalf("%s: entry %d = %.17g, want %.17g (|diff| %.3g, scale %.3g)", name, i, got[i], want[i], d, scale)
+		}
 	}
 }

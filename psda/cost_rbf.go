@@ -1,0 +1,486 @@
+package psda
+
+import (
+	"slices"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/rbf"
+	"github.com/psda-dev/psda/psda/internal/topk"
+)
+
+// This file holds the RBF-mixture MMD costs of both stages (docs/method.md,
+// "Stage 1" and "Stage 2"), the mixture itself being internal/rbf's.
+
+// rbf1 is Stage 1 of the RBF-mixture MMD:
+// C_ij·k² = [κ(s,s) − 2g(s_i)] + [κ(t,t) + 2g(t_j)] − 2κ(s_i,t_j) + ‖δ‖²
+// with g(z) = mean_i' κ(z,s_i') − mean_j' κ(z,t_j') (docs/method.md, "Stage 1"). The
+// self-kernel row sums need the two self Gram matrices (symmetric halves,
+// never stored); the cross kernel is stored in the result and finished in
+// place once its row and column sums are known.
+type rbf1 struct {
+	src, tgt  Matrix
+	S, T      gram.Vectors
+	kern      *rbf.Mixture
+	deferSums bool // see newStage1Model
+	mon       *Monitor
+	// Set by a full float64 pass: the cross kernel sums by row and column.
+	rs, cs gram.Partials
+	// Set by every pass over all entries: the nearest target of each
+	// source and source of each target (rbfErr32).
+	nearS, nearT *topk.Max
+	ss, tt       []float64 // self-kernel row sums, computed once (terms)
+}
+
+func newRBF1(src, tgt Matrix, kern *rbf.Mixture, deferSums bool, mon *Monitor) *rbf1 {
+	return &rbf1{src: src, tgt: tgt, S: rowsOf(src, nil, nil), T: rowsOf(tgt, nil, nil), kern: kern, deferSums: deferSums, mon: mon}
+}
+
+func (m *rbf1) pass(sc scope, emit func(i, j0 int, x []float64)) {
+	ns, nt := m.src.N, m.tgt.N
+	// Every pass over all entries finds the nearest partners (rbfErr32
+	// allows for a float32 one); the sums need float64.
+	whole := sc.rows == nil && sc.cols == nil
+	sums := sc.full() && !m.deferSums
+	if whole {
+		m.nearS, m.nearT = topk.NewMax(ns), topk.NewMax(nt)
+	}
+	if sums {
+		m.rs, m.cs = gram.NewPartials(gram.NBlocks(nt), ns), gram.NewPartials(gram.NBlocks(ns), nt)
+	}
+	kappa := sc.kernelRow(m.kern)
+	sc.gram(rowsOf(m.src, sc.rows, nil), rowsOf(m.tgt, sc.cols, nil), false, gram.SqDists, m.mon, func(t *gram.Tile) {
+		x, e := make([]float64, t.NJ), make([]float64, t.NJ)
+		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
+		for i := 0; i < t.NI; i++ {
+			kappa(x, t.G[i*t.LD:][:t.NJ], e)
+			if whole {
+				mx := 0.0
+				for j, v := range x {
+					mx = max(mx, v)
+					cmax[j] = max(cmax[j], v)
+				}
+				rmax[i] = mx
+			}
+			if sums {
+				rsum, csum := m.rs.Slot(t.BJ), m.cs.Slot(t.BI)
+				s := 0.0
+				for j, v := range x {
+					s += v
+					csum[t.J0+j] += v
+				}
+				rsum[t.I0+i] = s
+			}
+			for j, v := range x {
+				x[j] = -2 * v
+			}
+			emit(t.I0+i, t.J0, x)
+		}
+		if whole {
+			m.nearS.Raise(t.I0, rmax)
+			m.nearT.Raise(t.J0, cmax)
+		}
+	})
+}
+
+func (m *rbf1) terms() ([]float64, []float64) {
+	ns, nt := m.src.N, m.tgt.N
+	fs, ft := float64(ns), float64(nt)
+	rowTerm, colTerm := make([]float64, ns), make([]float64, nt)
+	if m.deferSums {
+		for i := range rowTerm {
+			rowTerm[i] = m.kern.NTerms
+		}
+		for j := range colTerm {
+			colTerm[j] = m.kern.NTerms
+		}
+		return rowTerm, colTerm
+	}
+	if m.ss == nil {
+		m.ss, m.tt = kernelRowSums(m.S, m.kern, m.mon), kernelRowSums(m.T, m.kern, m.mon)
+	}
+	ss, tt := m.ss, m.tt
+	st, ts := m.rs.Total(), m.cs.Total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
+	delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
+	for i := range rowTerm {
+		rowTerm[i] = m.kern.NTerms - 2*(ss[i]/fs-st[i]/ft) + delta2
+	}
+	for j := range colTerm {
+		colTerm[j] = m.kern.NTerms + 2*(ts[j]/fs-tt[j]/ft)
+	}
+	return rowTerm, colTerm
+}
+
+func (m *rbf1) at(i, j int) float64 { return -2 * m.kern.Eval(sqDist(m.src, i, nil, m.tgt, j)) }
+
+func (m *rbf1) err32() ([]float64, []float64) {
+	// X = −2κ(D).
+	es, et := err32(m.S), err32(m.T)
+	emax := max(slices.Max(es), slices.Max(et))
+	return scaled(rbfErr32(es, emax, m.nearS, m.kern), 2), scaled(rbfErr32(et, emax, m.nearT, m.kern), 2)
+}
+
+// kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
+// of the symmetric self Gram matrix.
+func kernelRowSums(x gram.Vectors, kern *rbf.Mixture, mon *Monitor) []float64 {
+	ps := gram.NewPartials(gram.NBlocks(x.N), x.N)
+	gram.Gram(x, x, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+		rsum, csum := ps.Slot(t.BJ), ps.Slot(t.BI)
+		k, e := make([]float64, t.NJ), make([]float64, t.NJ)
+		for i := 0; i < t.NI; i++ {
+			j0 := upperFrom(t, i)
+			kern.Row(k[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
+			s := 0.0
+			for j := j0; j < t.NJ; j++ {
+				v := k[j]
+				s += v
+				if t.I0+i != t.J0+j {
+					csum[t.J0+j] += v // on a diagonal tile csum is rsum: row j's share
+				}
+			}
+			rsum[t.I0+i] += s
+		}
+	})
+	return ps.Total()
+}
+
+// rbf2 is Stage 2 of the RBF-mixture MMD: C_rq·k² = ‖w_r + w_q‖² = ‖w_r‖² + ‖w_q‖² + 2⟨w_r, w_q⟩ with
+// v_r = φ(s_r) − φ(t_r), w_r = v_r − δ, ρ_r = ⟨v_r, δ⟩ = g(s_r) − g(t_r):
+// ⟨w_r, w_q⟩ = V_rq − ρ_r − ρ_q + ‖δ‖², ‖w_r‖² = V_rr − 2ρ_r + ‖δ‖², V_rq = ⟨v_r, v_q⟩.
+// One symmetric Gram pass over the 2P vectors z_2r = s_r, z_2r+1 = t_r gives
+// V, and, weighting each pair by 1/(uses of its source or target), the kernel
+// sums behind g and ‖δ‖²: the pairs cover every source and every target, so
+// no separate self-kernel pass is needed.
+type rbf2 struct {
+	src, tgt Matrix
+	pairs    []Pair
+	kern     *rbf.Mixture
+	mon      *Monitor
+	p, nb    int
+	ws, wt   []float64    // 1/uses of each pair's source and target (useWeights)
+	z        gram.Vectors // z_2r = s_r, z_2r+1 = t_r
+	// Set by a full float64 pass, per pair r: SS = Σ_i' κ(s_r, s_i'),
+	// ST = Σ_j' κ(s_r, t_j'), TS = Σ_i' κ(t_r, s_i'), TT = Σ_j' κ(t_r, t_j');
+	// V_rr, for ‖w_r‖²; the nearest other paired vector of each z.
+	pSS, pST, pTS, pTT gram.Partials
+	vrr                []float64
+	near               *topk.Max
+	// Set by finish: the weighted sums of SS, ST and TT (kernelSums).
+	sumSS, sumST, sumTT float64
+}
+
+func newRBF2(src, tgt Matrix, kern *rbf.Mixture, pairs []Pair, mon *Monitor) *rbf2 {
+	p := len(pairs)
+	ws, wt := useWeights(pairs, src.N, tgt.N)
+	z := gram.Vectors{N: 2 * p, D: src.D, Fill: func(r int, dst []float64) {
+		if r%2 == 0 {
+			src.Row(pairs[r/2].S, dst)
+		} else {
+			tgt.Row(pairs[r/2].T, dst)
+		}
+	}}
+	return &rbf2{src: src, tgt: tgt, pairs: pairs, kern: kern, mon: mon, p: p, nb: gram.NBlocks(2 * p),
+		ws: ws, wt: wt, z: z, vrr: make([]float64, p)}
+}
+
+func (m *rbf2) pass(sc scope, emit func(r, q0 int, v []float64)) {
+	z, kern, mon, p, nb, ws, wt, vrr := m.z, m.kern, m.mon, m.p, m.nb, m.ws, m.wt, m.vrr
+	if sc.rows != nil {
+		rbfPairRows(z, sc, kern, mon, emit)
+		return
+	}
+	sums := sc.full() // not from a float32 pass
+	if sums {
+		m.pSS, m.pST, m.pTS, m.pTT = gram.NewPartials(nb, p), gram.NewPartials(nb, p), gram.NewPartials(nb, p), gram.NewPartials(nb, p)
+		m.near = topk.NewMax(2 * p)
+	}
+	pSS, pST, pTS, pTT, near := m.pSS, m.pST, m.pTS, m.pTT, m.near
+	kappa := sc.kernelRow(kern)
+	sc.gram(z, z, true, gram.SqDists, mon, func(t *gram.Tile) {
+		r0, q0 := t.I0/2, t.J0/2
+		ks, kt, e := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+		out := make([]float64, t.NJ/2)
+		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ) // by z index
+		for ri := 0; ri < t.NI/2; ri++ {
+			r := r0 + ri
+			// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
+			j0 := 2 * upperFrom(t, ri)
+			kappa(ks[j0:], t.G[2*ri*t.LD+j0:][:t.NJ-j0], e[j0:])
+			kappa(kt[j0:], t.G[(2*ri+1)*t.LD+j0:][:t.NJ-j0], e[j0:])
+			from := j0/2 + b2i(t.Diag)
+			if !sums {
+				for qi := j0 / 2; qi < t.NJ/2; qi++ {
+					out[qi] = pairV(ks, kt, qi)
+				}
+				emit(r, q0+from, out[from:])
+				continue
+			}
+			rSS, rST, rTS, rTT := pSS.Slot(t.BJ), pST.Slot(t.BJ), pTS.Slot(t.BJ), pTT.Slot(t.BJ)
+			cSS, cST, cTS, cTT := pSS.Slot(t.BI), pST.Slot(t.BI), pTS.Slot(t.BI), pTT.Slot(t.BI)
+			var sSS, sST, sTS, sTT, mS, mT float64
+			for qi := j0 / 2; qi < t.NJ/2; qi++ {
+				q := q0 + qi
+				kss, kst := ks[2*qi], ks[2*qi+1]
+				kts, ktt := kt[2*qi], kt[2*qi+1]
+				v := pairV(ks, kt, qi)
+				out[qi] = v
+				sSS += ws[q] * kss
+				sST += wt[q] * kst
+				sTS += ws[q] * kts
+				sTT += wt[q] * ktt
+				if q == r { // on a diagonal tile the c slots are the r slots
+					vrr[r] = v
+					mS, mT = max(mS, kst), max(mT, kst) // κ(s_r, s_r) is not another vector's
+					continue
+				}
+				cSS[q] += ws[r] * kss
+				cST[q] += wt[r] * kts
+				cTS[q] += ws[r] * kst
+				cTT[q] += wt[r] * ktt
+				mS, mT = max(mS, kss, kst), max(mT, kts, ktt)
+				cmax[2*qi], cmax[2*qi+1] = max(cmax[2*qi], kss, kts), max(cmax[2*qi+1], kst, ktt)
+			}
+			rSS[r] += sSS
+			rST[r] += sST
+			rTS[r] += sTS
+			rTT[r] += sTT
+			rmax[2*ri], rmax[2*ri+1] = mS, mT
+			emit(r, q0+from, out[from:])
+		}
+		if sums {
+			near.Raise(t.I0, rmax)
+			near.Raise(t.J0, cmax)
+		}
+	})
+}
+
+func (m *rbf2) finish() ([]float64, []float64) {
+	src, tgt, p, ws, wt, vrr := m.src, m.tgt, m.p, m.ws, m.wt, m.vrr
+	pSS, pST, pTS, pTT := m.pSS, m.pST, m.pTS, m.pTT
+	ss, st, ts, tt := pSS.Total(), pST.Total(), pTS.Total(), pTT.Total()
+	fs, ft := float64(src.N), float64(tgt.N)
+	sumSS, sumST, sumTT := 0.0, 0.0, 0.0
+	for r := range ss {
+		sumSS += ws[r] * ss[r]
+		sumST += ws[r] * st[r]
+		sumTT += wt[r] * tt[r]
+	}
+	m.sumSS, m.sumST, m.sumTT = sumSS, sumST, sumTT
+	delta2 := sumSS/(fs*fs) - 2*sumST/(fs*ft) + sumTT/(ft*ft)
+	node, w2 := make([]float64, p), make([]float64, p)
+	for r := range node {
+		rho := (ss[r]/fs - st[r]/ft) - (ts[r]/fs - tt[r]/ft)
+		w2[r] = vrr[r] - 2*rho + delta2
+		node[r] = w2[r] - 2*rho + delta2 // c_rq·k² = node_r + node_q + 2V_rq
+	}
+	return node, w2
+}
+
+func (m *rbf2) at(r, q int) float64 { return pairKernel(m.src, m.tgt, m.kern, m.pairs[r], m.pairs[q]) }
+
+func (m *rbf2) err32() []float64 {
+	z, kern, near, p := m.z, m.kern, m.near, m.p
+	// V_rq adds four kernel values, κ(s_r, s_q), κ(s_r, t_q),
+	// κ(t_r, s_q), κ(t_r, t_q), each off by at most k[x] + k[y]
+	// (rbfErr32): 2(k[s_r] + k[t_r]) per pair.
+	e := err32(z)
+	k := rbfErr32(e, slices.Max(e), near, kern)
+	out := make([]float64, p)
+	for r := range out {
+		out[r] = 2 * (k[2*r] + k[2*r+1])
+	}
+	return out
+}
+
+func (m *rbf2) kernelSums() (ss, st, tt float64) { return m.sumSS, m.sumST, m.sumTT }
+
+// rbfPairRows is the partial pass of rbf2: V_rq for the pairs r of
+// sc.rows against every pair q, from the Gram matrix of their interleaved
+// vectors (z_2r = s_r, z_2r+1 = t_r) with all of z.
+func rbfPairRows(z gram.Vectors, sc scope, kern *rbf.Mixture, mon *Monitor, emit func(r, q0 int, v []float64)) {
+	sub := gram.Vectors{N: 2 * len(sc.rows), D: z.D, Fill: func(i int, dst []float64) { z.Fill(2*sc.rows[i/2]+i%2, dst) }}
+	kappa := sc.kernelRow(kern)
+	sc.gram(sub, z, false, gram.SqDists, mon, func(t *gram.Tile) {
+		ks, kt, e := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+		out := make([]float64, t.NJ/2)
+		for ri := 0; ri < t.NI/2; ri++ {
+			kappa(ks, t.G[2*ri*t.LD:][:t.NJ], e)
+			kappa(kt, t.G[(2*ri+1)*t.LD:][:t.NJ], e)
+			for qi := range out {
+				out[qi] = pairV(ks, kt, qi)
+			}
+			emit(sc.rows[t.I0/2+ri], t.J0/2, out)
+		}
+	})
+}
+
+// pairV returns V_rq from the kernel rows ks of s_r and kt of t_r against
+// interleaved (s_q, t_q) at 2·qi and 2·qi+1.
+func pairV(ks, kt []float64, qi int) float64 {
+	return ks[2*qi] - ks[2*qi+1] - kt[2*qi] + kt[2*qi+1]
+}
+
+// pairKernel returns V_rq = ⟨φ(s_r) − φ(t_r), φ(s_q) − φ(t_q)⟩ for the pairs
+// pr and pq, in O(d).
+func pairKernel(src, tgt Matrix, kern *rbf.Mixture, pr, pq Pair) float64 {
+	k := func(a Matrix, i int, b Matrix, j int) float64 { return kern.Eval(sqDist(a, i, nil, b, j)) }
+	return k(src, pr.S, src, pq.S) - k(src, pr.S, tgt, pq.T) - k(tgt, pr.T, src, pq.S) + k(tgt, pr.T, tgt, pq.T)
+}
+
+// factorMin is the least ratio P/n_b at which Stage 2 stores the cross
+// kernel instead of computing the Gram matrix of all 2P paired vectors; a
+// variable so that tests can force either path.
+var factorMin = 4
+
+// factorable reports whether the pairs are those of an imbalanced Stage 1
+// with the larger side A in order (pair r holds row r of A, every row of A
+// once) and the smaller side B at least factorMin times smaller. It returns
+// A, B and the B row of each pair.
+func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool) {
+	p := len(pairs)
+	inOrder := func(side func(Pair) int) bool {
+		for r, pr := range pairs {
+			if side(pr) != r {
+				return false
+			}
+		}
+		return true
+	}
+	bIdx = make([]int, p)
+	switch {
+	case src.N == p && tgt.N*factorMin <= p && inOrder(func(pr Pair) int { return pr.S }):
+		for r, pr := range pairs {
+			bIdx[r] = pr.T
+		}
+		return src, tgt, bIdx, true
+	case tgt.N == p && src.N*factorMin <= p && inOrder(func(pr Pair) int { return pr.T }):
+		for r, pr := range pairs {
+			bIdx[r] = pr.S
+		}
+		return tgt, src, bIdx, true
+	}
+	return Matrix{}, Matrix{}, nil, false
+}
+
+// rbf2Factored is rbf2 for pairs (a_r, b_{bIdx[r]}) where a covers
+// one side in order and b, the other side, is small. Then
+// V_rq = K_aa[r,q] − K_ab[r,b_q] − K_ab[q,b_r] + K_bb[b_r,b_q]
+// (V is symmetric in the roles of source and target), so instead of the
+// Gram matrix of the 2P paired vectors ((2P)²/2 kernel entries) it computes
+// K_bb and K_ab once and stores them (2·P·n_b + n_b² values), then K_aa tile
+// by tile (P²/2 entries): about 4× fewer kernel entries when n_b << P.
+// With g(z) = mean_i κ(z,s_i) − mean_j κ(z,t_j), hA[r] = rowAA[r]/n_a −
+// rowAB[r]/n_b and hB[j] = colAB[j]/n_a − rowBB[j]/n_b, g(a_r) = σ·hA[r]
+// and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
+// the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
+// Memory: the result plus 2·P·n_b + n_b² float64.
+type rbf2Factored struct {
+	a, b  Matrix
+	bIdx  []int
+	kern  *rbf.Mixture
+	mon   *Monitor
+	p, nb int
+	A, B  gram.Vectors
+	// Set by the pass: K_bb, K_ab row-major and transposed, the row sums
+	// of K_ab, its column sums and the row sums of K_aa.
+	kbb, kab, kba, rowAB, colAB, rowAA []float64
+}
+
+func newRBF2Factored(a, b Matrix, bIdx []int, kern *rbf.Mixture, mon *Monitor) *rbf2Factored {
+	return &rbf2Factored{a: a, b: b, bIdx: bIdx, kern: kern, mon: mon, p: a.N, nb: b.N,
+		A: rowsOf(a, nil, nil), B: rowsOf(b, nil, nil)}
+}
+
+// at returns V_rq: V is symmetric in the roles of the two sides, so A may
+// pose as the source.
+func (m *rbf2Factored) at(r, q int) float64 {
+	return pairKernel(m.a, m.b, m.kern, Pair{r, m.bIdx[r]}, Pair{q, m.bIdx[q]})
+}
+
+func (m *rbf2Factored) pass(_ scope, emit func(r, q0 int, v []float64)) {
+	A, B, bIdx, kern, mon, p, nb := m.A, m.B, m.bIdx, m.kern, m.mon, m.p, m.nb
+	kbb := make([]float64, nb*nb)
+	gram.Gram(B, B, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+		e := make([]float64, t.NJ)
+		for i := 0; i < t.NI; i++ {
+			j0 := upperFrom(t, i)
+			row := kbb[(t.I0+i)*nb+t.J0:][:t.NJ]
+			kern.Row(row[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
+			for j := j0; j < t.NJ; j++ {
+				kbb[(t.J0+j)*nb+t.I0+i] = row[j]
+			}
+		}
+	})
+	// K_ab twice, row-major and transposed, so that both of its terms in
+	// V_rq are read along rows (a strided read misses the cache per entry).
+	kab, kba := make([]float64, p*nb), make([]float64, nb*p)
+	rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
+	gram.Gram(A, B, false, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+		rsum, csum := rs.Slot(t.BJ), cs.Slot(t.BI)
+		e := make([]float64, t.NJ)
+		for i := 0; i < t.NI; i++ {
+			r := t.I0 + i
+			row := kab[r*nb+t.J0:][:t.NJ]
+			kern.Row(row, t.G[i*t.LD:][:t.NJ], e)
+			s := 0.0
+			for j, v := range row {
+				s += v
+				csum[t.J0+j] += v
+				kba[(t.J0+j)*p+r] = v
+			}
+			rsum[r] = s
+		}
+	})
+	rowAB, colAB := rs.Total(), cs.Total()
+	pa := gram.NewPartials(gram.NBlocks(p), p)
+	gram.Gram(A, A, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+		rsum, csum := pa.Slot(t.BJ), pa.Slot(t.BI)
+		kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+		for i := 0; i < t.NI; i++ {
+			r := t.I0 + i
+			j0 := upperFrom(t, i)
+			kern.Row(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
+			br := bIdx[r]
+			abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
+			bar := kba[br*p+t.J0:][:t.NJ] // K_ab[q, b_r] for the tile's q
+			bq := bIdx[t.J0:][:t.NJ]
+			s := 0.0
+			for j := j0; j < t.NJ; j++ {
+				q, v := t.J0+j, kr[j]
+				s += v
+				if q != r {
+					csum[q] += v // on a diagonal tile csum is rsum: row q's share
+				}
+				out[j] = v - abr[bq[j]] - bar[j] + bbr[bq[j]]
+			}
+			rsum[r] += s
+			from := j0 + b2i(t.Diag)
+			emit(r, t.J0+from, out[from:])
+		}
+	})
+	rowAA := pa.Total()
+	m.kbb, m.kab, m.kba, m.rowAB, m.colAB, m.rowAA = kbb, kab, kba, rowAB, colAB, rowAA
+}
+
+func (m *rbf2Factored) finish() ([]float64, []float64) {
+	kbb, kab, rowAB, colAB, rowAA, bIdx, kern, p, nb := m.kbb, m.kab, m.rowAB, m.colAB, m.rowAA, m.bIdx, m.kern, m.p, m.nb
+	rowBB := make([]float64, nb)
+	for j := range rowBB {
+		rowBB[j] = sum(kbb[j*nb : (j+1)*nb])
+	}
+	fa, fb := float64(p), float64(nb)
+	delta2 := sum(rowAA)/(fa*fa) - 2*sum(rowAB)/(fa*fb) + sum(rowBB)/(fb*fb)
+	hB := make([]float64, nb)
+	for j := range hB {
+		hB[j] = colAB[j]/fa - rowBB[j]/fb
+	}
+	node, w2 := make([]float64, p), make([]float64, p)
+	for r := range node {
+		rho := rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
+		w2[r] = 2*kern.NTerms - 2*kab[r*nb+bIdx[r]] - 2*rho + delta2
+		node[r] = w2[r] - 2*rho + delta2
+	}
+	return node, w2
+}
+
+// err32 is never called: the factored model runs on the dense path only.
+func (m *rbf2Factored) err32() []float64 { return nil }

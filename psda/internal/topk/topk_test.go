@@ -1,0 +1,65 @@
+package topk
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestLists offers values with many ties in two different orders and
+// checks each settled list against the k best by a full sort (value, then
+// tieKey), and limit against its definition.
+func TestLists(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 1))
+	for _, k := range []int{1, 2, 5, 64} {
+		for _, n := range []int{0, 1, k - 1, k, k + 1, 3 * k, 40 * k} {
+			type entry struct {
+				v float64
+				j int32
+			}
+			offers := make([]entry, n)
+			for q := range offers {
+				offers[q] = entry{float64(rng.IntN(max(n/3, 1))), int32(q)} // ties
+			}
+			want := slices.Clone(offers)
+			slices.SortFunc(want, func(a, b entry) int {
+				switch {
+				case worse(3, a.v, a.j, b.v, b.j):
+					return 1
+				case worse(3, b.v, b.j, a.v, a.j):
+					return -1
+				}
+				return 0
+			})
+			want = want[:min(k, n)]
+			for _, order := range [][]int{rng.Perm(n), rng.Perm(n)} {
+				s := New(5, k)
+				for _, q := range order {
+					s.Offer(3, offers[q].v, offers[q].j, -offers[q].v)
+				}
+				var got []entry
+				s.Each(3, func(j int, v, aux float64) {
+					if aux != -v {
+						t.Fatalf("aux %v for value %v", aux, v)
+					}
+					got = append(got, entry{v, int32(j)})
+				})
+				slices.SortFunc(got, func(a, b entry) int { return cmp.Compare(a.j, b.j) })
+				w := slices.Clone(want)
+				slices.SortFunc(w, func(a, b entry) int { return cmp.Compare(a.j, b.j) })
+				if !slices.Equal(got, w) {
+					t.Fatalf("k=%d n=%d: kept %v, want %v", k, n, got, w)
+				}
+				lim := math.Inf(1)
+				if n >= k {
+					lim = want[k-1].v
+				}
+				if s.Limit(3) != lim || s.Limit(0) != math.Inf(1) {
+					t.Fatalf("k=%d n=%d: limit %v (empty item %v), want %v", k, n, s.Limit(3), s.Limit(0), lim)
+				}
+			}
+		}
+	}
+}

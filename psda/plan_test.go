@@ -1,0 +1,148 @@
+package psda
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
+)
+
+func TestDenseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		ns, nt, stages int
+		want           int64
+	}{
+		{"balanced stage 1", 1000, 1000, 1, 8e6},
+		{"transposed stage 1", 10, 1000, 1, 2 * 8 * 10 * 1000},
+		{"stage 2 dominates", 15000, 2000, 2, 8 * 15000 * 15000},
+		{"odd pairs get a dummy", 7, 3, 2, 8 * 8 * 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := denseBytes(tc.ns, tc.nt, tc.stages); got != tc.want {
+				t.Fatalf("denseBytes(%d, %d, %d) = %d, want %d", tc.ns, tc.nt, tc.stages, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMatchRefusesWhatCannotFit(t *testing.T) {
+	if availableBytes() <= 0 {
+		t.Skip("this system does not report available memory")
+	}
+	saved := availableBytes
+	defer func() { availableBytes = saved }()
+	availableBytes = func() int64 { return 1 << 30 } // pose as a machine with 1 GiB free
+	big := Matrix{N: 20000, D: 1, F32: make([]float32, 20000)}
+	small := Matrix{N: 100, D: 1, F32: make([]float32, 100)}
+	_, err := Match(big, big, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
+	if err == nil || !strings.Contains(err.Error(), "3.2 GB for its dense cost matrices") {
+		t.Fatalf("20000×20000 on 1 GiB: got %v, want an out-of-memory refusal", err)
+	}
+	if _, err := Match(small, small, Config{BatchSize: 2, Stages: 2, Discrepancy: MMD, Kernel: Linear}); err != nil {
+		t.Fatalf("100×100 refused: %v", err)
+	}
+}
+
+// Issue 17 case 2: CORAL's d×d covariances count, so that wide features are
+// refused instead of aborting the process; with fewer rows than features
+// there are none (covForm), and n = 8, d = 16,000 runs in little memory.
+func TestMatchRefusesCoralCovariancesThatCannotFit(t *testing.T) {
+	saved := availableBytes
+	defer func() { availableBytes = saved }()
+	availableBytes = func() int64 { return 150e6 }
+	const n, d = 3000, 2000 // n_s+n_t > d: the dense form, 4·8·d² = 128 MB
+	x := Matrix{N: n, D: d, F32: make([]float32, n*d)}
+	_, err := Match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: CORAL, Kernel: Linear})
+	if err == nil || !strings.Contains(err.Error(), "2000×2000 covariances") || !strings.Contains(err.Error(), "feature dimension") {
+		t.Fatalf("CORAL at n = %d, d = %d on 150 MB: got %v, want a refusal naming the covariances", n, d, err)
+	}
+	availableBytes = func() int64 { return 6 << 30 } // the issue's 6 GB limit
+	const wn, wd = 8, 16000
+	w := Matrix{N: wn, D: wd, F32: make([]float32, wn*wd)}
+	for i := range w.F32 {
+		w.F32[i] = float32(i%13) - 6
+	}
+	m, err := Match(w, w, Config{BatchSize: 2, Stages: 2, Discrepancy: CORAL, Kernel: Linear})
+	if err != nil || len(m.Pairs) != wn {
+		t.Fatalf("CORAL at n = %d, d = %d: %v", wn, wd, err)
+	}
+}
+
+// TestLowDimSparse checks Auto's rule for a sparse Stage 2 below the size
+// limit: linear MMD, d <= directDim, at least lowDimPairs pairs, at most 1%
+// duplicated rows per domain, and never when the user forced a path.
+func TestLowDimSparse(t *testing.T) {
+	withDups := func(m Matrix, k int) Matrix { // rows 1..k copy row 0
+		c := Matrix{N: m.N, D: m.D, F64: slices.Clone(m.F64)}
+		for i := 1; i <= k; i++ {
+			copy(c.F64[i*m.D:(i+1)*m.D], c.F64[:m.D])
+		}
+		return c
+	}
+	n := lowDimPairs
+	src, tgt := gaussFeatures(n, 2, 1), gaussFeatures(n-5, 2, 2)
+	linear := Config{Discrepancy: MMD, Kernel: Linear, Stages: 2}
+	with := func(f func(*Config)) Config { c := linear; f(&c); return c }
+	for _, tc := range []struct {
+		name     string
+		src, tgt Matrix
+		cfg      Config
+		want     bool
+	}{
+		{"gaussian 2-D linear", src, tgt, linear, true},
+		{"auto spelled out", src, tgt, with(func(c *Config) { c.Solver = Auto }), true},
+		{"forced dense", src, tgt, with(func(c *Config) { c.Solver = Dense }), false},
+		{"forced sparse", src, tgt, with(func(c *Config) { c.Solver = Sparse }), false},
+		{"rbf", src, tgt, with(func(c *Config) { c.Kernel = RBF }), false},
+		{"coral", src, tgt, Config{Discrepancy: CORAL, Stages: 2}, false},
+		{"one stage", src, tgt, with(func(c *Config) { c.Stages = 1 }), false},
+		{"too few pairs", gaussFeatures(n-1, 2, 1), gaussFeatures(n-1, 2, 2), linear, false},
+		{"too many features", gaussFeatures(n, gram.DirectDim+1, 1), gaussFeatures(n, gram.DirectDim+1, 2), linear, false},
+		{"1% duplicated sources", withDups(src, n/100), tgt, linear, true},
+		{"over 1% duplicated targets", src, withDups(tgt, n/100+1), linear, false},
+	} {
+		if got := lowDimSparse(tc.src, tc.tgt, tc.cfg); got != tc.want {
+			t.Errorf("%s: lowDimSparse = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := duplicates(Matrix{N: 4, D: 1, F64: []float64{0, math.Copysign(0, -1), 1, 1}}); got != 2 {
+		t.Errorf("duplicates of {0, -0, 1, 1} = %d, want 2 (-0 equals 0)", got)
+	}
+}
+
+// TestSparseStages checks the solver choice of Match, forced and Auto,
+// against the rule stated in SparseStages' doc.
+func TestSparseStages(t *testing.T) {
+	small, smallT := gaussFeatures(300, 2, 1), gaussFeatures(300, 2, 2)
+	low, lowT := gaussFeatures(lowDimPairs, 2, 1), gaussFeatures(lowDimPairs, 2, 2)
+	rbf2 := Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Stages: 2}
+	lin2 := Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear, Stages: 2}
+	with := func(c Config, f func(*Config)) Config { f(&c); return c }
+	for _, tc := range []struct {
+		name         string
+		src, tgt     Matrix
+		cfg          Config
+		limit        int64 // denseLimit during the case
+		want1, want2 bool
+	}{
+		{"auto small", small, smallT, rbf2, denseLimit, false, false},
+		{"auto over the limit", small, smallT, rbf2, 8*300*300 - 1, true, true},
+		{"auto stage 1 over the limit only (its transpose)", gaussFeatures(200, 2, 1), gaussFeatures(300, 2, 2), rbf2, 8 * 300 * 300, true, false},
+		{"forced sparse", small, smallT, with(rbf2, func(c *Config) { c.Solver = Sparse }), denseLimit, true, true},
+		{"forced sparse, one stage", small, smallT, with(rbf2, func(c *Config) { c.Solver, c.Stages = Sparse, 1 }), denseLimit, true, false},
+		{"forced dense over the limit", small, smallT, with(rbf2, func(c *Config) { c.Solver = Dense }), 1, false, false},
+		{"auto low-dimensional linear", low, lowT, lin2, denseLimit, false, true},
+		{"low-dimensional linear, forced dense", low, lowT, with(lin2, func(c *Config) { c.Solver = Dense }), denseLimit, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(l int64) { denseLimit = l }(denseLimit)
+			denseLimit = tc.limit
+			if s1, s2 := SparseStages(tc.src, tc.tgt, tc.cfg); s1 != tc.want1 || s2 != tc.want2 {
+				t.Fatalf("SparseStages = (%v, %v), want (%v, %v)", s1, s2, tc.want1, tc.want2)
+			}
+		})
+	}
+}

@@ -1,0 +1,278 @@
+package psda
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"sync"
+
+	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/topk"
+)
+
+// This file holds the pricing passes of pricing.go's loop and the bounds
+// that decide which rows and columns need one: the candidate lists'
+// thresholds (screen, screenSplit) and the potentials' moves (splitCheck).
+
+// priceSink returns the callbacks of a pass (see pricedStage.pass) that
+// offer every edge (a, b) with cross part x to item a, valued at its
+// reduced cost c·x − z[a] − w[b] and with aux x; the edges (a, a) when
+// noDiag and those with skip(a, b) are left out. skip is only asked about
+// edges that would enter the list, so it may cost more than the rest.
+func priceSink(s *topk.Lists, c float64, z, w []float64, noDiag bool, skip func(a, b int) bool) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
+	bound := s.Bound
+	row := func(a, b0 int, xs []float64) {
+		mu := s.Stripe(a / topk.LockBlock)
+		mu.Lock()
+		za, lim := z[a], bound(a)
+		ws := w[b0 : b0+len(xs)]
+		for k, x := range xs {
+			if r := c*x - za - ws[k]; r <= lim && !(noDiag && a == b0+k) && !skip(a, b0+k) {
+				s.Offer(a, r, int32(b0+k), x)
+				lim = bound(a)
+			}
+		}
+		mu.Unlock()
+	}
+	col := func(b, a0 int, xs []float64, idx []int) {
+		locked, wb := -1, w[b]
+		for k, x := range xs {
+			a := a0 + k
+			if idx != nil {
+				a = idx[a]
+			}
+			if l := a / topk.LockBlock; l != locked {
+				if locked >= 0 {
+					s.Stripe(locked).Unlock()
+				}
+				s.Stripe(l).Lock()
+				locked = l
+			}
+			if r := c*x - z[a] - wb; r <= bound(a) && !(noDiag && a == b) && !skip(a, b) {
+				s.Offer(a, r, int32(b), x)
+			}
+		}
+		if locked >= 0 {
+			s.Stripe(locked).Unlock()
+		}
+	}
+	return row, col
+}
+
+// candidates returns the sinks of a candidate pass over nr row items and
+// nc column indices: every entry offered at its cross part.
+func candidates(s *topk.Lists, nr, nc int) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
+	return priceSink(s, 1, make([]float64, nr), make([]float64, nc), false, func(int, int) bool { return false })
+}
+
+// price runs a pricing pass over the rows sub (nil: all) into best: each
+// row keeps the sparseAdd edges outside adj (has) of least reduced cost
+// under (z, w). When the stage has float32 bounds (eR), the pass runs in
+// float32 (about 1.5× faster) and offers lower bounds,
+// cs·x̃ − z[a] − w[b] − cs·(eR[a] + eC[b]), so that every edge a row does
+// not keep still costs at least its list's limit; the kept edges then get
+// their exact cross parts (aux, from at), which the violator checks read.
+// A row whose float32 list holds no violator and yet cannot certify it
+// (limit below −tol: more than sparseAdd edges within the error bound of
+// tight) is marked in need64 and priced in float64 the next time, as are
+// the rows marked before.
+func (st *pricedStage) price(best *topk.Lists, sub []int, z, w []float64, has func(a, b int) bool, need64 []bool, tol float64, mon *Monitor) error {
+	cs := st.coef * st.scale
+	if st.eR == nil {
+		row, col := priceSink(best, cs, z, w, st.noDiag, has)
+		st.pass(sub, false, row, col)
+		return mon.err()
+	}
+	zl, wl := slices.Clone(z), slices.Clone(w)
+	for a, e := range st.eR {
+		zl[a] += cs * e
+	}
+	for b, e := range st.eC {
+		wl[b] += cs * e
+	}
+	row, col := priceSink(best, cs, zl, wl, st.noDiag, has)
+	st.pass(sub, true, row, col)
+	if err := mon.err(); err != nil {
+		return err
+	}
+	rows := indices(sub, st.rows)
+	redo := []int{}
+	for _, a := range rows {
+		if need64[a] {
+			redo = append(redo, a)
+			best.Reset(a)
+		}
+	}
+	par.Rows(len(rows), func(k0, k1 int) {
+		for _, a := range rows[k0:k1] {
+			clean := true // no violator among the kept edges
+			t0, t1 := best.Entries(a)
+			for t := t0; t < t1; t++ {
+				b := int(best.Idx[t])
+				best.Aux[t] = st.at(a, b)
+				clean = clean && cs*best.Aux[t]-z[a]-w[b] >= -tol
+			}
+			need64[a] = clean && best.Limit(a) < -tol
+		}
+	})
+	if len(redo) > 0 {
+		trace("  %d rows priced in float64", len(redo))
+		row, col := priceSink(best, cs, z, w, st.noDiag, has)
+		st.pass(redo, false, row, col)
+		for _, a := range redo {
+			need64[a] = false
+		}
+	}
+	return mon.err()
+}
+
+// priceCols runs a column pass over cols, adds to adj every edge into them
+// whose reduced cost under (z, w) is below −tol and returns their number.
+func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj edges) int {
+	var mu sync.Mutex
+	var found []edge
+	var from []int
+	st.passCols(cols, func(a, b int, x float64) {
+		if st.noDiag && a == b || st.coef*x*st.scale-z[a]-w[b] >= -tol {
+			return
+		}
+		mu.Lock()
+		found, from = append(found, edge{int32(b), x}), append(from, a)
+		mu.Unlock()
+	})
+	added := 0
+	for k, e := range found {
+		if !adj.has(from[k], int(e.b)) {
+			st.link(adj, from[k], int(e.b), e.x)
+			added++
+		}
+	}
+	if added > 0 {
+		adj.normalise()
+	}
+	return added
+}
+
+// screen sets tail[a] to a lower bound on the reduced cost of every edge of
+// row a outside the candidate graph into the columns b with !skip[b] (skip
+// nil: all), min_b cs·max(tauR[a], tauC[b]) − z[a] − w[b] with cs =
+// coef·scale > 0 (such an edge is in neither its row's nor its column's
+// list), in O((rows + cols)·log cols): over the columns sorted by tauC, a
+// prefix maximum of w serves those with tauC[b] <= tauR[a] and a suffix
+// minimum of cs·tauC[b] − w[b] the others.
+func (st *pricedStage) screen(z, w, tail []float64, skip []bool) {
+	cs := st.coef * st.scale
+	order := make([]int, 0, len(w))
+	for b := range w {
+		if skip == nil || !skip[b] {
+			order = append(order, b)
+		}
+	}
+	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(st.tauC[p], st.tauC[q]) })
+	pre := make([]float64, len(order)+1) // max w over order[:k]
+	pre[0] = math.Inf(-1)
+	for k, b := range order {
+		pre[k+1] = max(pre[k], w[b])
+	}
+	suf := make([]float64, len(order)+1) // min of cs·tauC − w over order[k:]
+	suf[len(order)] = math.Inf(1)
+	for k := len(order) - 1; k >= 0; k-- {
+		b := order[k]
+		suf[k] = min(suf[k+1], cs*st.tauC[b]-w[b])
+	}
+	for a, ta := range st.tauR {
+		k, _ := slices.BinarySearchFunc(order, ta, func(b int, t float64) int { return cmp.Compare(st.tauC[b], t) })
+		// For k = 0 the first term is +Inf; for ta = +Inf the tail is +Inf.
+		tail[a] = min(cs*ta-pre[k], suf[k]) - z[a]
+	}
+}
+
+// screenSplit fills tail from the candidate lists (screen), leaving out the
+// columns it returns, which the caller prices by a column pass: the 0, 1,
+// 2, 4, … (at most a quarter) columns of largest w, whose potential fails
+// most rows, chosen so that the column pass (rows entries a column) and the
+// row pass over the rows that still fail (cols entries a row; all rows
+// beyond a quarter) price the fewest entries.
+func (st *pricedStage) screenSplit(z, w, tail []float64, tol float64) []int {
+	order := make([]int, len(w))
+	for b := range order {
+		order[b] = b
+	}
+	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(w[q], w[p]) })
+	skip := make([]bool, len(w))
+	work := func(c int) int64 {
+		clear(skip)
+		for _, b := range order[:c] {
+			skip[b] = true
+		}
+		st.screen(z, w, tail, skip)
+		fail := 0
+		for _, t := range tail {
+			if t < -tol {
+				fail++
+			}
+		}
+		if fail > st.rows/4 {
+			fail = st.rows
+		}
+		return int64(c)*int64(st.rows) + int64(fail)*int64(len(w))
+	}
+	best, bestWork := 0, int64(math.MaxInt64)
+	for c := 0; c <= len(order)/4; c = max(2*c, c+1) {
+		if wk := work(c); wk < bestWork {
+			best, bestWork = c, wk
+		}
+	}
+	work(best)
+	return order[:best]
+}
+
+// splitCheck decides how to certify the rows' tails after the potentials
+// moved: row a's edges outside the graph and its kept list cost at least
+// slack[a] − rise[b] now, and rise[b] <= limit[a] (the largest rise since
+// the row's pass). With a threshold τ, the columns whose rise exceeds τ are
+// priced by a column pass and the rows with slack[a] − min(τ, limit[a]) <
+// −tol by a row pass. It tries τ at the 0th, 1st, 2nd, 4th, 8th, …
+// largest rise (at most a quarter of the columns in the column pass),
+// keeps the one that prices the fewest lines, and returns the rows and
+// columns.
+func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int) {
+	order := make([]int, len(rise))
+	for b := range order {
+		order[b] = b
+	}
+	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(rise[q], rise[p]) })
+	tauAt := func(c int) float64 {
+		if c < len(order) {
+			return rise[order[c]]
+		}
+		return math.Inf(-1)
+	}
+	failing := func(tau float64, out []int) ([]int, int) {
+		n := 0
+		for a, sl := range slack {
+			if sl-min(tau, limit[a]) < -tol {
+				n++
+				if out != nil {
+					out = append(out, a)
+				}
+			}
+		}
+		return out, n
+	}
+	bestC, bestCost := 0, math.MaxInt
+	for c := 0; c <= len(order)/4; c = max(2*c, c+1) {
+		if _, n := failing(tauAt(c), nil); c+n < bestCost {
+			bestC, bestCost = c, c+n
+		}
+	}
+	rows, _ = failing(tauAt(bestC), []int{})
+	return rows, order[:bestC]
+}
+
+// lowerBy sets tau[i] −= e[i] + emax.
+func lowerBy(tau, e []float64, emax float64) {
+	for i := range tau {
+		tau[i] -= e[i] + emax
+	}
+}

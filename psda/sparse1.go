@@ -1,0 +1,214 @@
+package psda
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/topk"
+)
+
+// This file is Stage 1 on the sparse exact path (sparse.go describes the
+// path).
+
+// stage1Sparse is stage1 on the sparse path: the same assignment (docs/method.md's
+// square model of eqs. 3–5, the larger side as rows, q or q+1 copies of each
+// column and dummy rows on the extra copies), solved on candidate edges and
+// certified against every dense edge by pricing passes.
+func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
+	mon := cfg.Monitor
+	mon.enter(PhaseStage1Costs)
+	md := newStage1Model(src, tgt, cfg, m.sumsPending)
+	// Without the kernel sums the candidate pass needs no float64: it runs
+	// in float32, its lists' limits lowered by the error bounds, and the
+	// candidate edges get exact values (at) afterwards (n = 50,000
+	// clustered: 64 s -> 44 s, plus 4 s for the exact values).
+	f32 := md.deferSums && md.bounded
+	ns, nt := src.N, tgt.N
+	rows, cols := topk.New(ns, min(3*sparseK, nt)), topk.New(nt, min(3*sparseK, ns))
+	toRow, _ := candidates(rows, ns, nt)
+	_, toCol := candidates(cols, nt, ns)
+	md.pass(scope{f32: f32}, func(i, j0 int, x []float64) {
+		toRow(i, j0, x)
+		toCol(i, j0, x, nil)
+	})
+	if err := mon.err(); err != nil {
+		return fmt.Errorf("psda: stage 1 candidates: %w", err)
+	}
+	var es, et []float64 // float32 error bounds by source and by target
+	if md.bounded {
+		es, et = md.err32()
+	}
+	tauS, tauT := rows.Thresholds(), cols.Thresholds()
+	if f32 {
+		// An edge a list did not keep has X̃ >= its limit, so X >= limit −
+		// es[i] − et[j] >= limit − es[i] − max(et) (rows; columns alike).
+		lowerBy(tauS, es, slices.Max(et))
+		lowerBy(tauT, et, slices.Max(es))
+	}
+	trace("stage 1: candidate pass done")
+	mon.enter(PhaseStage1Assign)
+	// Solver rows a are the larger side, solver columns b the smaller.
+	tr := nt > ns
+	nl, nsm := ns, nt
+	if tr {
+		nl, nsm = nt, ns
+	}
+	q, r := nl/nsm, nl%nsm
+	copies, dummies := q, 0
+	if r > 0 {
+		copies, dummies = q+1, nsm-r
+	}
+	adj := make(edges, nl)
+	addST := func(i, j int, x float64) {
+		if tr {
+			adj.add(j, i, x)
+		} else {
+			adj.add(i, j, x)
+		}
+	}
+	for i := 0; i < ns; i++ {
+		rows.Each(i, func(j int, x, _ float64) { addST(i, j, x) })
+	}
+	for j := 0; j < nt; j++ {
+		cols.Each(j, func(i int, x, _ float64) { addST(i, j, x) })
+	}
+	tauR, tauC := tauS, tauT
+	if tr {
+		tauR, tauC = tauC, tauR
+	}
+	rows, cols = nil, nil
+	// Row a on column a mod n_small gives every column q or q+1 rows: a
+	// complete assignment inside the graph whatever the candidates are. The
+	// candidates keep the cross parts of a float64 pass, the dense path's
+	// own values (an edge found twice keeps those, normalise); after a
+	// float32 pass they get exact ones.
+	s1 := &sparse1{md: md, tr: tr, nl: nl, nsm: nsm, copies: copies, dummies: dummies}
+	for a := 0; a < nl; a++ {
+		adj.add(a, a%nsm, s1.at(a, a%nsm))
+	}
+	if f32 {
+		adj.normalise()
+		exactCross(adj, s1.at)
+		if err := mon.err(); err != nil {
+			return fmt.Errorf("psda: stage 1 candidates: %w", err)
+		}
+	}
+	st := &pricedStage{pricedModel: s1,
+		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign,
+		tauR: tauR, tauC: tauC,
+	}
+	if md.bounded {
+		st.eR, st.eC = es, et
+		if tr {
+			st.eR, st.eC = st.eC, st.eR
+		}
+	}
+	sol, err := st.solve(adj, mon)
+	if err != nil {
+		return fmt.Errorf("psda: stage 1 (sparse): %w", err)
+	}
+	m.Pairs = make([]Pair, nl)
+	for a, c := range sol.Col4Row[:nl] {
+		if b := c / copies; tr {
+			m.Pairs[a] = Pair{S: b, T: a}
+		} else {
+			m.Pairs[a] = Pair{S: a, T: b}
+		}
+	}
+	m.Stage1Cost = sol.Cost // dummy rows cost 0
+	return nil
+}
+
+// sparse1 is Stage 1's assignment as the pricing loop sees it: solver rows
+// a are the larger side (sources unless tr), solver columns b the smaller
+// side, each standing for copies assignment columns, and dummies dummy rows
+// take the extra copies.
+type sparse1 struct {
+	md              *stage1Model
+	tr              bool // solver rows are targets
+	nl, nsm         int  // the larger and the smaller side
+	copies, dummies int
+}
+
+func (s *sparse1) at(a, b int) float64 {
+	if s.tr {
+		return s.md.at(b, a)
+	}
+	return s.md.at(a, b)
+}
+
+func (s *sparse1) terms() ([]float64, []float64) {
+	rt, ct := s.md.terms()
+	if s.tr {
+		return ct, rt
+	}
+	return rt, ct
+}
+
+func (s *sparse1) colPot(v []float64) []float64 {
+	copies := s.copies
+	vp := make([]float64, s.nsm)
+	for b := range vp {
+		vp[b] = slices.Max(v[b*copies : (b+1)*copies])
+	}
+	return vp
+}
+
+func (s *sparse1) passCols(cols []int, visit func(a, b int, x float64)) {
+	if s.tr { // solver columns are sources: rows of the model's pass
+		s.md.pass(scope{rows: cols}, func(i, j0 int, xs []float64) {
+			for k, x := range xs {
+				visit(j0+k, cols[i], x)
+			}
+		})
+		return
+	}
+	s.md.pass(scope{cols: cols}, func(i, j0 int, xs []float64) {
+		for k, x := range xs {
+			visit(i, cols[j0+k], x)
+		}
+	})
+}
+
+func (s *sparse1) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+	if s.tr {
+		s.md.pass(scope{cols: sub, f32: f32}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
+		return
+	}
+	s.md.pass(scope{rows: sub, f32: f32}, func(i, j0 int, x []float64) {
+		if sub != nil {
+			i = sub[i]
+		}
+		row(i, j0, x)
+	})
+}
+
+func (s *sparse1) graph(adj edges) *assign.Graph {
+	nl, nsm, copies, dummies := s.nl, s.nsm, s.copies, s.dummies
+	rt, ct := s.terms()
+	n := nl + dummies
+	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+	for a, row := range adj {
+		g.Lo[a] = len(g.Col)
+		for _, e := range row {
+			c := (rt[a] + ct[e.b] + e.x) * s.md.scale
+			for t := 0; t < copies; t++ {
+				g.Col = append(g.Col, int32(int(e.b)*copies+t))
+				g.Cost = append(g.Cost, c)
+			}
+		}
+		g.Hi[a] = len(g.Col)
+	}
+	if dummies > 0 { // identical rows share one list: the extra copies at cost 0
+		lo := len(g.Col)
+		for b := 0; b < nsm; b++ {
+			g.Col = append(g.Col, int32(b*copies+copies-1))
+			g.Cost = append(g.Cost, 0)
+		}
+		for a := nl; a < n; a++ {
+			g.Lo[a], g.Hi[a] = lo, len(g.Col)
+		}
+	}
+	return g
+}

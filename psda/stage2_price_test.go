@@ -1,0 +1,135 @@
+package psda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/psda-dev/psda/psda/assign"
+)
+
+// TestPriceBlossom checks priceBlossom, the pricing of Stage 2's sparse
+// blossom rounds, against every edge's reduced cost computed from the
+// features alone (stage2Model.at) and the duals' own ReducedCost: the exact
+// duals of the dense optimum (blossoms included, so that Shared matters),
+// raised at some vertices so that edges become violated, with a random part
+// of the edges in the graph. The float64 pass, the float32 pass with its
+// exact recomputation, and the float32 pass whose rows exceed their budget
+// of recomputations (priced again in float64) must each return exactly the
+// violated edges outside the graph.
+func TestPriceBlossom(t *testing.T) {
+	for _, tc := range []struct {
+		kernel string
+		p, d   int
+		raise  float64 // fraction of the vertices raised
+	}{
+		{RBF, 120, 16, 0.1}, {RBF, 151, 40, 0.5}, {Linear, 100, 8, 0.3}, {RBF, 90, 3, 1},
+	} {
+		t.Run(fmt.Sprintf("%s/P=%d/d=%d/raise=%v", tc.kernel, tc.p, tc.d, tc.raise), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(uint64(tc.p), uint64(tc.d)))
+			src, tgt := gaussFeatures(tc.p, tc.d, uint64(tc.p)), gaussFeatures(tc.p, tc.d, uint64(tc.p)+1)
+			for i := range src.F64 { // two clusters: blossoms nest
+				src.F64[i] += 3 * float64(i/tc.d%2)
+				tgt.F64[i] += 3 * float64(i/tc.d%2)
+			}
+			pairs := make([]Pair, tc.p)
+			for r := range pairs {
+				pairs[r] = Pair{S: r, T: rng.IntN(tc.p)}
+			}
+			cfg := Config{BatchSize: 4, Discrepancy: MMD, Kernel: tc.kernel, Stages: 2}
+			c, m := stage2Costs(src, tgt, cfg, pairs)
+			md := newStage2Model(src, tgt, cfg, pairs, false)
+			md.pass(scope{}, func(int, int, []float64) {})
+			node, single := md.finish()
+			p := md.p
+			cost := func(r, q int, v float64) float64 {
+				switch {
+				case r == p:
+					return single[q] * md.scale
+				case q == p:
+					return single[r] * md.scale
+				}
+				return (node[r] + node[q] + md.coef*v) * md.scale
+			}
+			em, err := assign.BlossomDense(c, m, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &em.Duals
+			if len(d.Z) == 0 {
+				t.Fatal("no blossom in the optimum's duals: the test needs Shared")
+			}
+			tol := priceTol(c)
+			scale := 0.0
+			for _, x := range c {
+				scale = max(scale, math.Abs(x))
+			}
+			var rows []int
+			for r := 0; r < p; r++ {
+				if rng.Float64() < tc.raise {
+					d.Y[r] += scale * 0.05 * rng.Float64()
+					rows = append(rows, r)
+				}
+			}
+			inGraph := map[[2]int]bool{}
+			for r := 0; r < p; r++ {
+				for q := r + 1; q < p; q++ {
+					if rng.IntN(4) == 0 {
+						inGraph[[2]int{r, q}], inGraph[[2]int{q, r}] = true, true
+					}
+				}
+			}
+			has := func(r, q int) bool { return inGraph[[2]int{r, q}] }
+			want, near := map[[2]int]bool{}, map[[2]int]bool{}
+			for _, r := range rows {
+				for q := 0; q < p; q++ {
+					if q == r || has(r, q) {
+						continue
+					}
+					rc := d.ReducedCost(r, q, cost(r, q, md.at(r, q)))
+					if rc < -tol {
+						want[[2]int{r, q}] = true
+					}
+					if math.Abs(rc+tol) < 1e-12*scale {
+						near[[2]int{r, q}] = true // either answer is right
+					}
+				}
+			}
+			if len(want) == 0 {
+				t.Fatal("no violated edge: the test checks nothing")
+			}
+			e := md.err32()
+			for _, run := range []struct {
+				name string
+				e    []float64
+			}{{"float64", nil}, {"float32", e}, {"float32 redo", e}} {
+				if run.name == "float32 redo" {
+					defer func(b int) { blossomBudget = b }(blossomBudget)
+					blossomBudget = 1 << 30 // 1/2^30 of a row: every row with a violator goes to float64
+				}
+				found, cross, err := priceBlossom(md, rows, d, run.e, has, cost, tol, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := map[[2]int]bool{}
+				for k, f := range found {
+					if x := md.at(f[0], f[1]); math.Abs(cross[k]-x) > 1e-12*(1+math.Abs(x)) {
+						t.Fatalf("%s: edge %v cross part %v, exact %v", run.name, f, cross[k], x)
+					}
+					got[f] = true
+				}
+				for f := range want {
+					if !got[f] && !near[f] {
+						t.Fatalf("%s: violated edge %v missed (%d found, %d violated)", run.name, f, len(got), len(want))
+					}
+				}
+				for f := range got {
+					if !want[f] && !near[f] {
+						t.Fatalf("%s: edge %v is not violated", run.name, f)
+					}
+				}
+			}
+		})
+	}
+}
