@@ -39,25 +39,9 @@ func psda_exchange_f64(x *C.double, m, d C.int64_t, w *C.double, group, class *C
 			Omega:  unsafe.Slice((*float64)(unsafe.Pointer(omega)), int(g)),
 		}
 		o := diverse.Options{Sign: float64(sign), Passes: int(passes), Partners: int(partners), Seed: uint64(seed)}
-		if cancel != nil {
-			flag := (*int32)(unsafe.Pointer(cancel))
-			o.Stop = func() bool { return atomic.LoadInt32(flag) != 0 }
-		}
-		if done != nil {
-			counter := (*int64)(unsafe.Pointer(done))
-			o.OnPass = func(pass int, _ float64) { atomic.StoreInt64(counter, int64(pass)) }
-		}
+		o.Stop, o.OnPass = searchHooks(cancel, done)
 		h, err := diverse.Exchange(p, o)
-		out := unsafe.Slice((*float64)(unsafe.Pointer(history)), int(historyCap))
-		copy(out, h)
-		*historyLen = C.int64_t(len(h))
-		if errors.Is(err, diverse.ErrCancelled) {
-			return fail(errCancelled, "psda: exchange search cancelled; group holds the partition reached")
-		}
-		if err != nil {
-			return fail(errInvalid, "psda: %s", err.Error())
-		}
-		return nil
+		return searchEnd(h, err, history, historyCap, historyLen, "exchange search cancelled; group holds the partition reached")
 	})
 }
 
@@ -124,24 +108,39 @@ func psda_kmeans_f64(x *C.double, m, d C.int64_t, w *C.double, group *C.int64_t,
 			MinSize: int(minSize),
 		}
 		o := diverse.Options{Passes: int(passes), Seed: uint64(seed)}
-		if cancel != nil {
-			flag := (*int32)(unsafe.Pointer(cancel))
-			o.Stop = func() bool { return atomic.LoadInt32(flag) != 0 }
-		}
-		if done != nil {
-			counter := (*int64)(unsafe.Pointer(done))
-			o.OnPass = func(pass int, _ float64) { atomic.StoreInt64(counter, int64(pass)) }
-		}
+		o.Stop, o.OnPass = searchHooks(cancel, done)
 		h, err := diverse.WeightedKMeans(c, o)
-		out := unsafe.Slice((*float64)(unsafe.Pointer(history)), int(historyCap))
-		copy(out, h)
-		*historyLen = C.int64_t(len(h))
-		if errors.Is(err, diverse.ErrCancelled) {
-			return fail(errCancelled, "psda: weighted k-means cancelled; group holds the clustering reached")
-		}
-		if err != nil {
-			return fail(errInvalid, "psda: %s", err.Error())
-		}
-		return nil
+		return searchEnd(h, err, history, historyCap, historyLen, "weighted k-means cancelled; group holds the clustering reached")
 	})
+}
+
+// searchHooks turns a caller's cancel flag and pass counter (either may be
+// NULL) into a search's Stop and OnPass: the flag is polled, the counter
+// stored atomically, so another thread may read and set them while the
+// search runs.
+func searchHooks(cancel *C.int32_t, done *C.int64_t) (stop func() bool, onPass func(int, float64)) {
+	if cancel != nil {
+		flag := (*int32)(unsafe.Pointer(cancel))
+		stop = func() bool { return atomic.LoadInt32(flag) != 0 }
+	}
+	if done != nil {
+		counter := (*int64)(unsafe.Pointer(done))
+		onPass = func(pass int, _ float64) { atomic.StoreInt64(counter, int64(pass)) }
+	}
+	return stop, onPass
+}
+
+// searchEnd copies a search's objective history to the caller's buffer,
+// also when it was cancelled (the caller keeps the state reached), and
+// maps its error to a status.
+func searchEnd(h []float64, err error, history *C.double, historyCap C.int64_t, historyLen *C.int64_t, cancelled string) *failure {
+	copy(unsafe.Slice((*float64)(unsafe.Pointer(history)), int(historyCap)), h)
+	*historyLen = C.int64_t(len(h))
+	if errors.Is(err, diverse.ErrCancelled) {
+		return fail(errCancelled, "psda: %s", cancelled)
+	}
+	if err != nil {
+		return fail(errInvalid, "psda: %s", err.Error())
+	}
+	return nil
 }

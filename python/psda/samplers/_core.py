@@ -3,8 +3,8 @@
 Runs in a worker thread with the GIL released (ctypes releases it), so that
 Ctrl-C in the main thread cancels the search (the Go loop polls a flag every
 64 visits) and progress can be reported after every pass, as psda.match does.
-Falls back to the NumPy search of psda.samplers.exchange when the compiled
-core is missing or predates psda_exchange_f64.
+Falls back to the NumPy searches of psda.samplers.exchange and kmeans when
+the compiled core cannot be loaded.
 """
 
 from __future__ import annotations
@@ -34,9 +34,7 @@ def _lib(name: str = "psda_exchange_f64"):
         from .. import _native
     except (ImportError, OSError):
         return None
-    fn = getattr(_native._lib, name, None)
-    if fn is None:
-        return None
+    fn = getattr(_native._lib, name)
     if fn.argtypes is None:
         fn.argtypes, fn.restype = _SIGNATURES[name], ctypes.c_int
     return _native, fn
@@ -112,16 +110,9 @@ def exchange(X, w, group, cls, centre, omega, *, sign: float, passes: int, partn
     centre = np.ascontiguousarray(centre, dtype=np.float64)
     omega = np.ascontiguousarray(omega, dtype=np.float64)
     m, d = X.shape
-    hist = np.zeros(passes + 1)
-    hlen = np.zeros(1, np.int64)
-    cancel = np.zeros(1, np.int32)
-    done = np.zeros(1, np.int64)
-    a = native._addr
-    cb = None if on_pass is None else (lambda now: on_pass(now, float("nan")))
-    _run(native, lambda: fn(a(X), m, d, a(w), a(group), a(cls), a(centre), len(omega), a(omega), float(sign),
-                            int(passes), int(partners or 0), int(seed) % (1 << 64), a(hist), len(hist), a(hlen),
-                            a(cancel), a(done)), cb, done, cancel)
-    return group, hist[: int(hlen[0])].tolist()
+    return _search(native, lambda a, tail: fn(a(X), m, d, a(w), a(group), a(cls), a(centre), len(omega), a(omega),
+                                              float(sign), int(passes), int(partners or 0), int(seed) % (1 << 64),
+                                              *tail), group, passes, on_pass)
 
 
 def kmeans(X, w, group, k: int, min_size: int, *, passes: int, seed: int,
@@ -132,12 +123,22 @@ def kmeans(X, w, group, k: int, min_size: int, *, passes: int, seed: int,
     w = np.ascontiguousarray(w, dtype=np.float64)
     group = np.array(group, dtype=np.int64)
     m, d = X.shape
+    return _search(native, lambda a, tail: fn(a(X), m, d, a(w), a(group), int(k), int(min_size), int(passes),
+                                              int(seed) % (1 << 64), *tail), group, passes, on_pass)
+
+
+def _search(native, call, group: np.ndarray, passes: int,
+            on_pass: Optional[Callable[[int, float], None]]) -> Tuple[np.ndarray, List[float]]:
+    """Runs a search entry whose last arguments are (history, history_cap, history_len, cancel, done).
+
+    call(addr, tail) makes the C call with tail as those arguments; returns
+    (group, the objective after each pass).
+    """
     hist = np.zeros(passes + 1)
     hlen = np.zeros(1, np.int64)
     cancel = np.zeros(1, np.int32)
     done = np.zeros(1, np.int64)
     a = native._addr
     cb = None if on_pass is None else (lambda now: on_pass(now, float("nan")))
-    _run(native, lambda: fn(a(X), m, d, a(w), a(group), int(k), int(min_size), int(passes), int(seed) % (1 << 64),
-                            a(hist), len(hist), a(hlen), a(cancel), a(done)), cb, done, cancel)
+    _run(native, lambda: call(a, (a(hist), len(hist), a(hlen), a(cancel), a(done))), cb, done, cancel)
     return group, hist[: int(hlen[0])].tolist()
