@@ -1,0 +1,68 @@
+package par
+
+import (
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+// Every loop must visit each index of [0, n) exactly once, for n around
+// the chunk and part boundaries and with one or several cores.
+func TestEachIndexOnce(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, procs := range []int{1, 2, 5} {
+		runtime.GOMAXPROCS(procs)
+		for _, n := range []int{0, 1, 2, 7, 63, 64, 65, 1000, 4097} {
+			check := func(name string, run func(hit []int32)) {
+				hit := make([]int32, n)
+				run(hit)
+				for i, h := range hit {
+					if h != 1 {
+						t.Fatalf("%s, GOMAXPROCS %d, n = %d: index %d visited %d times", name, procs, n, i, h)
+					}
+				}
+			}
+			check("For", func(hit []int32) {
+				For(n, func() func(int) { return func(i int) { atomic.AddInt32(&hit[i], 1) } })
+			})
+			check("Rows", func(hit []int32) {
+				Rows(n, func(i0, i1 int) {
+					for i := i0; i < i1; i++ {
+						atomic.AddInt32(&hit[i], 1)
+					}
+				})
+			})
+			check("Parts", func(hit []int32) {
+				seen := make([]int32, NParts(n))
+				Parts(n, func(part, lo, hi int) {
+					atomic.AddInt32(&seen[part], 1)
+					for i := lo; i < hi; i++ {
+						atomic.AddInt32(&hit[i], 1)
+					}
+				})
+				for p, s := range seen {
+					if s != 1 {
+						t.Fatalf("Parts, n = %d: part %d ran %d times", n, p, s)
+					}
+				}
+			})
+		}
+	}
+}
+
+// Parts are contiguous and in order, so that callers may merge by part.
+func TestPartsContiguous(t *testing.T) {
+	for _, n := range []int{1, 100, 100000} {
+		k := NParts(n)
+		lo, hi := make([]int, k), make([]int, k)
+		Parts(n, func(part, l, h int) { lo[part], hi[part] = l, h })
+		if lo[0] != 0 || hi[k-1] != n {
+			t.Fatalf("n = %d: parts cover [%d, %d)", n, lo[0], hi[k-1])
+		}
+		for p := 1; p < k; p++ {
+			if lo[p] != hi[p-1] {
+				t.Fatalf("n = %d: part %d starts at %d, part %d ends at %d", n, p, lo[p], p-1, hi[p-1])
+			}
+		}
+	}
+}
