@@ -140,10 +140,16 @@ func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj ed
 		found, from = append(found, edge{int32(b), x}), append(from, a)
 		mu.Unlock()
 	})
-	added := 0
+	// In (row, column) order, not the goroutines' (see byEdge).
+	pairs, cross := make([][2]int, len(found)), make([]float64, len(found))
 	for k, e := range found {
-		if !adj.has(from[k], int(e.b)) {
-			st.link(adj, from[k], int(e.b), e.x)
+		pairs[k], cross[k] = [2]int{from[k], int(e.b)}, e.x
+	}
+	pairs, cross = byEdge(pairs, cross)
+	added := 0
+	for k, e := range pairs {
+		if !adj.has(e[0], e[1]) {
+			st.link(adj, e[0], e[1], cross[k])
 			added++
 		}
 	}

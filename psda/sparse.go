@@ -14,6 +14,7 @@ package psda
 // candidate lists are internal/topk's and the edge set is edges.go's.
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -336,5 +337,27 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, e []floa
 		trace("  %d rows priced again in float64", len(redo))
 		price(redo, false)
 	}
+	found, cross = byEdge(found, cross)
 	return found, cross, mon.err()
+}
+
+// byEdge sorts violators collected concurrently by (row, column), so that
+// the graph they join, and with it the matching among equal-cost optima and
+// the last bits of the bound, do not depend on the goroutines' schedule.
+func byEdge(found [][2]int, cross []float64) ([][2]int, []float64) {
+	order := make([]int, len(found))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortFunc(order, func(p, q int) int {
+		if c := cmp.Compare(found[p][0], found[q][0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(found[p][1], found[q][1])
+	})
+	f, x := make([][2]int, len(found)), make([]float64, len(found))
+	for k, o := range order {
+		f[k], x[k] = found[o], cross[o]
+	}
+	return f, x
 }
