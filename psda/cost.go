@@ -271,8 +271,9 @@ func mirrorUpper(c []float64, m int) {
 func stage2Size(p int) int { return p + p%2 }
 
 // scope restricts a Gram pass of a cost model to some rows and columns
-// (nil: all) and may run it in float32 (gram32), about 1.5× faster with
-// the epilogue; its values are then within the model's err32 bound of the
+// (nil: all) and may run it in float32 (gram32), which packs half the
+// bytes and runs the wider float32 micro-kernel (BenchmarkGram, engine32);
+// its values are then within the model's err32 bound of the
 // float64 ones. The sparse path's pricing passes run in float32 (sparse.go);
 // its candidate pass runs in float64 where it also yields the exact sums
 // behind the terms, which a float32 pass never updates (Stage 1 of a

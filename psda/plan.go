@@ -186,14 +186,15 @@ const lowDimPairs = 2000
 // lowDimSparse reports whether Auto sends Stage 2 to the sparse path although
 // its dense matrix fits: a linear-kernel MMD of features with at most
 // directDim dimensions, at least lowDimPairs pairs and at most 1% duplicated
-// rows in either domain. There the dense relaxation is auction-bound; on the
-// paper's 2-D Gaussian experiment (n = 4000, six seeds, same bounds) Stage 2
-// took 1.7–3.1 s dense (median 2.3 s) and 1.0–1.55 s sparse (stage2K);
-// at n = 2000 the whole matching 0.8–1.0 s and 0.4–0.65 s (three seeds).
-// Not for the RBF mixture (the same data, whole matching: 1.6–2.1 s dense,
-// 2.3–2.4 s sparse), nor when many rows
-// tie exactly, which makes the candidate lists degenerate (ReLU-like rows, a
-// quarter of them at 0: Stage 2 18–26 s sparse against 7–15 s dense).
+// rows in either domain. There the dense relaxation is auction-bound, while
+// the sparse path's stage2K candidates hold nearly every optimal edge, so a
+// first solve on them leaves few violators to price (the paper's 2-D
+// experiment: BenchmarkMatchGauss times dense and Auto). Not for the RBF
+// mixture, whose candidate pass costs more per entry than the dense auction
+// saves, nor when many rows tie exactly, which makes the candidate lists
+// degenerate (ReLU-like rows, a quarter of them at 0). The measurements are
+// in docs/performance.md, "Design decisions and the measurements behind
+// them".
 func lowDimSparse(src, tgt Matrix, cfg Config) bool {
 	switch {
 	case cfg.Solver == Dense || cfg.Solver == Sparse, cfg.Discrepancy != MMD, cfg.Kernel != Linear, cfg.Stages != 2:

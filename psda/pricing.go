@@ -134,9 +134,8 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	for pass := 0; ; pass++ {
 		if st.symmetric && len(sub) > st.rows/2 {
 			// A pass over some rows costs their share of a full pass, but a
-			// symmetric full pass computes half the Gram matrix only (n =
-			// 20,000 clustered, Stage 2: full pass 12.6 s, 5,709 rows 5.6 s;
-			// Stage 1: all rows 6.4 s, 15,719 of them 4.0 s).
+			// symmetric full pass computes half the Gram matrix only, so it
+			// is the cheaper one above half the rows.
 			sub = nil
 		}
 		dirty := false
@@ -210,11 +209,11 @@ func (pr *pricing) resolve() (err error) {
 		// Dozens of violators a row in many rows: their minima dropped
 		// far, so their augmenting paths are long, and the potentials
 		// move nearly everywhere anyway, sending most rows back to
-		// pricing; a warm auction spreads the change at once (n =
-		// 50,000 clustered Stage 1: 2.2 M edges added in 22,000 rows,
-		// 1.8 s instead of 37 s). With a few violators a row (its
-		// Stage 2: 133,000 in 37,000 rows) the paths take 8 s and keep
-		// most tails valid, where the auction cost a full pricing pass.
+		// pricing; a warm auction spreads the change at once. With a
+		// few violators a row the paths stay short and keep most tails
+		// valid, where the auction would move the potentials of rows
+		// already priced and cost a full pricing pass (docs/performance.md,
+		// "Design decisions and the measurements behind them").
 		pr.sol, err = assign.SolveSparse(pr.g, pr.sol, pr.hooks)
 	default:
 		pr.sol, err = assign.ResolveSparse(pr.g, pr.sol, pr.hooks)

@@ -68,7 +68,7 @@ func candidates(s *topk.Lists, nr, nc int) (func(a, b0 int, xs []float64), func(
 // price runs a pricing pass over the rows sub (nil: all) into best: each
 // row keeps the sparseAdd edges outside adj (has) of least reduced cost
 // under (z, w). When the stage has float32 bounds (eR), the pass runs in
-// float32 (about 1.5× faster) and offers lower bounds,
+// float32 (gram32, the cheaper kernel) and offers lower bounds,
 // cs·x̃ − z[a] − w[b] − cs·(eR[a] + eC[b]), so that every edge a row does
 // not keep still costs at least its list's limit; the kept edges then get
 // their exact cross parts (aux, from at), which the violator checks read.

@@ -29,10 +29,11 @@ import (
 // stage2K is the number of Stage 2 candidates per row and column for
 // features of dimension d: sparseK, and three times that (Stage 1's) when
 // d <= directDim, where the candidate pass costs little and 64 nearest
-// reflections −w_r miss the partners of the points at the rim of the cloud
-// (the paper's 2-D experiment, n = 4000, six seeds: Stage 2 0.56–2.13 s with
-// 64, the worst seed after three full pricing rounds, 1.09–1.64 s with 192,
-// 1.21–1.79 s with 256, 2.2–2.4 s with 384).
+// reflections −w_r miss the partners of the points at the rim of the cloud,
+// so that a seed can need several full pricing rounds; more than 192 make
+// every candidate pass and solve larger without saving a round
+// (BenchmarkMatchGauss; docs/performance.md, "Design decisions and the
+// measurements behind them").
 func stage2K(d int) int {
 	if d <= gram.DirectDim {
 		return 3 * sparseK

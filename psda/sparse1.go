@@ -21,8 +21,9 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	md := newStage1Model(src, tgt, cfg, m.sumsPending)
 	// Without the kernel sums the candidate pass needs no float64: it runs
 	// in float32, its lists' limits lowered by the error bounds, and the
-	// candidate edges get exact values (at) afterwards (n = 50,000
-	// clustered: 64 s -> 44 s, plus 4 s for the exact values).
+	// candidate edges get exact values (at) afterwards, a float32 Gram
+	// pass being cheaper than a float64 one (docs/performance.md, "Design
+	// decisions and the measurements behind them").
 	f32 := md.deferSums && md.bounded
 	ns, nt := src.N, tgt.N
 	rows, cols := topk.New(ns, min(3*sparseK, nt)), topk.New(nt, min(3*sparseK, ns))

@@ -6,9 +6,9 @@
 // come out of Schedule.Fill; the schedule is built from the matching in Go,
 // never from pairs sent back in.
 //
-// Bulk data never crosses the boundary as gopy slices (about 0.5 µs per
-// element): Python passes the addresses of NumPy buffers it allocated, as
-// uintptr, with their lengths. The API is shaped by gopy v0.4.10's generated
+// Bulk data never crosses the boundary as gopy slices, which convert one
+// element per Python call: Python passes the addresses of NumPy buffers it
+// allocated, as uintptr, with their lengths. The API is shaped by gopy v0.4.10's generated
 // wrappers:
 //
 //   - every wrapper releases the GIL, so nothing here calls back into Python;

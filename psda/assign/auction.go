@@ -81,8 +81,8 @@ const auctionTheta = 4
 // (tightenWithin). It serves tie-heavy costs: after auctionInit each row
 // sits ε above its second best, tighten frees most rows of such a matrix,
 // and each augmenting path crosses a plateau of exactly tied columns (2-D
-// ReLU features: 3,300 of 4,000 rows, 2.4 M settled columns, 25 s). Deeper
-// phases leave no row to free.
+// ReLU features: most rows freed, hundreds of columns settled per path).
+// Deeper phases leave no row to free.
 func (s *lsap) auctionDeep(h *Hooks) error {
 	scale := costScale(s.c)
 	if !(scale > 0) {

@@ -108,7 +108,7 @@ func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 // is the whole solve. On continuous costs the first rows already need
 // longer paths (a row's cheapest column is taken with probability about
 // i/n), and the last tenth of the rows settles ten times more columns than
-// the rest, where the warm starts are much faster. So a square problem
+// the rest, where a warm start settles far fewer. So a square problem
 // leaves the cold phase when, after its first max(n/16, coldProbe) rows and
 // before half of them, its paths have settled more than 1/64 columns per
 // row beyond the one each must, or when they have settled more than
@@ -171,8 +171,8 @@ func (s *lsap) warmAuction(h *Hooks) error {
 	}
 	// Augment until the paths have settled plateauScans·n columns in all
 	// (each settled column costs a scan of its row); beyond that the matrix
-	// is tie-heavy, and auctionDeep places the rows left much faster than
-	// more paths would.
+	// is tie-heavy: each further path crosses a plateau of tied columns,
+	// while auctionDeep places the rows left by bids that need no path.
 	budget := plateauScans * s.nr
 	s.settled = 0
 	free := func(i int) bool { return s.col4row[i] < 0 }
@@ -277,8 +277,8 @@ func newLSAP(c []float64, nr, nc int) *lsap {
 // potential parked at −Inf (so its reduced cost is +Inf and it is neither
 // relaxed nor chosen) and its distance set to +Inf. The scans then read c, v
 // and the distances sequentially, which on the PSDA costs (tens to hundreds
-// of settled rows per path) is about three times faster than the gathers
-// through the index list, although settled columns are still visited.
+// of settled rows per path) beats the gathers through the index list,
+// although settled columns are still visited (BenchmarkSolve).
 func (s *lsap) augment(cur int) bool {
 	nc := s.nc
 	d, path, v, row4col := s.spc, s.path, s.v, s.row4col

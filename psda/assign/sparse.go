@@ -99,8 +99,7 @@ func (g *Graph) check() error {
 // distinct values skip the auction (see fewValues). With m edges the time
 // is O(m) for the auction plus O(n·m·log n) for the paths in the worst
 // case; on k-nearest-neighbour graphs almost every path ends within a few
-// rows (n = 50,000, 32–64 edges per row: under 1.5 s). Memory is O(n)
-// besides g.
+// rows (BenchmarkSparse). Memory is O(n) besides g.
 func SolveSparse(g *Graph, warm *Solution, h *Hooks) (*Solution, error) {
 	return solveSparse(g, warm, false, h)
 }

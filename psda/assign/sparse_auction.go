@@ -19,10 +19,9 @@ import (
 // potentials of an exact solution are degenerate (after the augmenting paths
 // many rows have several tight edges), so freed rows bidding at a tiny ε
 // start wars of ε-sized bids, and shortest paths from them explore
-// thousands of rows each; a few coarse phases spread the change first. On
-// BenchmarkSparse (n = 50,000, d = 8, k = 32, 1% violated edges added) this
-// made the warm re-solve 0.6 s instead of 7 s with paths alone, and ending
-// at 1e-5 instead of 1e-9 left the paths as short as after a cold start.
+// thousands of rows each; a few coarse phases spread the change first, and
+// ending at 1e-5 instead of 1e-9 leaves the paths as short as after a cold
+// start (BenchmarkSparse, warm re-solve with 1% violated edges added).
 //
 // On a sparse graph a price war need not end: without a perfect matching
 // the prices of an over-demanded set of columns rise for ever, and a nearly
@@ -34,7 +33,7 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 	g, n := s.g, s.n
 	lo, hi := costRange(g.Cost)
 	if !(hi > lo) || fewValues(g.Cost) {
-		s.tighten(s.col4row) // exact ties: paths alone are faster
+		s.tighten(s.col4row) // exact ties: paths alone (fewValues)
 		return nil
 	}
 	// costScale, not hi−lo: one huge edge (a 1e20 on warmStart's cyclic
@@ -114,12 +113,10 @@ func (s *sparseLSAP) auction(warm bool, h *Hooks) error {
 // auction's prices are sums of fractional bids, so they break the exact ties
 // of such costs into near-ties that the shortest paths must then explore one
 // by one, while from exact potentials a path ends at the first of many tied
-// free columns. Measured on 20,000 rows of 33 random edges with integer
-// costs in [0, q) (seconds, paths alone / auction and paths): q = 2: 0.09 /
-// 2.1, 4: 0.15 / 9, 8: 0.5 / 13, 12: 0.75 / 4.7, 16: 0.9 / 0.6, 64: 1.1 /
-// 0.17; on continuous k-nearest-neighbour costs (n = 50,000) paths alone
-// took 40 s and the auction 0.8 s. SciPy's LAPJVsp took 0.3 s for q = 4 and
-// 40 s on the k-nearest-neighbour graph.
+// free columns. From about 16 distinct values on, ties are rare and the
+// auction pays again, as it does on continuous costs; the threshold 12 and
+// its measurements are in docs/performance.md, "Design decisions and the
+// measurements behind them".
 func fewValues(c []float64) bool {
 	k := min(len(c), 4096)
 	sample := make([]float64, k)

@@ -30,11 +30,10 @@ var warmMin = 256
 // permutation i → i+1, so that a perfect matching exists (the Stage 2
 // relaxation forbids only the diagonal).
 //
-// On psda's n = 4000 costs at d = 512 (BenchmarkSolve) the candidates take
-// 0.04 s, the sparse solves 0.03–0.06 s, two rounds add about 60 entries
-// and leave no row free: 0.13–0.29 s per solve where the auction alone took
-// 0.40–0.47 s. On the paper's 2-D Gaussian linear Stage 1, 0.19–0.34 s
-// instead of 1.2–1.6 s (five seeds; the first round adds 45–2037 entries).
+// On continuous costs the candidates hold nearly every optimal entry: a
+// round or two add few entries and leave no row free, so the exact phase
+// has little left to do (BenchmarkSolve; docs/performance.md, "Design
+// decisions and the measurements behind them").
 //
 // The warm start only ever sets potentials and a partial assignment that
 // tightenWithin makes feasible, so correctness rests on the exact phase. It
@@ -43,8 +42,9 @@ var warmMin = 256
 // violated entries, or when more than n/warmFree rows end free:
 // tie-heavy costs (ReLU features at d = 2, most 2-D Stage 2 relaxations)
 // give most rows cheaper entries outside their candidates round after
-// round, and the auction is faster there; the attempt costs about 0.1 s at
-// n = 4000. It returns h's Stop error when h stops it.
+// round, and the auction is the better start there; the failed attempt
+// costs one pass over c and a few sparse solves. It returns h's Stop error
+// when h stops it.
 func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	n := s.nr
 	if n < warmMin || n != s.nc {

@@ -35,9 +35,8 @@ __all__ = ["version", "match", "validate", "linear_sum_assignment", "Core", "Sch
 _ABI_VERSION = 1
 
 # Matrices of at most this many entries are solved by a direct call to
-# psda_lsap_f64: a worker thread and a context cost about 150 us a call, more
-# than the whole solve of a small matrix, and such a solve ends within
-# milliseconds of a Ctrl-C anyway.
+# psda_lsap_f64: a worker thread and a context cost more than the whole solve
+# of a small matrix, and such a solve ends soon after a Ctrl-C anyway.
 _LSAP_DIRECT = 1 << 16
 
 # Status codes of capi/psda.h.

@@ -104,7 +104,8 @@ def _kmeanspp(xa: np.ndarray, n: int, k: int, nb: int,
         c[:, d + 1] = xa[p, d]
         if d + 2 <= 16:
             # Few columns: broadcast multiply-adds. A GEMM with a tiny inner
-            # dimension can be 100x slower when BLAS threads compete for cores.
+            # dimension is all threading overhead, and BLAS threads competing
+            # for cores with other processes make it stall.
             g = c[:, :1] * xat[0]
             for j in range(1, d + 2):
                 g += c[:, j:j + 1] * xat[j]

@@ -92,8 +92,9 @@ func Gram(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(t *Tile)) {
 }
 
 // gram32 is gram computed in float32 arithmetic: the vectors are packed as
-// float32 and multiplied by a float32 micro-kernel (AVX2/FMA, 6×16, about
-// twice gram's throughput; the portable kernel without it); tiles are handed
+// float32 and multiplied by a float32 micro-kernel (AVX2/FMA, 6×16: twice
+// gram's lanes per register, BenchmarkGram; the portable kernel without
+// it); tiles are handed
 // to epi as float64 (t.g) exactly like gram's, so every epilogue works
 // unchanged. Squared distances use float64 norms of the float32-rounded
 // vectors (and float64 differences of them when d <= directDim).
@@ -229,7 +230,8 @@ type gramWorker[T packed] struct {
 // Each vector is rounded, scattered into its panel and its norm summed in one
 // pass as it is filled: gathering a panel from m buffered rows (m read
 // streams 8d bytes apart, which alias in L1 for d = 512) after separate
-// rounding and norm passes measured 2.5–3× slower at d = 512.
+// rounding and norm passes reads every vector three times and thrashes L1
+// (BenchmarkGram).
 func (g *gramRun[T]) pack(v Vectors, r0, n, m int, buf []float64, dst []T, nrm []float64) {
 	d := g.d
 	ks, is := m, 1 // strides of k and i in a panel

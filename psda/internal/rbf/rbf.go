@@ -7,16 +7,16 @@ import (
 
 // Mixture evaluates κ(D) = Σ_γ exp(−γ·D) for a squared distance D.
 //
-// exp is the hot spot after the GEMM (the AVX2 vector exp: about 1.3 ns an
-// entry and gamma, within 2 ulps). When a gamma is an integer multiple
+// exp is the hot spot after the GEMM (the AVX2 vector exp, within 2 ulps,
+// once per entry and gamma). When a gamma is an integer multiple
 // m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m by binary
 // powering (powNeg, about half the cost of an exp) instead of another exp.
 // A relative error ε in exp(−γ'D) becomes m·ε after the power, so chains
 // are cut (a fresh exp) before the product of the ratios exceeds
 // maxAmplify: every term keeps a relative error below about maxAmplify ulps
 // (2e-14 for 100). With the paper's gammas {0.001, …, 10} this costs 2 exps
-// and 3 powers per entry instead of 5 exps (the Stage 2 float64 pass at
-// P = 8,000 clustered: 1.95-2.01 s -> 1.84-1.87 s).
+// and 3 powers per entry instead of 5 exps (BenchmarkStage2Costs;
+// docs/performance.md, "Design decisions and the measurements behind them").
 //
 // The float32 passes (row32), whose values only need to lie within err32 of
 // the exact ones, take longer chains, up to maxAmplify32: with the paper's
