@@ -130,29 +130,17 @@ func (st *pricedStage) price(best *topk.Lists, sub []int, z, w []float64, has fu
 // whose reduced cost under (z, w) is below −tol and returns their number.
 func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj edges) int {
 	var mu sync.Mutex
-	var found []edge
-	var from []int
+	var found [][2]int
+	var cross []float64
 	st.passCols(cols, func(a, b int, x float64) {
 		if st.noDiag && a == b || st.coef*x*st.scale-z[a]-w[b] >= -tol {
 			return
 		}
 		mu.Lock()
-		found, from = append(found, edge{int32(b), x}), append(from, a)
+		found, cross = append(found, [2]int{a, b}), append(cross, x)
 		mu.Unlock()
 	})
-	// In (row, column) order, not the goroutines' (see byEdge).
-	pairs, cross := make([][2]int, len(found)), make([]float64, len(found))
-	for k, e := range found {
-		pairs[k], cross[k] = [2]int{from[k], int(e.b)}, e.x
-	}
-	pairs, cross = byEdge(pairs, cross)
-	added := 0
-	for k, e := range pairs {
-		if !adj.has(e[0], e[1]) {
-			st.link(adj, e[0], e[1], cross[k])
-			added++
-		}
-	}
+	added := st.addEdges(adj, found, cross)
 	if added > 0 {
 		adj.normalise()
 	}
@@ -281,4 +269,40 @@ func lowerBy(tau, e []float64, emax float64) {
 	for i := range tau {
 		tau[i] -= e[i] + emax
 	}
+}
+
+// addEdges links the violators found (with their cross parts) that adj
+// does not hold yet and returns how many. They were collected concurrently:
+// added in (row, column) order, the graph, and with it the matching among
+// equal-cost optima and the last bits of the bound, do not depend on the
+// goroutines' schedule.
+func (st *pricedStage) addEdges(adj edges, found [][2]int, cross []float64) int {
+	found, cross = byEdge(found, cross)
+	added := 0
+	for k, e := range found {
+		if !adj.has(e[0], e[1]) {
+			st.link(adj, e[0], e[1], cross[k])
+			added++
+		}
+	}
+	return added
+}
+
+// byEdge returns found and cross sorted by (row, column).
+func byEdge(found [][2]int, cross []float64) ([][2]int, []float64) {
+	order := make([]int, len(found))
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortFunc(order, func(p, q int) int {
+		if c := cmp.Compare(found[p][0], found[q][0]); c != 0 {
+			return c
+		}
+		return cmp.Compare(found[p][1], found[q][1])
+	})
+	f, x := make([][2]int, len(found)), make([]float64, len(found))
+	for k, o := range order {
+		f[k], x[k] = found[o], cross[o]
+	}
+	return f, x
 }

@@ -14,7 +14,6 @@ package psda
 // candidate lists are internal/topk's and the edge set is edges.go's.
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -250,13 +249,7 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 		if err != nil {
 			return nil, err
 		}
-		added := 0
-		for k, e := range found {
-			if !adj.has(e[0], e[1]) {
-				st.link(adj, e[0], e[1], cross[k])
-				added++
-			}
-		}
+		added := st.addEdges(adj, found, cross)
 		trace("  %d violating edges added", added)
 		if added == 0 {
 			return em, nil
@@ -338,27 +331,5 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, e []floa
 		trace("  %d rows priced again in float64", len(redo))
 		price(redo, false)
 	}
-	found, cross = byEdge(found, cross)
 	return found, cross, mon.err()
-}
-
-// byEdge sorts violators collected concurrently by (row, column), so that
-// the graph they join, and with it the matching among equal-cost optima and
-// the last bits of the bound, do not depend on the goroutines' schedule.
-func byEdge(found [][2]int, cross []float64) ([][2]int, []float64) {
-	order := make([]int, len(found))
-	for k := range order {
-		order[k] = k
-	}
-	slices.SortFunc(order, func(p, q int) int {
-		if c := cmp.Compare(found[p][0], found[q][0]); c != 0 {
-			return c
-		}
-		return cmp.Compare(found[p][1], found[q][1])
-	})
-	f, x := make([][2]int, len(found)), make([]float64, len(found))
-	for k, o := range order {
-		f[k], x[k] = found[o], cross[o]
-	}
-	return f, x
 }
