@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // TestStage2Factored checks the factored RBF Stage 2 (cross kernel stored,
@@ -54,7 +55,7 @@ func TestStage2Factored(t *testing.T) {
 				if m != wm {
 					t.Fatalf("m = %d, unfactored %d", m, wm)
 				}
-				closeTo(t, "factored vs paired Gram", got, want, 1e-12, termScale(cfg, src, tgt))
+				testref.CloseTo(t, "factored vs paired Gram", got, want, 1e-12, termScale(cfg, src, tgt))
 			})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // The references below evaluate the paper's formulas directly, independently
@@ -78,20 +79,6 @@ func linearKappa(x, y []float64) float64 {
 		s += x[i] * y[i]
 	}
 	return s
-}
-
-func rbfKappa(gammas []float64) func(x, y []float64) float64 {
-	return func(x, y []float64) float64 {
-		d := 0.0
-		for i := range x {
-			d += (x[i] - y[i]) * (x[i] - y[i])
-		}
-		s := 0.0
-		for _, g := range gammas {
-			s += math.Exp(-g * d)
-		}
-		return s
-	}
 }
 
 func rowsF64(m Matrix) [][]float64 {
@@ -307,24 +294,6 @@ func termScale(cfg Config, src, tgt Matrix) float64 {
 	return 16 * n2 / float64(cfg.BatchSize*cfg.BatchSize)
 }
 
-// closeTo reports whether got matches want to tol relative to the larger of
-// want's largest entry and floor.
-func closeTo(t *testing.T, name string, got, want []float64, tol, floor float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: len %d, want %d", name, len(got), len(want))
-	}
-	scale := floor
-	for _, v := range want {
-		scale = max(scale, math.Abs(v))
-	}
-	for i := range got {
-		if d := math.Abs(got[i] - want[i]); !(d <= tol*scale) {
-			t.Fatalf("%s: entry %d = %.17g, want %.17g (|diff| %.3g, scale %.3g)", name, i, got[i], want[i], d, scale)
-		}
-	}
-}
-
 type costCase struct {
 	name string
 	cfg  Config
@@ -351,7 +320,7 @@ func references(cfg Config, s, t [][]float64, pairs []Pair) (c1, c2 []float64, m
 	}
 	kappa := linearKappa
 	if cfg.Kernel == RBF {
-		kappa = rbfKappa(cfg.gammas())
+		kappa = testref.RBFKappa(cfg.gammas())
 	}
 	h := newHSpace(kappa)
 	c1 = refMMDStage1(h, s, t, cfg.BatchSize)
@@ -365,7 +334,7 @@ func checkCosts(t *testing.T, cfg Config, src, tgt Matrix, pairs []Pair, tol flo
 	s, tg := rowsF64(src), rowsF64(tgt)
 	w1, w2, wm := references(cfg, s, tg, pairs)
 	floor := termScale(cfg, src, tgt)
-	closeTo(t, "stage 1", stage1Costs(src, tgt, cfg), w1, tol, floor)
+	testref.CloseTo(t, "stage 1", stage1Costs(src, tgt, cfg), w1, tol, floor)
 	if w2 == nil {
 		return
 	}
@@ -380,7 +349,7 @@ func checkCosts(t *testing.T, cfg Config, src, tgt Matrix, pairs []Pair, tol flo
 			}
 		}
 	}
-	closeTo(t, "stage 2", c2, w2, tol, floor)
+	testref.CloseTo(t, "stage 2", c2, w2, tol, floor)
 }
 
 func TestCostsTiny(t *testing.T) {

@@ -29,10 +29,11 @@ import (
 // features of dimension d: sparseK, and three times that (Stage 1's) when
 // d <= directDim, where the candidate pass costs little and 64 nearest
 // reflections −w_r miss the partners of the points at the rim of the cloud,
-// so that a seed can need several full pricing rounds; more than 192 make
-// every candidate pass and solve larger without saving a round
-// (BenchmarkMatchGauss; docs/performance.md, "Design decisions and the
-// measurements behind them").
+// so that a seed can need several full pricing rounds (one seed of six needed
+// three with 64). On the same seeds 256 and 384 candidates made Stage 2
+// slower, not faster, than 192 (docs/performance.md, "Design decisions and
+// the measurements behind them"; BenchmarkMatchGauss times the whole
+// matching, not this choice).
 func stage2K(d int) int {
 	if d <= gram.DirectDim {
 		return 3 * sparseK

@@ -7,9 +7,10 @@
 // never from pairs sent back in.
 //
 // Bulk data never crosses the boundary as gopy slices, which convert one
-// element per Python call: Python passes the addresses of NumPy buffers it
-// allocated, as uintptr, with their lengths. The API is shaped by gopy v0.4.10's generated
-// wrappers:
+// element per Python call each way (benchmarks/gopy_slices.py;
+// docs/performance.md): Python passes the addresses of NumPy buffers it
+// allocated, as uintptr, with their lengths. The API is shaped by gopy
+// v0.4.10's generated wrappers:
 //
 //   - every wrapper releases the GIL, so nothing here calls back into Python;
 //   - unsafe.Pointer arguments are silently dropped, hence uintptr;

@@ -40,11 +40,13 @@ var warmMin = 256
 // gives up, returning false with s reset, when the sparse problem has no
 // perfect matching (+Inf off the diagonal), when a round finds more than n
 // violated entries, or when more than n/warmFree rows end free:
-// tie-heavy costs (ReLU features at d = 2, most 2-D Stage 2 relaxations)
-// give most rows cheaper entries outside their candidates round after
-// round, and the auction is the better start there; the failed attempt
-// costs one pass over c and a few sparse solves. It returns h's Stop error
-// when h stops it.
+// tie-heavy costs (ReLU features at d = 2) and some 2-D ones give most rows
+// cheaper entries outside their candidates round after round, and the
+// auction is the better start there. A failed attempt costs the two
+// candidate passes over c, up to warmRounds pricing passes over c and as
+// many sparse solves: a small fraction of the auction that follows
+// (BenchmarkWarmAttempt; figures in docs/performance.md). It returns h's
+// Stop error when h stops it.
 func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	n := s.nr
 	if n < warmMin || n != s.nc {

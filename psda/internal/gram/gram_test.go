@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // u32 is the unit roundoff of float32.
@@ -251,25 +253,7 @@ func TestMicroKernel(t *testing.T) {
 			}
 			microKernel(k, a, b, got, ldc)
 			microKernelGeneric(k, a, b, want, ldc)
-			closeTo(t, "c", got, want, 1e-14, 0)
+			testref.CloseTo(t, "c", got, want, 1e-14, 0)
 		})
-	}
-}
-
-// closeTo reports whether got matches want to tol relative to the larger of
-// want's largest entry and floor.
-func closeTo(t *testing.T, name string, got, want []float64, tol, floor float64) {
-	t.Helper()
-	if len(got) != len(want) {
-		t.Fatalf("%s: len %d, want %d", name, len(got), len(want))
-	}
-	scale := floor
-	for _, v := range want {
-		scale = max(scale, math.Abs(v))
-	}
-	for i := range got {
-		if d := math.Abs(got[i] - want[i]); !(d <= tol*scale) {
-			t.Fatalf("%s: entry %d = %.17g, want %.17g (|diff| %.3g, scale %.3g)", name, i, got[i], want[i], d, scale)
-		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // defaultGammas is the paper's mixture (psda.DefaultGammas).
@@ -29,7 +31,7 @@ func TestRBFMixturePlan(t *testing.T) {
 			if !slices.Equal(k.pow, tc.pow) || !slices.Equal(k.pow32, tc.pow32) {
 				t.Fatalf("pow = %v, pow32 = %v, want %v and %v", k.pow, k.pow32, tc.pow, tc.pow32)
 			}
-			kappa := rbfKappa(tc.gammas)
+			kappa := testref.RBFKappa(tc.gammas)
 			// row32, over a row long enough for the vector code and its
 			// tail, up to the underflow cut of every gamma.
 			var ds []float64
@@ -112,20 +114,5 @@ func TestExpNeg(t *testing.T) {
 				t.Fatalf("n=%d: exp(-%v) = %.17g, want %.17g", n, x, got[i], want)
 			}
 		}
-	}
-}
-
-// rbfKappa is the mixture evaluated directly, for the tests' references.
-func rbfKappa(gammas []float64) func(x, y []float64) float64 {
-	return func(x, y []float64) float64 {
-		d := 0.0
-		for i := range x {
-			d += (x[i] - y[i]) * (x[i] - y[i])
-		}
-		s := 0.0
-		for _, g := range gammas {
-			s += math.Exp(-g * d)
-		}
-		return s
 	}
 }

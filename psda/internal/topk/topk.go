@@ -12,8 +12,11 @@ import (
 // buffer is cut back to its k best (cut), whose worst becomes the bound.
 // Settling an item (Settle, and every reader below) cuts it to k. A max-heap
 // per item, sifted at every offer, costs O(log k) per accepted offer where
-// the buffer costs O(1) and an occasional O(room) cut; most of the lists'
-// cost is the column lists' memory, touched at random.
+// the buffer costs O(1) plus an expected O(room) cut every k/2 accepted
+// offers; in Stage 1's candidate pass the buffer measured faster than the
+// heap (docs/performance.md, "Design decisions and the measurements behind
+// them"). How the lists' remaining cost splits between the offers and the
+// column lists' memory, touched at random, was not measured.
 type Lists struct {
 	k, room int
 	val     []float64
