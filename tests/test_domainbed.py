@@ -1,6 +1,6 @@
 """Tests of psda.domainbed: the algorithms' losses and update step, the paired loaders and
 the DomainBed stand-in loaders (no DomainBed needed), and real runs of `python -m psda.domainbed`'s
-main() on Debug28 with a DomainBed checkout named by $PSDA_DOMAINBED_DIR."""
+main() on Debug28 with a DomainBed checkout ($PSDA_DOMAINBED_DIR or ../shared/DomainBed)."""
 
 import itertools
 import json
@@ -238,9 +238,10 @@ def test_domainbed_loaders_need_uda_split():
 # ---- a real DomainBed run --------------------------------------------------------------
 
 def _domainbed_dir():
-    """$PSDA_DOMAINBED_DIR, if it holds a DomainBed checkout."""
-    d = os.environ.get("PSDA_DOMAINBED_DIR", "")
-    return os.path.abspath(d) if d and os.path.isdir(os.path.join(d, "domainbed")) else None
+    """$PSDA_DOMAINBED_DIR, else ../shared/DomainBed next to the repository, if it holds DomainBed."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    d = os.environ.get("PSDA_DOMAINBED_DIR") or os.path.join(repo, "..", "shared", "DomainBed")
+    return os.path.abspath(d) if os.path.isdir(os.path.join(d, "domainbed")) else None
 
 
 DOMAINBED = _domainbed_dir()
@@ -260,7 +261,7 @@ def domainbed_on_path(monkeypatch):
     return DOMAINBED
 
 
-@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR to one")
+@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
 @pytest.mark.parametrize("algorithm", ["PSDA_MMD", "PSDA_CORAL"])
 def test_python_m_psda_domainbed_debug28(domainbed_on_path, tmp_path, algorithm):
     from psda.domainbed.__main__ import main
@@ -282,7 +283,7 @@ def test_python_m_psda_domainbed_debug28(domainbed_on_path, tmp_path, algorithm)
         ["2 steps", "4 steps", "6 steps"]
 
 
-@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR to one")
+@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
 def test_python_m_psda_domainbed_rejects_domain_generalization(domainbed_on_path, tmp_path):
     from psda.domainbed.__main__ import main
 

@@ -1,7 +1,7 @@
 """Tests of the DomainBed research workflow (psda.domainbed): sampler names, RotatedDigits,
 the source/target pairing inside update() with several environments and prefetching
 workers, batch clamping and refresh timing (no DomainBed needed); and, with a DomainBed
-checkout named by $PSDA_DOMAINBED_DIR, a two-job sweep read back by
+checkout ($PSDA_DOMAINBED_DIR or ../shared/DomainBed), a two-job sweep read back by
 collect_results, a saved model loaded back, DomainBed's own tests with psda registered,
 the hparams registry and --help."""
 
@@ -24,13 +24,14 @@ HP = {"lr": 1e-3, "weight_decay": 0.0, "mmd_gamma": 0.5, "nonlinear_classifier":
 
 
 def _domainbed_dir():
-    d = os.environ.get("PSDA_DOMAINBED_DIR", "")
-    return os.path.abspath(d) if d and os.path.isdir(os.path.join(d, "domainbed")) else None
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    d = os.environ.get("PSDA_DOMAINBED_DIR") or os.path.join(repo, "..", "shared", "DomainBed")
+    return os.path.abspath(d) if os.path.isdir(os.path.join(d, "domainbed")) else None
 
 
 DOMAINBED = _domainbed_dir()
 needs_domainbed = pytest.mark.skipif(
-    not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR to one")
+    not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
 
 
 # ---- names --------------------------------------------------------------------------
