@@ -213,6 +213,7 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 	hooks := mon.hooks(PhaseStage2Match)
 	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
 	y0 := start.Y
+	rec := newRowRecords(p)
 	for round := 0; ; round++ {
 		adj.normalise()
 		g := st.graph(adj)
@@ -242,13 +243,19 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 			st.screen(z, z, tail, nil)
 			rise = slices.DeleteFunc(rise, func(a int) bool { return tail[a] >= -tol })
 		}
-		trace("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price", round, len(g.Col), em.Cost, len(rise))
-		if len(rise) == 0 {
+		price, kept := rec.split(rise, d.Y, y0, tol)
+		trace("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price, %d cleared by their records",
+			round, len(g.Col), em.Cost, len(price), len(kept))
+		if len(price) == 0 && len(kept) == 0 {
 			return em, nil
 		}
-		found, cross, err := priceBlossom(md, rise, d, st.eR, adj.has, cost, tol, mon)
-		if err != nil {
-			return nil, err
+		found, cross := rec.check(kept, d, adj.has, cost, tol)
+		if len(price) > 0 {
+			f, x, err := priceBlossom(md, price, d, y0, rec, st.eR, adj.has, cost, tol, mon)
+			if err != nil {
+				return nil, err
+			}
+			found, cross = append(found, f...), append(cross, x...)
 		}
 		added := st.addEdges(adj, found, cross)
 		trace("  %d violating edges added", added)
@@ -265,13 +272,15 @@ var blossomBudget = 32
 
 // priceBlossom returns the edges (r, q) outside the graph (has), r in rows,
 // whose reduced cost under the blossom duals d is below −tol, with their
-// exact cross parts. Shared >= 0, so Shared is only looked up for edges
-// negative without it. With error bounds e (|Ṽ_rq − V_rq| <= e[r] + e[q]
-// for a float32 pass, stage2Model.err32) the pass runs in float32, and an
-// edge the bound cannot clear is recomputed exactly (md.at); a row where
-// more than 1/blossomBudget of the edges need that is priced again in float64.
-func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, e []float64, has func(r, q int) bool,
-	cost func(r, q int, v float64) float64, tol float64, mon *Monitor) (found [][2]int, cross []float64, err error) {
+// exact cross parts, and records for each row its edges of least s0 (the
+// reduced cost under y0, see rowRecords) in rec. Shared >= 0, so Shared is
+// only looked up for edges negative without it. With error bounds e
+// (|Ṽ_rq − V_rq| <= e[r] + e[q] for a float32 pass, stage2Model.err32)
+// the pass runs in float32, and an edge the bound cannot clear is
+// recomputed exactly (md.at); a row where more than 1/blossomBudget of the
+// edges need that is priced again in float64.
+func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, y0 []float64, rec *rowRecords, e []float64,
+	has func(r, q int) bool, cost func(r, q int, v float64) float64, tol float64, mon *Monitor) (found [][2]int, cross []float64, err error) {
 	p := md.p
 	cs := math.Abs(md.coef * md.scale)
 	budget := int32(max(p/blossomBudget, 16))
@@ -282,17 +291,26 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, e []floa
 	var mu sync.Mutex
 	var redo []int
 	price := func(sub []int, f32 bool) {
+		for _, r := range sub {
+			rec.kept.Reset(r)
+		}
 		md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
-			yr := d.Y[r]
+			yr, y0r := d.Y[r], y0[r]
+			lock := rec.kept.Stripe(r / topk.LockBlock)
+			lock.Lock()
 			for k, x := range v {
 				q := q0 + k
 				if q == r || q >= p {
 					continue
 				}
-				rc := cost(r, q, x) - yr - d.Y[q]
+				c := cost(r, q, x)
 				if f32 {
-					rc -= cs * (e[r] + e[q])
+					c -= cs * (e[r] + e[q]) // a lower bound on the exact cost
 				}
+				if s0 := c - y0r - y0[q]; s0 < rec.kept.Bound(r) && !has(r, q) {
+					rec.kept.Offer(r, s0, int32(q), x)
+				}
+				rc := c - yr - d.Y[q]
 				if rc >= -tol {
 					continue
 				}
@@ -318,6 +336,7 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, e []floa
 				found, cross = append(found, [2]int{r, q}), append(cross, x)
 				mu.Unlock()
 			}
+			lock.Unlock()
 		})
 	}
 	price(rows, e != nil)
@@ -332,5 +351,16 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, e []floa
 		trace("  %d rows priced again in float64", len(redo))
 		price(redo, false)
 	}
-	return found, cross, mon.err()
+	if err := mon.err(); err != nil {
+		return nil, nil, err
+	}
+	exact := e == nil
+	inRedo := make(map[int]bool, len(redo))
+	for _, r := range redo {
+		inRedo[r] = true
+	}
+	for _, r := range rows {
+		rec.settle(r, md, exact || inRedo[r])
+	}
+	return found, cross, nil
 }

@@ -3,6 +3,7 @@ package psda
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -42,11 +43,14 @@ func bruteStage2(c []float64, m int) float64 {
 func TestStage2Brute(t *testing.T) {
 	defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
 	sparseK, sparseAdd = 1, 1
-	added := 0
+	added, cleared := 0, 0
 	defer func(f func(string, ...any)) { sparseTrace = f }(sparseTrace)
 	sparseTrace = func(format string, args ...any) {
 		if format == "  %d violating edges added" {
 			added += args[0].(int)
+		}
+		if strings.HasPrefix(format, "stage 2 blossom round") {
+			cleared += args[4].(int)
 		}
 	}
 	cfgs := []struct {
@@ -101,5 +105,8 @@ func TestStage2Brute(t *testing.T) {
 	if added == 0 {
 		t.Fatal("the blossom pricing never added an edge: the sparse path was not exercised")
 	}
-	t.Logf("blossom pricing added %d edges", added)
+	if cleared == 0 {
+		t.Fatal("no row was cleared by its record: rowRecords was not exercised")
+	}
+	t.Logf("blossom pricing added %d edges; records cleared %d rows", added, cleared)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/psda-dev/psda/psda/assign"
@@ -65,6 +66,7 @@ func TestPriceBlossom(t *testing.T) {
 			for _, x := range c {
 				scale = max(scale, math.Abs(x))
 			}
+			y0 := slices.Clone(d.Y)
 			var rows []int
 			for r := 0; r < p; r++ {
 				if rng.Float64() < tc.raise {
@@ -108,10 +110,12 @@ func TestPriceBlossom(t *testing.T) {
 					defer func(b int) { blossomBudget = b }(blossomBudget)
 					blossomBudget = 1 << 30 // 1/2^30 of a row: every row with a violator goes to float64
 				}
-				found, cross, err := priceBlossom(md, rows, d, run.e, has, cost, tol, nil)
+				rec := newRowRecords(p)
+				found, cross, err := priceBlossom(md, rows, d, y0, rec, run.e, has, cost, tol, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
+				checkRecords(t, run.name, rec, rows, md, y0, has, cost)
 				got := map[[2]int]bool{}
 				for k, f := range found {
 					if x := md.at(f[0], f[1]); math.Abs(cross[k]-x) > 1e-12*(1+math.Abs(x)) {
@@ -131,5 +135,37 @@ func TestPriceBlossom(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkRecords fails t unless every row in rows holds a record whose kept
+// edges carry their exact cross parts (up to rounding) and whose bound low is at most s0 of
+// every other edge of the row outside the graph, computed exactly.
+func checkRecords(t *testing.T, name string, rec *rowRecords, rows []int, md *stage2Model, y0 []float64,
+	has func(r, q int) bool, cost func(r, q int, v float64) float64) {
+	t.Helper()
+	p := md.p
+	for _, r := range rows {
+		if !rec.has[r] {
+			t.Fatalf("%s: row %d priced but holds no record", name, r)
+		}
+		kept := map[int]bool{}
+		rec.kept.Each(r, func(q int, _, x float64) {
+			kept[q] = true
+			if want := md.at(r, q); math.Abs(x-want) > 1e-12*(1+math.Abs(want)) {
+				t.Fatalf("%s: row %d kept edge to %d has cross part %v, exact %v", name, r, q, x, want)
+			}
+		})
+		if len(kept) == 0 {
+			t.Fatalf("%s: row %d keeps no edge", name, r)
+		}
+		for q := 0; q < p; q++ {
+			if q == r || has(r, q) || kept[q] {
+				continue
+			}
+			if s0 := cost(r, q, md.at(r, q)) - y0[r] - y0[q]; s0 < rec.low[r] {
+				t.Fatalf("%s: row %d edge to %d has s0 %v below the record's bound %v", name, r, q, s0, rec.low[r])
+			}
+		}
 	}
 }

@@ -1,0 +1,95 @@
+package psda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// classFeatures returns benchmarks/scale.py's "classes" data in Go: n points
+// in R^d drawn around 65 class centres (N(0, 1) each coordinate) with
+// N(0, 0.5²) noise, the target shifted by one N(0, 0.3²) vector, all scaled
+// by 1/sqrt(d), in float32. The same distribution, not the same numbers as
+// NumPy's generator.
+func classFeatures(n, d int, target bool, seed uint64) Matrix {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	centres := make([]float64, 65*d)
+	for i := range centres {
+		centres[i] = rng.NormFloat64()
+	}
+	shift := make([]float64, d)
+	for i := range shift {
+		shift[i] = 0.3 * rng.NormFloat64()
+	}
+	rng = rand.New(rand.NewPCG(seed, map[bool]uint64{false: 11, true: 13}[target]))
+	s := 1 / math.Sqrt(float64(d))
+	m := Matrix{N: n, D: d, F32: make([]float32, n*d)}
+	for i := 0; i < n; i++ {
+		c := rng.IntN(65)
+		for j := 0; j < d; j++ {
+			x := centres[c*d+j] + 0.5*rng.NormFloat64()
+			if target {
+				x += shift[j]
+			}
+			m.F32[i*d+j] = float32(x * s)
+		}
+	}
+	return m
+}
+
+// TestScaleTrace runs one large sparse Match with the sparse path's trace,
+// each line stamped with the wall and CPU seconds since the start, to see
+// where a scale case spends its time. It runs only when PSDA_SCALE is set,
+// as DATA:N[:D[:K]] with DATA gauss or classes, e.g.
+//
+//	PSDA_SCALE=classes:50000 go test -run TestScaleTrace -v -timeout 0 ./psda
+//
+// (benchmarks/scale.py's "classes" case at d = 512, k = 32, MMD-RBF,
+// Double-paired).
+func TestScaleTrace(t *testing.T) {
+	spec := os.Getenv("PSDA_SCALE")
+	if spec == "" {
+		t.Skip("set PSDA_SCALE=classes:50000 (DATA:N[:D[:K]]) to run")
+	}
+	f := strings.Split(spec, ":")
+	num := func(i, def int) int {
+		if i >= len(f) {
+			return def
+		}
+		v, err := strconv.Atoi(f[i])
+		if err != nil {
+			t.Fatalf("PSDA_SCALE=%q: field %d is not an integer", spec, i)
+		}
+		return v
+	}
+	n, d, k := num(1, 50000), num(2, 512), num(3, 32)
+	var src, tgt Matrix
+	switch f[0] {
+	case "classes":
+		src, tgt = classFeatures(n, d, false, 1), classFeatures(n, d, true, 1)
+	case "gauss":
+		src, tgt = gaussFeatures(n, d, 1), gaussFeatures(n, d, 2)
+		for i := range src.F64 {
+			src.F64[i] /= math.Sqrt(float64(d))
+			tgt.F64[i] = (tgt.F64[i] + 0.2) / math.Sqrt(float64(d))
+		}
+	default:
+		t.Fatalf("PSDA_SCALE=%q: DATA is gauss or classes", spec)
+	}
+	w0, c0 := time.Now(), cpuTime()
+	defer func(f func(string, ...any)) { sparseTrace = f }(sparseTrace)
+	sparseTrace = func(format string, args ...any) {
+		fmt.Printf("%8.1f %8.1f  %s\n", time.Since(w0).Seconds(), (cpuTime() - c0).Seconds(), fmt.Sprintf(format, args...))
+	}
+	m, err := Match(src, tgt, Config{BatchSize: k, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%8.1f %8.1f  done: stage 1 cost %.10g, stage 2 cost %.10g, bound %.10g\n",
+		time.Since(w0).Seconds(), (cpuTime() - c0).Seconds(), m.Stage1Cost, m.Stage2Cost, m.Stage2Bound)
+}
