@@ -116,10 +116,10 @@ type pricedModel interface {
 // candidate pass (or are constants, stage1Model.deferSums) and stay fixed:
 // pricing passes (float32 where the model bounds their error, see price)
 // never change them.
-func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) {
+func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, *pricing, error) {
 	pr := newPricing(st, adj, mon)
 	if err := pr.resolve(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	trace("first solve: %d edges, cost %.12g", len(pr.g.Col), pr.sol.Cost)
 	sub := []int(nil) // rows to price; nil: all
@@ -128,7 +128,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 	if screens {
 		var err error
 		if sub, err = pr.screenAll(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	for pass := 0; ; pass++ {
@@ -141,19 +141,19 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 		dirty := false
 		if sub == nil || len(sub) > 0 {
 			if err := pr.priceRows(sub); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		for iter := 0; ; iter++ {
 			if dirty {
 				if err := pr.resolve(); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 			}
 			var added, violRows int
 			var err error
 			if sub, added, violRows, err = pr.check(pass, iter, screens); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if added == 0 {
 				break
@@ -161,7 +161,7 @@ func (st *pricedStage) solve(adj edges, mon *Monitor) (*assign.Solution, error) 
 			dirty, pr.bulk = true, violRows > st.rows/4 && added > 8*violRows
 		}
 		if len(sub) == 0 {
-			return pr.sol, nil
+			return pr.sol, pr, nil
 		}
 	}
 }
@@ -187,6 +187,12 @@ type pricing struct {
 	sol      *assign.Solution
 	g        *assign.Graph
 	bulk     bool // the last check added many violators per row in many rows
+	// last holds what the last check proved about each row (rowBounds).
+	last struct {
+		slack, limit []float64 // the rows' tails' margins and largest rises
+		tau          float64   // the largest rise of a column outside cols
+		colLow       []float64 // least reduced cost into cols per row (nil: no column pass)
+	}
 }
 
 func newPricing(st *pricedStage, adj edges, mon *Monitor) *pricing {
@@ -355,17 +361,57 @@ func (pr *pricing) check(pass, iter int, screens bool) (sub []int, added, violRo
 	}
 	trace("pass %d.%d: %d edges, cost %.12g, %d violating edges added, %d rows and %d columns to price",
 		pass, iter, len(pr.g.Col), pr.sol.Cost, added, len(sub), len(cols))
+	pr.last.slack, pr.last.limit, pr.last.colLow = slack, limit, nil
+	pr.last.tau = math.Inf(-1)
+	isCol := make([]bool, len(w))
+	for _, b := range cols {
+		isCol[b] = true
+	}
+	for b, r := range rise {
+		if !isCol[b] {
+			pr.last.tau = max(pr.last.tau, r)
+		}
+	}
 	if added == 0 && len(sub) == 0 && len(cols) > 0 {
 		// The edges into the columns that rose most, priced now;
 		// with the row tails below the others' rise, they complete
 		// the certificate.
-		added = st.priceCols(cols, z, w, tol, pr.adj)
+		pr.last.colLow = slices.Repeat([]float64{math.Inf(1)}, st.rows)
+		added = st.priceCols(cols, z, w, tol, pr.adj, pr.last.colLow)
 		if err := mon.err(); err != nil {
 			return nil, 0, 0, err
 		}
 		trace("  column pass over %d: %d violating edges added", len(cols), added)
 	}
 	return sub, added, violRows, nil
+}
+
+// rowBounds returns, for every row a, a lower bound low[a] on the reduced
+// cost under the final potentials of every edge of row a outside the graph
+// and its kept list, and the kept lists (with exact cross parts), from the
+// last check (which proved the potentials feasible): into the columns whose
+// potential rose by at most τ since the row's pass, the row's tail less
+// its potential's change and that rise; into the others (cols), the least
+// reduced cost the column pass met; or the candidate lists' bound (screen)
+// when that is higher. stage2Blossom starts its rows' records from them.
+func (pr *pricing) rowBounds() (low []float64, kept *topk.Lists) {
+	st, l := pr.st, &pr.last
+	low = make([]float64, st.rows)
+	for a := range low {
+		low[a] = l.slack[a] - min(l.tau, l.limit[a])
+		if l.colLow != nil {
+			low[a] = min(low[a], l.colLow[a])
+		}
+	}
+	if st.tauR != nil && st.coef*st.scale > 0 {
+		z, w := pr.potentials()
+		scr := make([]float64, st.rows)
+		st.screen(z, w, scr, nil)
+		for a, t := range scr {
+			low[a] = max(low[a], t)
+		}
+	}
+	return low, pr.kept
 }
 
 // link adds edge (a, b) with cross part x to adj, and (b, a) too when the

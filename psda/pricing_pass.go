@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/psda-dev/psda/psda/internal/par"
 	"github.com/psda-dev/psda/psda/internal/topk"
@@ -128,18 +129,43 @@ func (st *pricedStage) price(best *topk.Lists, sub []int, z, w []float64, has fu
 
 // priceCols runs a column pass over cols, adds to adj every edge into them
 // whose reduced cost under (z, w) is below −tol and returns their number.
-func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj edges) int {
+// When low is not nil it also lowers low[a] to the least reduced cost of
+// the edges (a, b) into cols outside adj.
+func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj edges, low []float64) int {
 	var mu sync.Mutex
 	var found [][2]int
 	var cross []float64
+	var bits []uint64 // low as bits, lowered by compare-and-swap
+	if low != nil {
+		bits = make([]uint64, len(low))
+		for a, v := range low {
+			bits[a] = math.Float64bits(v)
+		}
+	}
+	cs := st.coef * st.scale
 	st.passCols(cols, func(a, b int, x float64) {
-		if st.noDiag && a == b || st.coef*x*st.scale-z[a]-w[b] >= -tol {
+		if st.noDiag && a == b {
+			return
+		}
+		r := cs*x - z[a] - w[b]
+		if bits != nil && r < math.Float64frombits(atomic.LoadUint64(&bits[a])) && !adj.has(a, b) {
+			for {
+				old := atomic.LoadUint64(&bits[a])
+				if r >= math.Float64frombits(old) || atomic.CompareAndSwapUint64(&bits[a], old, math.Float64bits(r)) {
+					break
+				}
+			}
+		}
+		if r >= -tol {
 			return
 		}
 		mu.Lock()
 		found, cross = append(found, [2]int{a, b}), append(cross, x)
 		mu.Unlock()
 	})
+	for a := range low {
+		low[a] = math.Float64frombits(bits[a])
+	}
 	added := st.addEdges(adj, found, cross)
 	if added > 0 {
 		adj.normalise()

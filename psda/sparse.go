@@ -93,7 +93,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		st.eR = md.err32()
 		st.eC = st.eR
 	}
-	sol, err := st.solve(adj, mon)
+	sol, relax, err := st.solve(adj, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
@@ -105,7 +105,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 		return cost(r, q, md.at(r, q))
 	}
-	em, err := stage2Blossom(st, adj, sol, n, p, md, s2.node, cost, oracle, mon)
+	em, err := stage2Blossom(st, adj, sol, relax, n, p, md, s2.node, cost, oracle, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
@@ -208,12 +208,12 @@ func (s *sparse2) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 // thus feasible for every dense edge up to tol, tight on the matching, and
 // their objective is the certified Stage2Bound; CertifyMatchingGraph checks
 // them on the final graph.
-func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, md *stage2Model, node []float64,
+func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, relax *pricing, n, p int, md *stage2Model, node []float64,
 	cost func(r, q int, v float64) float64, oracle func(r, q int) float64, mon *Monitor) (*assign.ExactMatching, error) {
 	hooks := mon.hooks(PhaseStage2Match)
 	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
 	y0 := start.Y
-	rec := newRowRecords(p)
+	rec := newRowRecords(relax.rowBounds())
 	for round := 0; ; round++ {
 		adj.normalise()
 		g := st.graph(adj)
@@ -242,6 +242,9 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, n, p int, m
 			}
 			st.screen(z, z, tail, nil)
 			rise = slices.DeleteFunc(rise, func(a int) bool { return tail[a] >= -tol })
+		}
+		if recordsHook != nil {
+			recordsHook(rec, md, adj.has, y0, cost)
 		}
 		price, kept := rec.split(rise, d.Y, y0, tol)
 		trace("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price, %d cleared by their records",

@@ -105,7 +105,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 			st.eR, st.eC = st.eC, st.eR
 		}
 	}
-	sol, err := st.solve(adj, mon)
+	sol, _, err := st.solve(adj, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 1 (sparse): %w", err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
-// This file lets stage2Blossom's pricing rounds reuse what an earlier
-// round's pass learned about a row (docs/method.md, "The sparse exact
+// This file lets stage2Blossom's pricing rounds reuse what the
+// relaxation's pricing and earlier rounds' passes learned about a row (docs/method.md, "The sparse exact
 // path"). Every round solves from the same start y0, so the reduced cost
 // under y0,
 //
@@ -21,34 +21,40 @@ import (
 //
 //	rc(a, b) = s0(a, b) − δ_a − δ_b + Shared(a, b) >= s0(a, b) − δ_a − δ_b.
 //
-// A priced row keeps its recordK edges of least s0 outside the graph
+// Each row keeps a record: its edges of least s0 outside the graph
 // (exactly, with their cross parts) and a lower bound low[a] on s0 of every
-// other edge outside the graph. In a later round, with a threshold τ >= tol,
-// row a needs no pass when δ_a <= τ and low[a] − δ_a − τ >= −tol; its kept
-// edges are checked exactly instead. Every edge (a, b) outside the graph is
-// then covered: if both ends rose by at most tol, y0's feasibility holds
-// it (as stage2Blossom argues); if a rose and was cleared, δ_b <= τ either
-// because b rose and was cleared too or because b did not rise, so
-// rc(a, b) >= low[a] − δ_a − τ; and every row that rose and was not cleared
-// (δ_a > τ or no record) is priced. The blossom duals move y0 by little
-// (the largest δ is far below the gaps between a row's nearest neighbours
-// under s0), so after the first round's pass the records clear nearly
-// every row, and the round that certifies the result needs no pass.
+// other edge of the row outside the graph. The records start from the
+// relaxation's pricing (its reduced costs under its final potentials are
+// s0, y0 being their symmetric mean: pricing.rowBounds), and a row priced
+// by a blossom round (priceBlossom) gets a new one. In a round, with a
+// threshold τ >= tol, row a needs no pass when δ_a <= τ and
+// low[a] − δ_a − τ >= −tol; its kept edges are checked exactly instead.
+// Every edge (a, b) outside the graph is then covered: if both ends rose by
+// at most tol, y0's feasibility holds it (as stage2Blossom argues); if a
+// rose and was cleared, δ_b <= τ either because b rose and was cleared too
+// or because b did not rise, so rc(a, b) >= low[a] − δ_a − τ; and every
+// row that rose and was not cleared is priced. The blossom duals move y0
+// by little (the largest δ lies far below the gaps between a row's nearest
+// neighbours under s0: docs/performance.md, "Stage 2 exact at scale"), so
+// the records clear nearly every row and the blossom rounds need almost no
+// pass.
 
-// recordK is the number of edges of least s0 a priced row keeps: a few
-// edges per row have s0 below the largest δ (docs/performance.md, "Stage 2
-// exact at scale"), and the records' bound must lie above them.
-var recordK = 16
+// recordsHook, when set (tests), sees the records at the start of every
+// blossom round.
+var recordsHook func(rec *rowRecords, md *stage2Model, has func(a, b int) bool, y0 []float64,
+	cost func(a, b int, x float64) float64)
 
 // rowRecords are the rows' records (see the file comment).
 type rowRecords struct {
-	kept *topk.Lists // per row: its recordK edges of least s0, with exact cross parts (aux)
+	kept *topk.Lists // per row: its edges of least s0, with exact cross parts (aux)
 	low  []float64   // low[a] <= s0 of every other edge of row a outside the graph
-	has  []bool      // row a was priced and holds a record
 }
 
-func newRowRecords(p int) *rowRecords {
-	return &rowRecords{kept: topk.New(p, recordK), low: make([]float64, p), has: make([]bool, p)}
+// newRowRecords returns records that start from the relaxation's pricing
+// (pricing.rowBounds): its reduced costs under its final, symmetric
+// potentials are s0, since y0 is their mean.
+func newRowRecords(low []float64, kept *topk.Lists) *rowRecords {
+	return &rowRecords{kept: kept, low: low}
 }
 
 // settle completes row a's record after a pass offered it every edge's s0
@@ -61,7 +67,7 @@ func (rc *rowRecords) settle(a int, md *stage2Model, exact bool) {
 			rc.kept.Aux[t] = md.at(a, int(rc.kept.Idx[t]))
 		}
 	}
-	rc.low[a], rc.has[a] = rc.kept.Limit(a), true
+	rc.low[a] = rc.kept.Limit(a)
 }
 
 // split divides the rows that rose (duals y, start y0) into those to price
@@ -72,7 +78,7 @@ func (rc *rowRecords) split(rise []int, y, y0 []float64, tol float64) (price, ke
 	delta := func(a int) float64 { return y[a] - y0[a] }
 	cleared := func(a int, tau float64) bool {
 		da := delta(a)
-		return rc.has[a] && da <= tau && rc.low[a]-da-tau >= -tol
+		return da <= tau && rc.low[a]-da-tau >= -tol
 	}
 	order := slices.Clone(rise)
 	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(delta(b), delta(a)) })
