@@ -427,3 +427,16 @@ def test_docstring_examples_run():
         failed, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert failed == 0, mod.__name__
         assert attempted > 0 or mod is psda, mod.__name__
+
+
+def test_gammas_none_means_the_papers_mixture():
+    """gammas=None is the paper's mixture in match and in the sampler, as in
+    the core (psda.DefaultGammas), not an error."""
+    rng = np.random.default_rng(5)
+    src, tgt = rng.normal(size=(40, 3)), rng.normal(size=(36, 3)) + 0.3
+    a = psda.match(src, tgt, batch_size=4, gammas=None, progress=False)
+    b = psda.match(src, tgt, batch_size=4, gammas=psda.DEFAULT_GAMMAS, progress=False)
+    assert a.gammas == psda.DEFAULT_GAMMAS
+    assert np.array_equal(a.pairs, b.pairs) and a.stage2_cost == b.stage2_cost
+    s = psda.PairedBatchSampler(src, tgt, batch_size=4, gammas=None)
+    assert s.gammas == psda.DEFAULT_GAMMAS

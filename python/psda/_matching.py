@@ -411,6 +411,8 @@ def _check_config(
             "kernel, so kernel would be ignored; leave kernel at its default for CORAL, or use "
             "discrepancy='mmd' for the linear-kernel MMD"
         )
+    if gammas is None:  # as the core reads a nil mixture: the paper's
+        gammas = DEFAULT_GAMMAS
     if isinstance(gammas, (str, bytes)) or not isinstance(gammas, (Sequence, np.ndarray)):
         raise TypeError(f"gammas = {gammas!r}: want a sequence of floats > 0, e.g. gammas=(0.1, 1.0)")
     try:
@@ -555,7 +557,7 @@ def match(
     stages: int = 2,
     discrepancy: str = "mmd",
     kernel: str = "rbf",
-    gammas: Sequence[float] = DEFAULT_GAMMAS,
+    gammas: Optional[Sequence[float]] = DEFAULT_GAMMAS,
     progress: ProgressArg = None,
     solver: str = "auto",
 ) -> Matching:
@@ -590,7 +592,8 @@ def match(
         discrepancy: ``"mmd"`` or ``"coral"``.
         kernel: ``"rbf"`` (sum of exp(-gamma·||x-y||²) over ``gammas``) or
             ``"linear"``; MMD only.
-        gammas: the RBF mixture's bandwidths, each finite and > 0.
+        gammas: the RBF mixture's bandwidths, each finite and > 0; None means
+            the paper's mixture, DEFAULT_GAMMAS.
         progress: ``None`` (default) draws a progress bar on stderr when
             stderr is a terminal and the matching has run for more than 2 s;
             ``False`` never draws one; ``True`` always does (also into logs

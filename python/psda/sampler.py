@@ -177,7 +177,8 @@ class PairedBatchSampler(_Base):
         stages: 1 (Paired) or 2 (Double-paired, quadruplets).
         discrepancy: ``"mmd"`` or ``"coral"``: the loss the matching serves.
         kernel: ``"rbf"`` (the paper's mixture) or ``"linear"``; MMD only.
-        gammas: the RBF mixture's bandwidths.
+        gammas: the RBF mixture's bandwidths; None means the paper's mixture,
+            DEFAULT_GAMMAS.
         seed: seeds the shuffle together with the epoch; any int, taken
             modulo 2**64. Every rank must use the same seed.
         drop_last: drop the final short batch, and the batches that cannot be
@@ -222,7 +223,7 @@ class PairedBatchSampler(_Base):
         stages: int = 2,
         discrepancy: str = "mmd",
         kernel: str = "rbf",
-        gammas: Sequence[float] = DEFAULT_GAMMAS,
+        gammas: Optional[Sequence[float]] = DEFAULT_GAMMAS,
         seed: int = 0,
         drop_last: bool = True,
         num_replicas: Optional[int] = None,
