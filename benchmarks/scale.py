@@ -6,7 +6,9 @@ missing) is its own. Features are float32, d columns, scaled so that squared
 distances are O(1): --data gaussian draws one isotropic Gaussian per domain
 (target shifted) -- structureless, the hardest case for candidate edges;
 --data classes draws 65 class clusters (as Office-Home's classes) with
-within-class noise and a domain shift, closer to penultimate-layer features.
+within-class noise and a domain shift, closer to penultimate-layer features;
+--data clustered draws five tight clusters (tests/test_stage2_exact.py's),
+whose near-ties make large blossoms in Stage 2.
 
     python benchmarks/scale.py                       # paper scale + a small sweep
     python benchmarks/scale.py --cases 15000x2000 30000x2000
@@ -43,6 +45,11 @@ if data == "classes":
     shift = rng.normal(0.0, 0.3, size=d).astype(np.float32)
     src = centres[rng.integers(65, size=ns)] + rng.normal(0.0, 0.5, size=(ns, d)).astype(np.float32)
     tgt = centres[rng.integers(65, size=nt)] + shift + rng.normal(0.0, 0.5, size=(nt, d)).astype(np.float32)
+elif data == "clustered":
+    # tests/test_stage2_exact.py's five tight clusters: near-ties, large blossoms.
+    centres = rng.normal(0.0, 4.0, size=(5, d))
+    src = (centres[rng.integers(5, size=ns)] + 0.05 * rng.normal(size=(ns, d))).astype(np.float32)
+    tgt = (centres[rng.integers(5, size=nt)] + 0.05 * rng.normal(size=(nt, d)) + 0.5).astype(np.float32)
 else:
     src = rng.normal(0.0, 1.0, size=(ns, d)).astype(np.float32)
     tgt = rng.normal(0.2, 1.0, size=(nt, d)).astype(np.float32)
@@ -87,7 +94,7 @@ def main(argv=None) -> None:
     ap.add_argument("--dim", type=int, default=512)
     ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--data", choices=["gaussian", "classes"], default="gaussian")
+    ap.add_argument("--data", choices=["gaussian", "classes", "clustered"], default="gaussian")
     ap.add_argument("--solver", choices=["auto", "dense", "sparse"], default="auto")
     ap.add_argument("--cost", choices=["mmd-rbf", "mmd-linear", "coral"], default="mmd-rbf")
     ap.add_argument("--timeout", type=float, default=1800)
