@@ -24,8 +24,12 @@ func (e Edges) Add(a, b int, x float64) { e[a] = append(e[a], Edge{int32(b), x})
 func (e Edges) Normalise() int {
 	n := 0
 	for a, row := range e {
-		slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
-		e[a] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+		// Rows already in order (the loop adds few edges between two
+		// calls) cost one scan.
+		if !increasing(row) {
+			slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+			e[a] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+		}
 		n += len(e[a])
 	}
 	return n
@@ -35,4 +39,14 @@ func (e Edges) Normalise() int {
 func (e Edges) Has(a, b int) bool {
 	_, ok := slices.BinarySearchFunc(e[a], int32(b), func(p Edge, b int32) int { return int(p.B) - int(b) })
 	return ok
+}
+
+// increasing reports whether row's columns strictly increase.
+func increasing(row []Edge) bool {
+	for k := 1; k < len(row); k++ {
+		if row[k].B <= row[k-1].B {
+			return false
+		}
+	}
+	return true
 }

@@ -224,20 +224,39 @@ func denseCandidates(c []float64, n, k int) Edges {
 		}
 	}
 	colI, colM := cols[0].I, cols[0].M
-	// Row i's own candidates, then the columns that chose it (Solve's
-	// Normalise drops the repeats).
-	adj := make(Edges, n)
-	for i := 0; i < n; i++ {
-		row := c[i*n : i*n+n]
-		adj[i] = make([]Edge, 0, rowM[i]+2)
-		for _, j := range rowJ[i*(k+1) : i*(k+1)+rowM[i]] {
-			adj.Add(i, int(j), row[j])
+	// Row i's own candidates and the columns that chose it, in one flat
+	// array, each row then sorted and without repeats on all cores (Solve's
+	// Normalise finds them so), its capacity capped so that an edge added
+	// later cannot run into the next row.
+	lo := make([]int, n+1)
+	for j := 0; j < n; j++ {
+		for _, i := range colI[j*k : j*k+colM[j]] {
+			lo[i+1]++
 		}
+	}
+	for i := 0; i < n; i++ {
+		lo[i+1] += lo[i] + rowM[i]
+	}
+	flat, fill := make([]Edge, lo[n]), make([]int, n)
+	for i := 0; i < n; i++ {
+		for t, j := range rowJ[i*(k+1) : i*(k+1)+rowM[i]] {
+			flat[lo[i]+t] = Edge{j, c[i*n+int(j)]}
+		}
+		fill[i] = lo[i] + rowM[i]
 	}
 	for j := 0; j < n; j++ {
 		for _, i := range colI[j*k : j*k+colM[j]] {
-			adj.Add(int(i), j, c[int(i)*n+j])
+			flat[fill[i]] = Edge{int32(j), c[int(i)*n+j]}
+			fill[i]++
 		}
 	}
+	adj := make(Edges, n)
+	par.Rows(n, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := flat[lo[i]:lo[i+1]:lo[i+1]]
+			slices.SortFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+			adj[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+		}
+	})
 	return adj
 }
