@@ -10,8 +10,9 @@ package psda
 // violators until the duals are feasible for the full problem. The
 // result is then the dense optimum, certified, and no n_s×n_t or P×P matrix
 // is ever stored: memory is O((n_s+n_t)·(d + sparseK)). This file holds
-// the two stages; the pricing loop they share is pricing.go's, the
-// candidate lists are internal/topk's and the edge set is edges.go's.
+// the two stages; the pricing loop they share is assign.Pricing (pricing.go
+// ties them to it), the candidate lists are internal/topk's and the edge
+// set is assign.Edges (edges.go).
 
 import (
 	"fmt"
@@ -58,7 +59,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		adj.add(q, r, v)
 	}
 	near := topk.New(p, min(stage2K(src.D), p-1))
-	toRow, toCol := candidates(near, p, p)
+	toRow, toCol := near.Candidates(p, p)
 	md.pass(scope{}, func(r, q0 int, v []float64) {
 		toRow(r, q0, v)
 		toCol(r, q0, v, nil)
@@ -85,7 +86,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	adj.normalise()
-	st := &pricedStage{pricedModel: s2,
+	st := &pricedStage{model: s2,
 		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, symmetric: true, phase: PhaseStage2Match,
 		tauR: tau, tauC: tau,
 	}
@@ -122,13 +123,14 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	return nil
 }
 
-// sparse2 is Stage 2's relaxation as the pricing loop sees it: the P
+// sparse2 is Stage 2's relaxation as the pricing loop sees it (an
+// assign.PricedModel): the P
 // pairs as rows and as columns, and the dummy node p (odd P: n = P+1),
 // which stands for "no partner" and has all its edges in the graph.
 type sparse2 struct {
 	md   *stage2Model
 	p, n int
-	// node and single are md's terms, set by terms (the first thing solve
+	// node and single are md's terms, set by Terms (the first thing Solve
 	// does) and fixed after it.
 	node, single []float64
 }
@@ -145,30 +147,30 @@ func (s *sparse2) cost(r, q int, v float64) float64 {
 	return (s.node[r] + s.node[q] + md.coef*v) * md.scale
 }
 
-func (s *sparse2) at(a, b int) float64 { return s.md.at(a, b) }
+func (s *sparse2) At(a, b int) float64 { return s.md.at(a, b) }
 
-func (s *sparse2) terms() ([]float64, []float64) {
+func (s *sparse2) Terms() ([]float64, []float64) {
 	s.node, s.single = s.md.finish()
 	return s.node, s.node
 }
 
-func (s *sparse2) colPot(v []float64) []float64 { return slices.Clone(v[:s.p]) }
+func (s *sparse2) ColPot(v []float64) []float64 { return slices.Clone(v[:s.p]) }
 
-func (s *sparse2) graph(adj edges) *assign.Graph {
+func (s *sparse2) Graph(adj assign.Edges) *assign.Graph {
 	n := s.n
 	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
 	for a, row := range adj {
 		g.Lo[a] = len(g.Col)
 		for _, e := range row {
-			g.Col = append(g.Col, e.b)
-			g.Cost = append(g.Cost, s.cost(a, int(e.b), e.x))
+			g.Col = append(g.Col, e.B)
+			g.Cost = append(g.Cost, s.cost(a, int(e.B), e.X))
 		}
 		g.Hi[a] = len(g.Col)
 	}
 	return g
 }
 
-func (s *sparse2) passCols(cols []int, visit func(a, b int, x float64)) {
+func (s *sparse2) PassCols(cols []int, visit func(a, b int, x float64)) {
 	// V is symmetric: the rows of cols give the edges into them.
 	s.md.pass(scope{rows: cols}, func(q, r0 int, v []float64) {
 		for k, x := range v {
@@ -177,7 +179,7 @@ func (s *sparse2) passCols(cols []int, visit func(a, b int, x float64)) {
 	})
 }
 
-func (s *sparse2) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+func (s *sparse2) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
 	s.md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
 		row(r, q0, v)
 		if sub == nil { // the full pass visits the upper triangle only
@@ -208,12 +210,12 @@ func (s *sparse2) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 // thus feasible for every dense edge up to tol, tight on the matching, and
 // their objective is the certified Stage2Bound; CertifyMatchingGraph checks
 // them on the final graph.
-func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, relax *pricing, n, p int, md *stage2Model, node []float64,
+func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, relax *assign.RowBounds, n, p int, md *stage2Model, node []float64,
 	cost func(r, q int, v float64) float64, oracle func(r, q int) float64, mon *Monitor) (*assign.ExactMatching, error) {
 	hooks := mon.hooks(PhaseStage2Match)
 	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
 	y0 := start.Y
-	rec := newRowRecords(relax.rowBounds())
+	rec := newRowRecords(relax.Low, relax.Kept)
 	for round := 0; ; round++ {
 		adj.normalise()
 		g := st.graph(adj)

@@ -27,8 +27,8 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	f32 := md.deferSums && md.bounded
 	ns, nt := src.N, tgt.N
 	rows, cols := topk.New(ns, min(3*sparseK, nt)), topk.New(nt, min(3*sparseK, ns))
-	toRow, _ := candidates(rows, ns, nt)
-	_, toCol := candidates(cols, nt, ns)
+	toRow, _ := rows.Candidates(ns, nt)
+	_, toCol := cols.Candidates(nt, ns)
 	md.pass(scope{f32: f32}, func(i, j0 int, x []float64) {
 		toRow(i, j0, x)
 		toCol(i, j0, x, nil)
@@ -86,16 +86,16 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// float32 pass they get exact ones.
 	s1 := &sparse1{md: md, tr: tr, nl: nl, nsm: nsm, copies: copies, dummies: dummies}
 	for a := 0; a < nl; a++ {
-		adj.add(a, a%nsm, s1.at(a, a%nsm))
+		adj.add(a, a%nsm, s1.At(a, a%nsm))
 	}
 	if f32 {
 		adj.normalise()
-		exactCross(adj, s1.at)
+		exactCross(adj, s1.At)
 		if err := mon.err(); err != nil {
 			return fmt.Errorf("psda: stage 1 candidates: %w", err)
 		}
 	}
-	st := &pricedStage{pricedModel: s1,
+	st := &pricedStage{model: s1,
 		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign,
 		tauR: tauR, tauC: tauC,
 	}
@@ -121,7 +121,8 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	return nil
 }
 
-// sparse1 is Stage 1's assignment as the pricing loop sees it: solver rows
+// sparse1 is Stage 1's assignment as the pricing loop sees it (an
+// assign.PricedModel): solver rows
 // a are the larger side (sources unless tr), solver columns b the smaller
 // side, each standing for copies assignment columns, and dummies dummy rows
 // take the extra copies.
@@ -132,14 +133,14 @@ type sparse1 struct {
 	copies, dummies int
 }
 
-func (s *sparse1) at(a, b int) float64 {
+func (s *sparse1) At(a, b int) float64 {
 	if s.tr {
 		return s.md.at(b, a)
 	}
 	return s.md.at(a, b)
 }
 
-func (s *sparse1) terms() ([]float64, []float64) {
+func (s *sparse1) Terms() ([]float64, []float64) {
 	rt, ct := s.md.terms()
 	if s.tr {
 		return ct, rt
@@ -147,7 +148,7 @@ func (s *sparse1) terms() ([]float64, []float64) {
 	return rt, ct
 }
 
-func (s *sparse1) colPot(v []float64) []float64 {
+func (s *sparse1) ColPot(v []float64) []float64 {
 	copies := s.copies
 	vp := make([]float64, s.nsm)
 	for b := range vp {
@@ -156,7 +157,7 @@ func (s *sparse1) colPot(v []float64) []float64 {
 	return vp
 }
 
-func (s *sparse1) passCols(cols []int, visit func(a, b int, x float64)) {
+func (s *sparse1) PassCols(cols []int, visit func(a, b int, x float64)) {
 	if s.tr { // solver columns are sources: rows of the model's pass
 		s.md.pass(scope{rows: cols}, func(i, j0 int, xs []float64) {
 			for k, x := range xs {
@@ -172,7 +173,7 @@ func (s *sparse1) passCols(cols []int, visit func(a, b int, x float64)) {
 	})
 }
 
-func (s *sparse1) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+func (s *sparse1) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
 	if s.tr {
 		s.md.pass(scope{cols: sub, f32: f32}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
 		return
@@ -185,17 +186,17 @@ func (s *sparse1) pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 	})
 }
 
-func (s *sparse1) graph(adj edges) *assign.Graph {
+func (s *sparse1) Graph(adj assign.Edges) *assign.Graph {
 	nl, nsm, copies, dummies := s.nl, s.nsm, s.copies, s.dummies
-	rt, ct := s.terms()
+	rt, ct := s.Terms()
 	n := nl + dummies
 	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
 	for a, row := range adj {
 		g.Lo[a] = len(g.Col)
 		for _, e := range row {
-			c := (rt[a] + ct[e.b] + e.x) * s.md.scale
+			c := (rt[a] + ct[e.B] + e.X) * s.md.scale
 			for t := 0; t < copies; t++ {
-				g.Col = append(g.Col, int32(int(e.b)*copies+t))
+				g.Col = append(g.Col, int32(int(e.B)*copies+t))
 				g.Cost = append(g.Cost, c)
 			}
 		}

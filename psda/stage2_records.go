@@ -25,7 +25,7 @@ import (
 // (exactly, with their cross parts) and a lower bound low[a] on s0 of every
 // other edge of the row outside the graph. The records start from the
 // relaxation's pricing (its reduced costs under its final potentials are
-// s0, y0 being their symmetric mean: pricing.rowBounds), and a row priced
+// s0, y0 being their symmetric mean: assign.RowBounds), and a row priced
 // by a blossom round (priceBlossom) gets a new one. In a round, with a
 // threshold τ >= tol, row a needs no pass when δ_a <= τ and
 // low[a] − δ_a − τ >= −tol; its kept edges are checked exactly instead.
@@ -51,7 +51,7 @@ type rowRecords struct {
 }
 
 // newRowRecords returns records that start from the relaxation's pricing
-// (pricing.rowBounds): its reduced costs under its final, symmetric
+// (assign.RowBounds): its reduced costs under its final, symmetric
 // potentials are s0, since y0 is their mean.
 func newRowRecords(low []float64, kept *topk.Lists) *rowRecords {
 	return &rowRecords{kept: kept, low: low}

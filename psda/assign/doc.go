@@ -26,6 +26,12 @@
 //	SolveSparse  (sparse.go)     sparse square assignment: auction warm start,
 //	                             heap Dijkstra paths; ResolveSparse restarts
 //	                             from a solution by paths alone
+//	Pricing      (pricing.go)    the pricing loop: solve on candidate Edges,
+//	                             price against every dense edge through a
+//	                             PricedModel, add violators, re-solve; psda's
+//	                             sparse stages run it to the certificate, the
+//	                             Rectangular warm start (warm.go) for a few
+//	                             passes on the dense matrix
 //	Hooks        (hooks.go)      progress and cancellation for the *With
 //	                             variants (RectangularWith, ImbalancedWith,
 //	                             MinWeightPerfectMatchingWith)

@@ -2,7 +2,6 @@ package assign
 
 import (
 	"errors"
-	"math"
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
@@ -18,62 +17,55 @@ const warmK = 16
 var warmMin = 256
 
 // warmStart is the first warm start of square problems, tried before
-// auctionInit: the pricing loop of the sparse path (docs/method.md, "The sparse exact path") run on the
-// dense matrix. It solves the sparse problem on a few candidate entries of
-// every row and column (SolveSparse), then up to warmRounds times adds each
-// row's warmPrice most violated entries under the sparse potentials and
-// re-solves (ResolveSparse), and hands the potentials and the assignment
-// to tightenWithin and the exact augmentation, which repair whatever the
-// rounds left. Candidates are the warmK smallest entries of each row after
-// column reduction (c[i][j] − min_i' c[i'][j]) and the warmK smallest of
-// each column after the row reduction that follows, plus the cyclic
-// permutation i → i+1, so that a perfect matching exists (the Stage 2
-// relaxation forbids only the diagonal).
+// auctionInit: the pricing loop (Pricing, docs/design.md "The pricing
+// loop") run on the dense matrix (denseModel) with a warm start's policy.
+// It solves the sparse problem on a few candidate entries of every row and
+// column, prices every row, keeping its warmPrice most violated entries,
+// adds the violators and re-solves until the kept entries hold, re-prices
+// the rows whose bound no longer does, at most warmRounds passes in all,
+// and hands the potentials and the assignment to tightenWithin and the
+// exact augmentation, which repair whatever the passes left. Candidates are
+// the warmK smallest entries of each row after column reduction
+// (c[i][j] − min_i' c[i'][j]) and the warmK smallest of each column after
+// the row reduction that follows, plus the cyclic permutation i → i+1, so
+// that a perfect matching exists (the Stage 2 relaxation forbids only the
+// diagonal).
 //
 // On continuous costs the candidates hold nearly every optimal entry: a
-// round or two add few entries and leave no row free, so the exact phase
+// pass or two add few entries and leave no row free, so the exact phase
 // has little left to do (BenchmarkSolve; docs/performance.md, "Design
 // decisions and the measurements behind them").
 //
 // The warm start only ever sets potentials and a partial assignment that
 // tightenWithin makes feasible, so correctness rests on the exact phase. It
 // gives up, returning false with s reset, when the sparse problem has no
-// perfect matching (+Inf off the diagonal), when a round finds more than n
-// violated entries, or when more than n/warmFree rows end free:
+// perfect matching (+Inf off the diagonal), when a check finds more than n
+// violated entries (MaxAdd), or when more than n/warmFree rows end free:
 // tie-heavy costs (ReLU features at d = 2) and some 2-D ones give most rows
-// cheaper entries outside their candidates round after round, and the
-// auction is the better start there. A failed attempt costs the two
-// candidate passes over c, up to warmRounds pricing passes over c and as
-// many sparse solves: a small fraction of the auction that follows
-// (BenchmarkWarmAttempt; figures in docs/performance.md). It returns h's
-// Stop error when h stops it.
+// cheaper entries outside their candidates pass after pass, and the auction
+// is the better start there. A failed attempt costs the candidate passes
+// over c, up to warmRounds pricing passes over c and as many sparse solves:
+// a small fraction of the auction that follows (BenchmarkWarmAttempt;
+// figures in docs/performance.md). It returns h's Stop error when h stops
+// it.
 func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	n := s.nr
 	if n < warmMin || n != s.nc {
 		return false, nil
 	}
-	g := denseCandidates(s.c, n, warmK)
+	adj := denseCandidates(s.c, n, warmK)
 	if err := h.stop(); err != nil {
 		return false, err
 	}
-	sol, err := SolveSparse(g, nil, h.stopOnly())
-	for round := 0; err == nil && round < warmRounds; round++ {
-		if err := h.stop(); err != nil {
-			return false, err
-		}
-		var add int
-		if g, add = s.priceInto(g, sol); add == 0 {
-			break
-		}
-		if add > n { // more than one a row on average: tie-heavy costs
-			return s.reset(), nil
-		}
-		sol, err = ResolveSparse(g, sol, h.stopOnly())
+	pr := &Pricing{Model: &denseModel{c: s.c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1,
+		Keep: warmPrice, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly()}
+	sol, _, err := pr.Solve(adj)
+	if errors.Is(err, ErrNoPerfect) || errors.Is(err, ErrPricingGaveUp) {
+		// +Inf entries beyond the diagonal, or tie-heavy costs: let the
+		// auction decide.
+		return s.reset(), nil
 	}
 	if err != nil {
-		if errors.Is(err, ErrNoPerfect) {
-			return s.reset(), nil // +Inf entries beyond the diagonal: let the auction decide
-		}
 		return false, err
 	}
 	copy(s.v, sol.V)
@@ -103,76 +95,78 @@ func (s *lsap) reset() bool {
 	return false
 }
 
-// warmRounds is the number of pricing rounds warmStart runs on the sparse
+// warmRounds is the number of pricing passes warmStart runs on the sparse
 // problem before the exact dense phase takes over.
 const warmRounds = 4
 
-// priceInto returns g with, for every row of s.c, up to warmPrice of its
-// most violated entries under sol's potentials (reduced cost below −1e-12
-// of the magnitudes involved: rounding noise is left to tighten), and the
-// number of entries added. Adding only the worst few per row keeps the
-// sparse problem small; a later round finds the rest. Time O(n²).
-func (s *lsap) priceInto(g *Graph, sol *Solution) (*Graph, int) {
-	n := s.nr
-	negV := make([]float64, n)
-	for j, v := range sol.V {
-		negV[j] = -v
-	}
-	adds := make([][]int32, par.NParts(n)) // pairs (i, j), rows ascending within a part
-	par.Parts(n, func(part, lo, hi int) {
-		topV, topJ := make([]float64, warmPrice), make([]int, warmPrice)
-		var add []int32
-		for i := lo; i < hi; i++ {
-			row, u := s.c[i*n:i*n+n], sol.U[i]
-			m := topk.SmallestK(row, negV, topV, topJ)
-			for t, j := range topJ[:m] {
-				if r := topV[t] - u; r < -1e-12*(math.Abs(row[j])+math.Abs(u)+math.Abs(negV[j])) {
-					add = append(add, int32(i), int32(j))
-				}
-			}
-		}
-		adds[part] = add
-	})
-	add := slices.Concat(adds...)
-	if len(add) == 0 {
-		return g, 0
-	}
-	h := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
-	extra := make([]int, n+1)
-	for t := 0; t < len(add); t += 2 {
-		extra[add[t]+1]++
-	}
-	e := 0
-	for i := 0; i < n; i++ {
-		h.Lo[i] = e
-		e += g.Hi[i] - g.Lo[i] + extra[i+1]
-	}
-	h.Col, h.Cost = make([]int32, 0, e), make([]float64, 0, e)
-	t := 0
-	for i := 0; i < n; i++ {
-		h.Col = append(h.Col, g.Col[g.Lo[i]:g.Hi[i]]...)
-		h.Cost = append(h.Cost, g.Cost[g.Lo[i]:g.Hi[i]]...)
-		for ; t < len(add) && int(add[t]) == i; t += 2 {
-			h.Col = append(h.Col, add[t+1])
-			h.Cost = append(h.Cost, s.c[i*n+int(add[t+1])])
-		}
-		h.Hi[i] = len(h.Col)
-	}
-	return h, len(add) / 2
-}
-
-// warmPrice is the number of violated entries per row priceInto adds.
+// warmPrice is the number of entries a warmStart pricing pass keeps per
+// row: the most violated ones. Few keep the sparse problem small; the
+// rows they do not certify are priced again.
 const warmPrice = 8
 
 // warmFree bounds the rows warmStart may leave free, as a fraction 1/warmFree
 // of n: beyond it the dense paths cost more than the auction.
 const warmFree = 8
 
-// denseCandidates returns the candidate graph of warmStart on the finite
+// denseModel is the n×n row-major matrix c as a PricedModel: the cross part
+// of entry (i, j) is c[i][j] itself (no terms, Scale and Coef 1), read from
+// the matrix by rows split over the cores.
+type denseModel struct {
+	c []float64
+	n int
+}
+
+func (m *denseModel) Terms() (r, c []float64) {
+	z := make([]float64, m.n)
+	return z, z
+}
+
+func (m *denseModel) ColPot(v []float64) []float64 { return slices.Clone(v) }
+
+func (m *denseModel) Graph(adj Edges) *Graph {
+	n, e := m.n, 0
+	for _, row := range adj {
+		e += len(row)
+	}
+	g := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n), Col: make([]int32, 0, e), Cost: make([]float64, 0, e)}
+	for i, row := range adj {
+		g.Lo[i] = len(g.Col)
+		for _, e := range row {
+			g.Col = append(g.Col, e.B)
+			g.Cost = append(g.Cost, e.X)
+		}
+		g.Hi[i] = len(g.Col)
+	}
+	return g
+}
+
+func (m *denseModel) Pass(sub []int, _ bool, row func(a, b0 int, xs []float64), _ func(b, a0 int, xs []float64, idx []int)) {
+	rows, n := indices(sub, m.n), m.n
+	par.Rows(len(rows), func(k0, k1 int) {
+		for _, i := range rows[k0:k1] {
+			row(i, 0, m.c[i*n:i*n+n])
+		}
+	})
+}
+
+func (m *denseModel) PassCols(cols []int, visit func(a, b int, x float64)) {
+	n := m.n
+	par.Rows(n, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			for _, j := range cols {
+				visit(i, j, m.c[i*n+j])
+			}
+		}
+	})
+}
+
+func (m *denseModel) At(i, j int) float64 { return m.c[i*m.n+j] }
+
+// denseCandidates returns the candidate edges of warmStart on the finite
 // entries of the row-major n×n matrix c. Time O(n²) in two passes over c,
 // each split over the cores by rows, plus O(k) per insertion into a
 // column's list, which after the first rows is rare; memory O(n·k) per core.
-func denseCandidates(c []float64, n, k int) *Graph {
+func denseCandidates(c []float64, n, k int) Edges {
 	k = min(k, n)
 	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
 	parts := make([][]float64, par.NParts(n))
@@ -232,34 +226,39 @@ func denseCandidates(c []float64, n, k int) *Graph {
 		}
 	}
 	colI, colM := cols[0].I, cols[0].M
-	// Compressed rows: row i's own candidates, then the columns that chose it.
-	g := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+	// Row i's own candidates and the columns that chose it, in one flat
+	// array, each row then sorted and without repeats on all cores (Solve's
+	// Normalise finds them so), its capacity capped so that an edge added
+	// later cannot run into the next row.
+	lo := make([]int, n+1)
 	for j := 0; j < n; j++ {
 		for _, i := range colI[j*k : j*k+colM[j]] {
-			g.Hi[i]++ // picks per row, for now
+			lo[i+1]++
 		}
 	}
-	e := 0
 	for i := 0; i < n; i++ {
-		g.Lo[i] = e
-		e += rowM[i] + g.Hi[i]
-		g.Hi[i] = g.Lo[i] + rowM[i]
+		lo[i+1] += lo[i] + rowM[i]
 	}
-	g.Col, g.Cost = make([]int32, e), make([]float64, e)
+	flat, fill := make([]Edge, lo[n]), make([]int, n)
 	for i := 0; i < n; i++ {
-		copy(g.Col[g.Lo[i]:], rowJ[i*(k+1):i*(k+1)+rowM[i]])
+		for t, j := range rowJ[i*(k+1) : i*(k+1)+rowM[i]] {
+			flat[lo[i]+t] = Edge{j, c[i*n+int(j)]}
+		}
+		fill[i] = lo[i] + rowM[i]
 	}
 	for j := 0; j < n; j++ {
 		for _, i := range colI[j*k : j*k+colM[j]] {
-			g.Col[g.Hi[i]] = int32(j)
-			g.Hi[i]++
+			flat[fill[i]] = Edge{int32(j), c[int(i)*n+j]}
+			fill[i]++
 		}
 	}
-	for i := 0; i < n; i++ {
-		row := c[i*n : i*n+n]
-		for e := g.Lo[i]; e < g.Hi[i]; e++ {
-			g.Cost[e] = row[g.Col[e]]
+	adj := make(Edges, n)
+	par.Rows(n, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := flat[lo[i]:lo[i+1]:lo[i+1]]
+			slices.SortFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+			adj[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
 		}
-	}
-	return g
+	})
+	return adj
 }

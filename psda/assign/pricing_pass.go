@@ -1,4 +1,4 @@
-package psda
+package assign
 
 import (
 	"cmp"
@@ -13,90 +13,39 @@ import (
 
 // This file holds the pricing passes of pricing.go's loop and the bounds
 // that decide which rows and columns need one: the candidate lists'
-// thresholds (screen, screenSplit) and the potentials' moves (splitCheck).
-
-// priceSink returns the callbacks of a pass (see pricedStage.pass) that
-// offer every edge (a, b) with cross part x to item a, valued at its
-// reduced cost c·x − z[a] − w[b] and with aux x; the edges (a, a) when
-// noDiag and those with skip(a, b) are left out. skip is only asked about
-// edges that would enter the list, so it may cost more than the rest.
-func priceSink(s *topk.Lists, c float64, z, w []float64, noDiag bool, skip func(a, b int) bool) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
-	bound := s.Bound
-	row := func(a, b0 int, xs []float64) {
-		mu := s.Stripe(a / topk.LockBlock)
-		mu.Lock()
-		za, lim := z[a], bound(a)
-		ws := w[b0 : b0+len(xs)]
-		for k, x := range xs {
-			if r := c*x - za - ws[k]; r <= lim && !(noDiag && a == b0+k) && !skip(a, b0+k) {
-				s.Offer(a, r, int32(b0+k), x)
-				lim = bound(a)
-			}
-		}
-		mu.Unlock()
-	}
-	col := func(b, a0 int, xs []float64, idx []int) {
-		locked, wb := -1, w[b]
-		for k, x := range xs {
-			a := a0 + k
-			if idx != nil {
-				a = idx[a]
-			}
-			if l := a / topk.LockBlock; l != locked {
-				if locked >= 0 {
-					s.Stripe(locked).Unlock()
-				}
-				s.Stripe(l).Lock()
-				locked = l
-			}
-			if r := c*x - z[a] - wb; r <= bound(a) && !(noDiag && a == b) && !skip(a, b) {
-				s.Offer(a, r, int32(b), x)
-			}
-		}
-		if locked >= 0 {
-			s.Stripe(locked).Unlock()
-		}
-	}
-	return row, col
-}
-
-// candidates returns the sinks of a candidate pass over nr row items and
-// nc column indices: every entry offered at its cross part.
-func candidates(s *topk.Lists, nr, nc int) (func(a, b0 int, xs []float64), func(b, a0 int, xs []float64, idx []int)) {
-	return priceSink(s, 1, make([]float64, nr), make([]float64, nc), false, func(int, int) bool { return false })
-}
+// thresholds (Screen, screenSplit) and the potentials' moves (splitCheck).
 
 // price runs a pricing pass over the rows sub (nil: all) into best: each
-// row keeps the sparseAdd edges outside adj (has) of least reduced cost
-// under (z, w). When the stage has float32 bounds (eR), the pass runs in
-// float32 (gram32, the cheaper kernel) and offers lower bounds,
-// cs·x̃ − z[a] − w[b] − cs·(eR[a] + eC[b]), so that every edge a row does
+// row keeps the Keep edges outside adj (has) of least reduced cost under
+// (z, w). When the problem has float32 bounds (ER), the pass runs in
+// float32 (the cheaper kernel) and offers lower bounds,
+// cs·x̃ − z[a] − w[b] − cs·(ER[a] + EC[b]), so that every edge a row does
 // not keep still costs at least its list's limit; the kept edges then get
-// their exact cross parts (aux, from at), which the violator checks read.
+// their exact cross parts (aux, from At), which the violator checks read.
 // A row whose float32 list holds no violator and yet cannot certify it
-// (limit below −tol: more than sparseAdd edges within the error bound of
+// (limit below −tol: more than Keep edges within the error bound of
 // tight) is marked in need64 and priced in float64 the next time, as are
 // the rows marked before.
-func (st *pricedStage) price(best *topk.Lists, sub []int, z, w []float64, has func(a, b int) bool, need64 []bool, tol float64, mon *Monitor) error {
-	cs := st.coef * st.scale
-	if st.eR == nil {
-		row, col := priceSink(best, cs, z, w, st.noDiag, has)
-		st.pass(sub, false, row, col)
-		return mon.err()
+func (st *Pricing) price(best *topk.Lists, sub []int, z, w []float64, has func(a, b int) bool, need64 []bool, tol float64) error {
+	cs, m := st.Coef*st.Scale, st.Model
+	if st.ER == nil {
+		row, col := best.Sinks(cs, z, w, st.NoDiag, has)
+		m.Pass(sub, false, row, col)
+		return st.Hooks.stop()
 	}
 	zl, wl := slices.Clone(z), slices.Clone(w)
-	for a, e := range st.eR {
+	for a, e := range st.ER {
 		zl[a] += cs * e
 	}
-	for b, e := range st.eC {
+	for b, e := range st.EC {
 		wl[b] += cs * e
 	}
-	row, col := priceSink(best, cs, zl, wl, st.noDiag, has)
-	st.pass(sub, true, row, col)
-	if err := mon.err(); err != nil {
+	row, col := best.Sinks(cs, zl, wl, st.NoDiag, has)
+	m.Pass(sub, true, row, col)
+	if err := st.Hooks.stop(); err != nil {
 		return err
 	}
-	rows := indices(sub, st.rows)
+	rows := indices(sub, st.Rows)
 	redo := []int{}
 	for _, a := range rows {
 		if need64[a] {
@@ -110,28 +59,28 @@ func (st *pricedStage) price(best *topk.Lists, sub []int, z, w []float64, has fu
 			t0, t1 := best.Entries(a)
 			for t := t0; t < t1; t++ {
 				b := int(best.Idx[t])
-				best.Aux[t] = st.at(a, b)
+				best.Aux[t] = m.At(a, b)
 				clean = clean && cs*best.Aux[t]-z[a]-w[b] >= -tol
 			}
 			need64[a] = clean && best.Limit(a) < -tol
 		}
 	})
 	if len(redo) > 0 {
-		trace("  %d rows priced in float64", len(redo))
-		row, col := priceSink(best, cs, z, w, st.noDiag, has)
-		st.pass(redo, false, row, col)
+		st.trace("  %d rows priced in float64", len(redo))
+		row, col := best.Sinks(cs, z, w, st.NoDiag, has)
+		m.Pass(redo, false, row, col)
 		for _, a := range redo {
 			need64[a] = false
 		}
 	}
-	return mon.err()
+	return st.Hooks.stop()
 }
 
 // priceCols runs a column pass over cols, adds to adj every edge into them
 // whose reduced cost under (z, w) is below −tol and returns their number.
 // When low is not nil it also lowers low[a] to the least reduced cost of
 // the edges (a, b) into cols outside adj.
-func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj edges, low []float64) int {
+func (st *Pricing) priceCols(cols []int, z, w []float64, tol float64, adj Edges, low []float64) int {
 	var mu sync.Mutex
 	var found [][2]int
 	var cross []float64
@@ -142,13 +91,13 @@ func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj ed
 			bits[a] = math.Float64bits(v)
 		}
 	}
-	cs := st.coef * st.scale
-	st.passCols(cols, func(a, b int, x float64) {
-		if st.noDiag && a == b {
+	cs := st.Coef * st.Scale
+	st.Model.PassCols(cols, func(a, b int, x float64) {
+		if st.NoDiag && a == b {
 			return
 		}
 		r := cs*x - z[a] - w[b]
-		if bits != nil && r < math.Float64frombits(atomic.LoadUint64(&bits[a])) && !adj.has(a, b) {
+		if bits != nil && r < math.Float64frombits(atomic.LoadUint64(&bits[a])) && !adj.Has(a, b) {
 			for {
 				old := atomic.LoadUint64(&bits[a])
 				if r >= math.Float64frombits(old) || atomic.CompareAndSwapUint64(&bits[a], old, math.Float64bits(r)) {
@@ -166,54 +115,54 @@ func (st *pricedStage) priceCols(cols []int, z, w []float64, tol float64, adj ed
 	for a := range low {
 		low[a] = math.Float64frombits(bits[a])
 	}
-	added := st.addEdges(adj, found, cross)
+	added := st.AddEdges(adj, found, cross)
 	if added > 0 {
-		adj.normalise()
+		adj.Normalise()
 	}
 	return added
 }
 
-// screen sets tail[a] to a lower bound on the reduced cost of every edge of
+// Screen sets tail[a] to a lower bound on the reduced cost of every edge of
 // row a outside the candidate graph into the columns b with !skip[b] (skip
-// nil: all), min_b cs·max(tauR[a], tauC[b]) − z[a] − w[b] with cs =
-// coef·scale > 0 (such an edge is in neither its row's nor its column's
-// list), in O((rows + cols)·log cols): over the columns sorted by tauC, a
-// prefix maximum of w serves those with tauC[b] <= tauR[a] and a suffix
-// minimum of cs·tauC[b] − w[b] the others.
-func (st *pricedStage) screen(z, w, tail []float64, skip []bool) {
-	cs := st.coef * st.scale
+// nil: all), min_b cs·max(TauR[a], TauC[b]) − z[a] − w[b] with cs =
+// Coef·Scale > 0 (such an edge is in neither its row's nor its column's
+// list), in O((Rows + Cols)·log Cols): over the columns sorted by TauC, a
+// prefix maximum of w serves those with TauC[b] <= TauR[a] and a suffix
+// minimum of cs·TauC[b] − w[b] the others.
+func (st *Pricing) Screen(z, w, tail []float64, skip []bool) {
+	cs := st.Coef * st.Scale
 	order := make([]int, 0, len(w))
 	for b := range w {
 		if skip == nil || !skip[b] {
 			order = append(order, b)
 		}
 	}
-	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(st.tauC[p], st.tauC[q]) })
+	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(st.TauC[p], st.TauC[q]) })
 	pre := make([]float64, len(order)+1) // max w over order[:k]
 	pre[0] = math.Inf(-1)
 	for k, b := range order {
 		pre[k+1] = max(pre[k], w[b])
 	}
-	suf := make([]float64, len(order)+1) // min of cs·tauC − w over order[k:]
+	suf := make([]float64, len(order)+1) // min of cs·TauC − w over order[k:]
 	suf[len(order)] = math.Inf(1)
 	for k := len(order) - 1; k >= 0; k-- {
 		b := order[k]
-		suf[k] = min(suf[k+1], cs*st.tauC[b]-w[b])
+		suf[k] = min(suf[k+1], cs*st.TauC[b]-w[b])
 	}
-	for a, ta := range st.tauR {
-		k, _ := slices.BinarySearchFunc(order, ta, func(b int, t float64) int { return cmp.Compare(st.tauC[b], t) })
+	for a, ta := range st.TauR {
+		k, _ := slices.BinarySearchFunc(order, ta, func(b int, t float64) int { return cmp.Compare(st.TauC[b], t) })
 		// For k = 0 the first term is +Inf; for ta = +Inf the tail is +Inf.
 		tail[a] = min(cs*ta-pre[k], suf[k]) - z[a]
 	}
 }
 
-// screenSplit fills tail from the candidate lists (screen), leaving out the
+// screenSplit fills tail from the candidate lists (Screen), leaving out the
 // columns it returns, which the caller prices by a column pass: the 0, 1,
 // 2, 4, … (at most a quarter) columns of largest w, whose potential fails
-// most rows, chosen so that the column pass (rows entries a column) and the
-// row pass over the rows that still fail (cols entries a row; all rows
+// most rows, chosen so that the column pass (Rows entries a column) and the
+// row pass over the rows that still fail (Cols entries a row; all rows
 // beyond a quarter) price the fewest entries.
-func (st *pricedStage) screenSplit(z, w, tail []float64, tol float64) []int {
+func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
 	order := make([]int, len(w))
 	for b := range order {
 		order[b] = b
@@ -225,17 +174,17 @@ func (st *pricedStage) screenSplit(z, w, tail []float64, tol float64) []int {
 		for _, b := range order[:c] {
 			skip[b] = true
 		}
-		st.screen(z, w, tail, skip)
+		st.Screen(z, w, tail, skip)
 		fail := 0
 		for _, t := range tail {
 			if t < -tol {
 				fail++
 			}
 		}
-		if fail > st.rows/4 {
-			fail = st.rows
+		if fail > st.Rows/4 {
+			fail = st.Rows
 		}
-		return int64(c)*int64(st.rows) + int64(fail)*int64(len(w))
+		return int64(c)*int64(st.Rows) + int64(fail)*int64(len(w))
 	}
 	best, bestWork := 0, int64(math.MaxInt64)
 	for c := 0; c <= len(order)/4; c = max(2*c, c+1) {
@@ -290,24 +239,17 @@ func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int) {
 	return rows, order[:bestC]
 }
 
-// lowerBy sets tau[i] −= e[i] + emax.
-func lowerBy(tau, e []float64, emax float64) {
-	for i := range tau {
-		tau[i] -= e[i] + emax
-	}
-}
-
-// addEdges links the violators found (with their cross parts) that adj
+// AddEdges links the violators found (with their cross parts) that adj
 // does not hold yet and returns how many. They were collected concurrently:
 // added in (row, column) order, the graph, and with it the matching among
 // equal-cost optima and the last bits of the bound, do not depend on the
 // goroutines' schedule.
-func (st *pricedStage) addEdges(adj edges, found [][2]int, cross []float64) int {
+func (st *Pricing) AddEdges(adj Edges, found [][2]int, cross []float64) int {
 	found, cross = byEdge(found, cross)
 	added := 0
 	for k, e := range found {
-		if !adj.has(e[0], e[1]) {
-			st.link(adj, e[0], e[1], cross[k])
+		if !adj.Has(e[0], e[1]) {
+			st.Link(adj, e[0], e[1], cross[k])
 			added++
 		}
 	}
@@ -331,4 +273,16 @@ func byEdge(found [][2]int, cross []float64) ([][2]int, []float64) {
 		f[k], x[k] = found[o], cross[o]
 	}
 	return f, x
+}
+
+// indices returns sub, or every index below n when sub is nil.
+func indices(sub []int, n int) []int {
+	if sub != nil {
+		return sub
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
 }

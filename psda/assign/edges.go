@@ -1,0 +1,52 @@
+package assign
+
+import "slices"
+
+// This file holds the candidate edge set that the pricing loop
+// (pricing.go) grows and builds its sparse problems from.
+
+// Edge is a candidate edge to column B whose cost has the cross part X
+// (see PricedModel: the part the pricing passes compute).
+type Edge struct {
+	B int32
+	X float64
+}
+
+// Edges is a candidate edge set by row: Edges[a] holds row a's edges.
+type Edges [][]Edge
+
+// Add appends edge (a, b) with cross part x; Normalise restores the order.
+func (e Edges) Add(a, b int, x float64) { e[a] = append(e[a], Edge{int32(b), x}) }
+
+// Normalise sorts every row by column and drops repeated columns, keeping
+// the first added, so that Has may search and a graph built from e lists
+// each edge once; it returns the number of edges. Time O(m·log m).
+func (e Edges) Normalise() int {
+	n := 0
+	for a, row := range e {
+		// Rows already in order (the loop adds few edges between two
+		// calls) cost one scan.
+		if !increasing(row) {
+			slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+			e[a] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+		}
+		n += len(e[a])
+	}
+	return n
+}
+
+// Has reports whether the normalised row a holds column b, in O(log m).
+func (e Edges) Has(a, b int) bool {
+	_, ok := slices.BinarySearchFunc(e[a], int32(b), func(p Edge, b int32) int { return int(p.B) - int(b) })
+	return ok
+}
+
+// increasing reports whether row's columns strictly increase.
+func increasing(row []Edge) bool {
+	for k := 1; k < len(row); k++ {
+		if row[k].B <= row[k-1].B {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,91 @@
+package assign
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// TestPricingToCertificate runs the pricing loop on dense matrices (the
+// warm start's model) to its certificate, from candidate graphs of 1 and 4
+// entries a row and column and with 1 and 8 kept edges a row, so that it
+// needs several passes, partial passes and column passes: its solution must
+// be optimal, as Rectangular (an independent exact solver) says, and its
+// potentials feasible for every entry, not only the graph's.
+func TestPricingToCertificate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	cases := []struct {
+		name string
+		c    func(n int) []float64
+	}{
+		{"uniform", func(n int) []float64 { return kinds[0].gen(rng, n, n) }},
+		{"int0to3", func(n int) []float64 { return kinds[1].gen(rng, n, n) }},
+		{"signedWide", func(n int) []float64 { return kinds[3].gen(rng, n, n) }},
+		{"euclid", func(n int) []float64 { return stage1Cost(n, n, 2, 5) }},
+	}
+	for _, tc := range cases {
+		for _, n := range []int{40, 300} {
+			for _, kc := range [][2]int{{1, 1}, {4, 8}} {
+				c := tc.c(n)
+				pr := &Pricing{Model: &denseModel{c: c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1, Keep: kc[1]}
+				sol, _, err := pr.Solve(denseCandidates(c, n, kc[0]))
+				if err != nil {
+					t.Fatalf("%s n=%d k=%v: %v", tc.name, n, kc, err)
+				}
+				want, err := Rectangular(c, n, n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scale := 0.0
+				for _, x := range c {
+					scale = math.Max(scale, math.Abs(x))
+				}
+				if math.Abs(sol.Cost-want.Cost) > 1e-9*(1+scale)*float64(n) {
+					t.Fatalf("%s n=%d k=%v: cost %v, Rectangular %v", tc.name, n, kc, sol.Cost, want.Cost)
+				}
+				tol := 2 * PriceTol(c)
+				for i := 0; i < n; i++ {
+					for j, x := range c[i*n : i*n+n] {
+						if r := x - sol.U[i] - sol.V[j]; r < -tol {
+							t.Fatalf("%s n=%d k=%v: reduced cost of (%d, %d) is %v", tc.name, n, kc, i, j, r)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestPricingPolicy checks the warm start's knobs: MaxPasses stops the loop
+// after that many pricing passes (where the certificate needs more), and
+// MaxAdd gives up with ErrPricingGaveUp.
+func TestPricingPolicy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const n = 300
+	c := kinds[0].gen(rng, n, n)
+	lastPass := func(maxPasses int) int {
+		last := -1
+		pr := &Pricing{Model: &denseModel{c: c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1, Keep: 1, MaxPasses: maxPasses,
+			Trace: func(f string, args ...any) {
+				if strings.HasPrefix(f, "pass ") {
+					last = max(last, args[0].(int))
+				}
+			}}
+		if _, _, err := pr.Solve(denseCandidates(c, n, 1)); err != nil {
+			t.Fatal(err)
+		}
+		return last
+	}
+	if p := lastPass(0); p < 1 {
+		t.Fatalf("to the certificate: last pass %d, want several (the test needs them)", p)
+	}
+	if p := lastPass(1); p != 0 {
+		t.Fatalf("MaxPasses = 1: last pass %d, want 0", p)
+	}
+	pr := &Pricing{Model: &denseModel{c: c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1, Keep: 8, MaxAdd: 1}
+	if _, _, err := pr.Solve(denseCandidates(c, n, 1)); !errors.Is(err, ErrPricingGaveUp) {
+		t.Fatalf("MaxAdd = 1 on a matrix whose 1-candidate graph misses most optima: got %v, want ErrPricingGaveUp", err)
+	}
+}
