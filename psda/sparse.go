@@ -53,10 +53,10 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon.enter(PhaseStage2Costs)
 	md := newStage2Model(src, tgt, cfg, m.Pairs, false)
 	p, n := md.p, md.m
-	adj := make(edges, n)
+	adj := make(assign.Edges, n)
 	both := func(r, q int, v float64) {
-		adj.add(r, q, v)
-		adj.add(q, r, v)
+		adj.Add(r, q, v)
+		adj.Add(q, r, v)
 	}
 	near := topk.New(p, min(stage2K(src.D), p-1))
 	toRow, toCol := near.Candidates(p, p)
@@ -85,16 +85,14 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 			both(r, p, 0)
 		}
 	}
-	adj.normalise()
-	st := &pricedStage{model: s2,
-		rows: p, cols: p, scale: md.scale, coef: md.coef, noDiag: true, symmetric: true, phase: PhaseStage2Match,
-		tauR: tau, tauC: tau,
-	}
+	adj.Normalise()
+	st := &assign.Pricing{Model: s2, Rows: p, Cols: p, Scale: md.scale, Coef: md.coef, NoDiag: true, Symmetric: true,
+		TauR: tau, TauC: tau, Keep: sparseAdd, Hooks: mon.hooks(PhaseStage2Match), Trace: sparseTrace}
 	if md.bounded {
-		st.eR = md.err32()
-		st.eC = st.eR
+		st.ER = md.err32()
+		st.EC = st.ER
 	}
-	sol, relax, err := st.solve(adj, mon)
+	sol, relax, err := st.Solve(adj)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
@@ -203,22 +201,22 @@ func (s *sparse2) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 // (priceBlossom: float32 where the model bounds its error), every edge of a
 // row checked with its blossom term; rows
 // whose edges outside the candidate lists are bounded feasible by the
-// lists' thresholds (pricedStage.screen, at the current duals) are skipped.
+// lists' thresholds (assign.Pricing.Screen, at the current duals) are skipped.
 // Large blossoms (clustered data) raise the vertex duals of all their
 // vertices, so a round may then price every row. The
 // dummy node p (odd P) has all its edges in the graph. The duals returned are
 // thus feasible for every dense edge up to tol, tight on the matching, and
 // their objective is the certified Stage2Bound; CertifyMatchingGraph checks
 // them on the final graph.
-func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, relax *assign.RowBounds, n, p int, md *stage2Model, node []float64,
+func stage2Blossom(st *assign.Pricing, adj assign.Edges, sol *assign.Solution, relax *assign.RowBounds, n, p int, md *stage2Model, node []float64,
 	cost func(r, q int, v float64) float64, oracle func(r, q int) float64, mon *Monitor) (*assign.ExactMatching, error) {
 	hooks := mon.hooks(PhaseStage2Match)
 	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
 	y0 := start.Y
 	rec := newRowRecords(relax.Low, relax.Kept)
 	for round := 0; ; round++ {
-		adj.normalise()
-		g := st.graph(adj)
+		adj.Normalise()
+		g := st.Model.Graph(adj)
 		tol := priceTol(g.Cost)
 		em, err := assign.BlossomSparse(g, &assign.BlossomStart{Y: y0, Mate: start.Mate}, hooks)
 		if err != nil {
@@ -234,19 +232,19 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, relax *assi
 				rise = append(rise, a)
 			}
 		}
-		if len(rise) > 0 && st.tauR != nil && st.coef*st.scale > 0 {
+		if len(rise) > 0 && st.TauR != nil && st.Coef*st.Scale > 0 {
 			// The candidate lists' thresholds bound every edge outside them
 			// at the current duals (screen, with z = w = y − node·scale);
 			// rows whose bound holds need no pass.
 			z, tail := make([]float64, p), make([]float64, p)
 			for a := range z {
-				z[a] = d.Y[a] - node[a]*st.scale
+				z[a] = d.Y[a] - node[a]*st.Scale
 			}
-			st.screen(z, z, tail, nil)
+			st.Screen(z, z, tail, nil)
 			rise = slices.DeleteFunc(rise, func(a int) bool { return tail[a] >= -tol })
 		}
 		if recordsHook != nil {
-			recordsHook(rec, md, adj.has, y0, cost)
+			recordsHook(rec, md, adj.Has, y0, cost)
 		}
 		price, kept := rec.split(rise, d.Y, y0, tol)
 		trace("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price, %d cleared by their records",
@@ -254,15 +252,15 @@ func stage2Blossom(st *pricedStage, adj edges, sol *assign.Solution, relax *assi
 		if len(price) == 0 && len(kept) == 0 {
 			return em, nil
 		}
-		found, cross := rec.check(kept, d, adj.has, cost, tol)
+		found, cross := rec.check(kept, d, adj.Has, cost, tol)
 		if len(price) > 0 {
-			f, x, err := priceBlossom(md, price, d, y0, rec, st.eR, adj.has, cost, tol, mon)
+			f, x, err := priceBlossom(md, price, d, y0, rec, st.ER, adj.Has, cost, tol, mon)
 			if err != nil {
 				return nil, err
 			}
 			found, cross = append(found, f...), append(cross, x...)
 		}
-		added := st.addEdges(adj, found, cross)
+		added := st.AddEdges(adj, found, cross)
 		trace("  %d violating edges added", added)
 		if added == 0 {
 			return em, nil

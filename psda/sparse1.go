@@ -60,12 +60,12 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if r > 0 {
 		copies, dummies = q+1, nsm-r
 	}
-	adj := make(edges, nl)
+	adj := make(assign.Edges, nl)
 	addST := func(i, j int, x float64) {
 		if tr {
-			adj.add(j, i, x)
+			adj.Add(j, i, x)
 		} else {
-			adj.add(i, j, x)
+			adj.Add(i, j, x)
 		}
 	}
 	for i := 0; i < ns; i++ {
@@ -86,26 +86,24 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// float32 pass they get exact ones.
 	s1 := &sparse1{md: md, tr: tr, nl: nl, nsm: nsm, copies: copies, dummies: dummies}
 	for a := 0; a < nl; a++ {
-		adj.add(a, a%nsm, s1.At(a, a%nsm))
+		adj.Add(a, a%nsm, s1.At(a, a%nsm))
 	}
 	if f32 {
-		adj.normalise()
+		adj.Normalise()
 		exactCross(adj, s1.At)
 		if err := mon.err(); err != nil {
 			return fmt.Errorf("psda: stage 1 candidates: %w", err)
 		}
 	}
-	st := &pricedStage{model: s1,
-		rows: nl, cols: nsm, scale: md.scale, coef: 1, phase: PhaseStage1Assign,
-		tauR: tauR, tauC: tauC,
-	}
+	st := &assign.Pricing{Model: s1, Rows: nl, Cols: nsm, Scale: md.scale, Coef: 1,
+		TauR: tauR, TauC: tauC, Keep: sparseAdd, Hooks: mon.hooks(PhaseStage1Assign), Trace: sparseTrace}
 	if md.bounded {
-		st.eR, st.eC = es, et
+		st.ER, st.EC = es, et
 		if tr {
-			st.eR, st.eC = st.eC, st.eR
+			st.ER, st.EC = st.EC, st.ER
 		}
 	}
-	sol, _, err := st.solve(adj, mon)
+	sol, _, err := st.Solve(adj)
 	if err != nil {
 		return fmt.Errorf("psda: stage 1 (sparse): %w", err)
 	}

@@ -89,3 +89,46 @@ func TestPricingPolicy(t *testing.T) {
 		t.Fatalf("MaxAdd = 1 on a matrix whose 1-candidate graph misses most optima: got %v, want ErrPricingGaveUp", err)
 	}
 }
+
+// TestScreen checks Pricing.Screen against the bound evaluated edge by
+// edge: min_b cs·max(tauR[a], tauC[b]) − z[a] − w[b], with ties among the
+// thresholds and lists that hold their whole line (+Inf).
+func TestScreen(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sh := range [][2]int{{1, 1}, {7, 3}, {40, 40}, {25, 60}} {
+		rows, cols := sh[0], sh[1]
+		st := &Pricing{Coef: 2, Scale: 0.25, TauR: make([]float64, rows), TauC: make([]float64, cols)}
+		draw := func(tau []float64) {
+			for i := range tau {
+				switch rng.IntN(6) {
+				case 0:
+					tau[i] = math.Inf(1)
+				case 1:
+					tau[i] = 0.5 // ties
+				default:
+					tau[i] = rng.NormFloat64()
+				}
+			}
+		}
+		draw(st.TauR)
+		draw(st.TauC)
+		z, w := make([]float64, rows), make([]float64, cols)
+		for a := range z {
+			z[a] = rng.NormFloat64()
+		}
+		for b := range w {
+			w[b] = rng.NormFloat64()
+		}
+		tail := make([]float64, rows)
+		st.Screen(z, w, tail, nil)
+		for a := range tail {
+			want := math.Inf(1)
+			for b := range w {
+				want = min(want, 0.5*max(st.TauR[a], st.TauC[b])-z[a]-w[b])
+			}
+			if tail[a] != want && math.Abs(tail[a]-want) > 1e-12 {
+				t.Fatalf("%dx%d: tail[%d] = %v, want %v", rows, cols, a, tail[a], want)
+			}
+		}
+	}
+}
