@@ -35,9 +35,9 @@ import (
 // or because b did not rise, so rc(a, b) >= low[a] − δ_a − τ; and every
 // row that rose and was not cleared is priced. The blossom duals move y0
 // by little (the largest δ lies far below the gaps between a row's nearest
-// neighbours under s0: docs/performance.md, "Stage 2 exact at scale"), so
-// the records clear nearly every row and the blossom rounds need almost no
-// pass.
+// neighbours under s0: docs/performance.md, "Stage 2 exact: the exact route
+// against the former heuristic"), so the records clear nearly every row
+// and the blossom rounds need almost no pass.
 
 // recordsHook, when set (tests), sees the records at the start of every
 // blossom round.
