@@ -197,7 +197,7 @@ func (m *coral2) pass(sc scope, emit func(r, q0 int, v []float64)) {
 	p, beta, mon, cross, z, x, y := m.p, m.beta, m.mon, m.cross, m.z, m.x, m.y
 	// Blocks of 2·tileSize pairs: four tiles of z vectors, the buffer
 	// 2·tileSize·P float64.
-	rows, nb := indices(sc.rows, p), 2*gram.TileSize
+	rows, nb := par.Indices(sc.rows, p), 2*gram.TileSize
 	buf := make([]float64, min(nb, len(rows))*p)
 	for b0 := 0; b0 < len(rows); b0 += nb {
 		blk := rows[b0:min(len(rows), b0+nb)]

@@ -19,15 +19,3 @@ func exactCross(adj assign.Edges, at func(a, b int) float64) {
 		}
 	})
 }
-
-// indices returns sub, or every index below n when sub is nil.
-func indices(sub []int, n int) []int {
-	if sub != nil {
-		return sub
-	}
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	return all
-}

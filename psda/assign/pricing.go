@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/psda-dev/psda/psda/internal/par"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
@@ -329,7 +330,7 @@ func (pr *pricing) priceRows(sub []int) error {
 	if err := st.price(best, sub, z, w, pr.adj.Has, pr.need64, PriceTol(pr.g.Cost)); err != nil {
 		return err
 	}
-	for _, a := range indices(sub, st.Rows) {
+	for _, a := range par.Indices(sub, st.Rows) {
 		pr.kept.CopyRow(best, a)
 		pr.z0[a], pr.stamp[a], pr.tail[a] = z[a], len(pr.w0), pr.kept.Limit(a)
 	}

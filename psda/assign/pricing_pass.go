@@ -45,7 +45,7 @@ func (st *Pricing) price(best *topk.Lists, sub []int, z, w []float64, has func(a
 	if err := st.Hooks.stop(); err != nil {
 		return err
 	}
-	rows := indices(sub, st.Rows)
+	rows := par.Indices(sub, st.Rows)
 	redo := []int{}
 	for _, a := range rows {
 		if need64[a] {
@@ -273,16 +273,4 @@ func byEdge(found [][2]int, cross []float64) ([][2]int, []float64) {
 		f[k], x[k] = found[o], cross[o]
 	}
 	return f, x
-}
-
-// indices returns sub, or every index below n when sub is nil.
-func indices(sub []int, n int) []int {
-	if sub != nil {
-		return sub
-	}
-	all := make([]int, n)
-	for i := range all {
-		all[i] = i
-	}
-	return all
 }

@@ -141,7 +141,7 @@ func (m *denseModel) Graph(adj Edges) *Graph {
 }
 
 func (m *denseModel) Pass(sub []int, _ bool, row func(a, b0 int, xs []float64), _ func(b, a0 int, xs []float64, idx []int)) {
-	rows, n := indices(sub, m.n), m.n
+	rows, n := par.Indices(sub, m.n), m.n
 	par.Rows(len(rows), func(k0, k1 int) {
 		for _, i := range rows[k0:k1] {
 			row(i, 0, m.c[i*n:i*n+n])

@@ -70,3 +70,16 @@ func Parts(n int, f func(part, lo, hi int)) {
 	}
 	wg.Wait()
 }
+
+// Indices returns sub, or every index below n when sub is nil: the rows a
+// pass over "these rows, or all" visits.
+func Indices(sub []int, n int) []int {
+	if sub != nil {
+		return sub
+	}
+	all := make([]int, n)
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}

@@ -66,3 +66,20 @@ func TestPartsContiguous(t *testing.T) {
 		}
 	}
 }
+
+// TestIndices checks that Indices returns sub itself, and 0..n−1 for nil.
+func TestIndices(t *testing.T) {
+	sub := []int{4, 1}
+	if got := Indices(sub, 9); len(got) != 2 || &got[0] != &sub[0] {
+		t.Fatalf("Indices(sub, 9) = %v, want sub itself", got)
+	}
+	got := Indices(nil, 5)
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("Indices(nil, 5) = %v, want [0 1 2 3 4]", got)
+		}
+	}
+	if len(got) != 5 {
+		t.Fatalf("Indices(nil, 5) = %v, want 5 indices", got)
+	}
+}
