@@ -80,9 +80,7 @@ def kernel_matrix(x: np.ndarray, y: np.ndarray, kernel: str = "rbf",
         return g
     if kernel != "rbf":
         raise ValueError(f"kernel = {kernel!r}: want 'linear' or 'rbf'")
-    d2 = np.einsum("ij,ij->i", x, x)[:, None] + np.einsum("ij,ij->i", y, y)[None, :]
-    d2 -= 2.0 * g
-    np.maximum(d2, 0.0, out=d2)
+    d2 = _sqdist(x, y, g)
     out = np.zeros_like(d2)
     tmp = np.empty_like(d2)
     for gamma in gammas:
@@ -125,9 +123,17 @@ def _mmd_data(s, t, kernel, gammas) -> _MMDData:
                     delta2=delta2, self_k=float(len(gammas)))
 
 
-def _sqdist(x, y):
-    d2 = np.einsum("ij,ij->i", x, x)[:, None] + np.einsum("ij,ij->i", y, y)[None, :]
-    d2 -= 2.0 * (x @ y.T)
+def _sqdist(x, y, g=None):
+    """Squared distances ||x_i - y_j||^2 by the expansion (g: x @ y.T, if known)."""
+    norms = np.einsum("ij,ij->i", x, x)[:, None] + np.einsum("ij,ij->i", y, y)[None, :]
+    d2 = norms - 2.0 * (x @ y.T if g is None else g)
+    # The expansion cancels to rounding noise where a distance is small
+    # against the norms (far from the origin, 1e30 say, identical points come
+    # out at ±1e44); those entries are recomputed from the differences.
+    i, j = np.nonzero(d2 <= 1e-6 * norms)
+    if len(i):
+        diff = x[i] - y[j]
+        d2[i, j] = np.einsum("ij,ij->i", diff, diff)
     np.maximum(d2, 0.0, out=d2)
     return d2
 

@@ -200,3 +200,13 @@ def test_match_fields():
     assert m.stage1_cost == pytest.approx(ref.solve_stage1(m.c_st)[1])
     assert m.stage2_bound <= m.stage2_cost + 1e-12
     assert len(m.quads) == 15 and len(m.singles) == 0
+
+
+def test_sqdist_far_from_the_origin():
+    """Identical points at 1e30 are at distance 0: the expansion alone cancels
+    to rounding noise there (test_fuzz found the reference's RBF costs wrong)."""
+    x = np.full((2, 3), 1e30)
+    assert np.all(ref._sqdist(x, x) == 0.0)
+    assert np.allclose(ref.kernel_matrix(x, x, "rbf", (0.5, 2.0)), 2.0)
+    far = np.vstack([x[0], x[0] + 1e15])
+    assert ref._sqdist(far, far)[0, 1] == np.sum((far[1] - far[0]) ** 2) > 0

@@ -598,3 +598,15 @@ def test_update_from_a_background_thread():
     assert sampler.matching is not old
     check_batches(second, sampler.matching, k, 2, ns, True)
     assert sampler.matching.fingerprint == psda.match(new_s, new_t, batch_size=k).fingerprint
+
+
+def test_load_state_dict_rejects_out_of_range_integers():
+    """A state whose integer settings do not fit 64 bits is refused with a
+    ValueError that names the field (test_fuzz found an OverflowError)."""
+    rng = np.random.default_rng(0)
+    s, t = rng.normal(size=(10, 2)), rng.normal(size=(7, 2))
+    state = psda.PairedBatchSampler(s, t, 2).state_dict()
+    for key in ("stages", "n_source", "batch_size"):
+        bad = dict(state, matching=dict(state["matching"], **{key: 1e308}))
+        with pytest.raises(ValueError, match=key):
+            psda.PairedBatchSampler(s, t, 2).load_state_dict(bad)

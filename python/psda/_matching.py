@@ -207,7 +207,10 @@ class Matching:
                 kernel=str(st["kernel"]),
                 gammas=tuple(float(g) for g in st["gammas"]),
             )
-        except (KeyError, TypeError, ValueError) as e:
+            for name in ("n_source", "n_target", "batch_size", "stages"):
+                if not -(1 << 63) <= getattr(m, name) < 1 << 63:  # what the fingerprint and the core hold
+                    raise ValueError(f"{name} = {getattr(m, name)} is out of the 64-bit range")
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise ValueError(
                 f"state_dict[{where!r}] is not a psda matching ({type(e).__name__}: {e}): "
                 "pass a dict returned by PairedBatchSampler.state_dict()"
