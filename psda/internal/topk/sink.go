@@ -4,7 +4,8 @@ package topk
 // that offer every entry (a, b) with cross part x to item a, valued at its
 // reduced cost c·x − z[a] − w[b] and with aux x; the entries (a, a) when
 // noDiag and those with skip(a, b) are left out. skip is only asked about
-// entries that would enter the list, so it may cost more than the rest.
+// entries that would enter the list (Beats), so it may cost more than the
+// rest.
 // row takes entries (a, b0+k), col entries (a0+k, b), or (idx[a0+k], b)
 // when idx is not nil. Both lock the stripes they offer to, so a pass may
 // call them concurrently.
@@ -16,7 +17,9 @@ func (s *Lists) Sinks(c float64, z, w []float64, noDiag bool, skip func(a, b int
 		za, lim := z[a], bound(a)
 		ws := w[b0 : b0+len(xs)]
 		for k, x := range xs {
-			if r := c*x - za - ws[k]; r <= lim && !(noDiag && a == b0+k) && !skip(a, b0+k) {
+			// Beats before skip: on tie-heavy costs most entries tie the
+			// bound, and skip may cost a search.
+			if r := c*x - za - ws[k]; r <= lim && !(noDiag && a == b0+k) && s.Beats(a, r, int32(b0+k)) && !skip(a, b0+k) {
 				s.Offer(a, r, int32(b0+k), x)
 				lim = bound(a)
 			}
@@ -37,7 +40,7 @@ func (s *Lists) Sinks(c float64, z, w []float64, noDiag bool, skip func(a, b int
 				s.Stripe(l).Lock()
 				locked = l
 			}
-			if r := c*x - z[a] - wb; r <= bound(a) && !(noDiag && a == b) && !skip(a, b) {
+			if r := c*x - z[a] - wb; r <= bound(a) && !(noDiag && a == b) && s.Beats(a, r, int32(b)) && !skip(a, b) {
 				s.Offer(a, r, int32(b), x)
 			}
 		}

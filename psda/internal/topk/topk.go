@@ -65,10 +65,14 @@ func tieKey(i int, j int32) uint64 {
 	return z ^ z>>31
 }
 
+// Beats reports whether (v, j) would enter item i's list: whether it beats
+// the bound, ties broken as Offer breaks them. The caller holds i's lock.
+func (s *Lists) Beats(i int, v float64, j int32) bool { return worse(i, s.bv[i], s.bj[i], v, j) }
+
 // Offer adds (v, j, aux) to item i's list if it beats the bound; the
 // caller holds i's lock.
 func (s *Lists) Offer(i int, v float64, j int32, aux float64) {
-	if !worse(i, s.bv[i], s.bj[i], v, j) {
+	if !s.Beats(i, v, j) {
 		return
 	}
 	t := i*s.room + int(s.cnt[i])
