@@ -208,8 +208,7 @@ class Matching:
                 gammas=tuple(float(g) for g in st["gammas"]),
             )
             for name in ("n_source", "n_target", "batch_size", "stages"):
-                if not -(1 << 63) <= getattr(m, name) < 1 << 63:  # what the fingerprint and the core hold
-                    raise ValueError(f"{name} = {getattr(m, name)} is out of the 64-bit range")
+                _check_int64(getattr(m, name), name)
         except (KeyError, TypeError, ValueError, OverflowError) as e:
             raise ValueError(
                 f"state_dict[{where!r}] is not a psda matching ({type(e).__name__}: {e}): "
@@ -381,6 +380,13 @@ def _check_int(value: Any, name: str, example: str) -> int:
     return operator.index(value)
 
 
+def _check_int64(value: int, name: str) -> None:
+    """Raises ValueError unless value fits the 64-bit integers the core (and
+    the fingerprint) hold; the core's rules then say the rest."""
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ValueError(f"{name} = {value}: out of range, the core reads 64-bit integers (|{name}| < 2**63)")
+
+
 def _check_bool(value: Any, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} = {value!r} ({type(value).__name__}): must be True or False")
@@ -398,9 +404,8 @@ def _check_config(
 
     batch_size = _check_int(batch_size, "batch_size", "32")
     stages = _check_int(stages, "stages", "2")
-    for name, value in (("batch_size", batch_size), ("stages", stages)):
-        if not -(1 << 63) <= value < 1 << 63:  # what the core's int holds; its rules then say the rest
-            raise ValueError(f"{name} = {value}: out of range, the core reads 64-bit integers (|{name}| < 2**63)")
+    _check_int64(batch_size, "batch_size")
+    _check_int64(stages, "stages")
     for name, value in (("discrepancy", discrepancy), ("kernel", kernel), ("solver", solver)):
         if not isinstance(value, str):
             raise ValueError(f"{name} = {value!r} ({type(value).__name__}): want a name, e.g. {name}={ {'discrepancy': 'mmd', 'kernel': 'rbf', 'solver': 'auto'}[name]!r}")
