@@ -34,6 +34,23 @@ func brute(p *Problem, sign float64) float64 {
 	return sign * best
 }
 
+// randomProblem returns m standard normal points in R^d, unit weights,
+// point i in group i mod g and class i mod classes, unit ω and zero centres.
+func randomProblem(rng *rand.Rand, m, d, g, classes int) *Problem {
+	p := &Problem{M: m, D: d, X: make([]float64, m*d), W: make([]float64, m), Group: make([]int64, m),
+		Class: make([]int64, m), Centre: make([]float64, g*d), Omega: make([]float64, g)}
+	for i := range p.X {
+		p.X[i] = rng.NormFloat64()
+	}
+	for i := 0; i < m; i++ {
+		p.W[i], p.Group[i], p.Class[i] = 1, int64(i%g), int64(i%classes)
+	}
+	for k := range p.Omega {
+		p.Omega[k] = 1
+	}
+	return p
+}
+
 func TestExchange(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -46,21 +63,7 @@ func TestExchange(t *testing.T) {
 		{"classes", 8, 2, 4, 2, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(1, 2))
-			p := &Problem{M: tc.m, D: tc.d, X: make([]float64, tc.m*tc.d), W: make([]float64, tc.m),
-				Group: make([]int64, tc.m), Class: make([]int64, tc.m), Centre: make([]float64, tc.g*tc.d),
-				Omega: make([]float64, tc.g)}
-			for i := range p.X {
-				p.X[i] = rng.NormFloat64()
-			}
-			for i := 0; i < tc.m; i++ {
-				p.W[i] = 1
-				p.Group[i] = int64(i % tc.g)
-				p.Class[i] = int64(i % tc.classes)
-			}
-			for g := range p.Omega {
-				p.Omega[g] = 1
-			}
+			p := randomProblem(rand.New(rand.NewPCG(1, 2)), tc.m, tc.d, tc.g, tc.classes)
 			opt := brute(p, tc.sign)
 			h, err := Exchange(p, Options{Sign: tc.sign, Passes: 50, Seed: 3})
 			if err != nil {
@@ -108,18 +111,7 @@ func BenchmarkExchange(b *testing.B) {
 		b.Run(string(rune('0'+m/1000))+"k", func(b *testing.B) {
 			rng := rand.New(rand.NewPCG(1, 2))
 			for it := 0; it < b.N; it++ {
-				g := m / 16
-				p := &Problem{M: m, D: 2, X: make([]float64, 2*m), W: make([]float64, m), Group: make([]int64, m),
-					Class: make([]int64, m), Centre: make([]float64, 2*g), Omega: make([]float64, g)}
-				for i := range p.X {
-					p.X[i] = rng.NormFloat64()
-				}
-				for i := 0; i < m; i++ {
-					p.W[i], p.Group[i] = 1, int64(i%g)
-				}
-				for g := range p.Omega {
-					p.Omega[g] = 1
-				}
+				p := randomProblem(rng, m, 2, m/16, 1)
 				if _, err := Exchange(p, Options{Sign: 1, Passes: 3, Seed: 1}); err != nil {
 					b.Fatal(err)
 				}

@@ -12,20 +12,7 @@ import (
 func TestExchangeReportsPassesAndStopsMidPass(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	m, g := 256, 16
-	mk := func() *Problem {
-		p := &Problem{M: m, D: 2, X: make([]float64, 2*m), W: make([]float64, m), Group: make([]int64, m),
-			Class: make([]int64, m), Centre: make([]float64, 2*g), Omega: make([]float64, g)}
-		for i := range p.X {
-			p.X[i] = rng.NormFloat64()
-		}
-		for i := 0; i < m; i++ {
-			p.W[i], p.Group[i] = 1, int64(i%g)
-		}
-		for i := range p.Omega {
-			p.Omega[i] = 1
-		}
-		return p
-	}
+	mk := func() *Problem { return randomProblem(rng, m, 2, g, 1) }
 	var seen []float64
 	h, err := Exchange(mk(), Options{Sign: 1, Passes: 30, Seed: 1, OnPass: func(pass int, f float64) {
 		if pass != len(seen)+1 {
