@@ -290,7 +290,7 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, y0 []flo
 	if blossomBudget > p {
 		budget = 0
 	}
-	checks := make([]int32, p) // exact recomputations per row; −1: row handed to float64
+	checks := make([]int32, p) // exact recomputations per row; past budget: row handed to float64
 	var mu sync.Mutex
 	var redo []int
 	price := func(sub []int, f32 bool) {
@@ -357,13 +357,9 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, y0 []flo
 	if err := mon.err(); err != nil {
 		return nil, nil, err
 	}
-	exact := e == nil
-	inRedo := make(map[int]bool, len(redo))
-	for _, r := range redo {
-		inRedo[r] = true
-	}
 	for _, r := range rows {
-		rec.settle(r, md, exact || inRedo[r])
+		// Rows past the budget were priced again in float64: exact.
+		rec.settle(r, md, e == nil || checks[r] > budget)
 	}
 	return found, cross, nil
 }

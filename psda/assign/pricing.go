@@ -377,7 +377,7 @@ func (pr *pricing) check(pass, iter int, screens bool) (sub []int, added, violRo
 		slack[a], limit[a] = pr.tail[a]-(z[a]-pr.z0[a]), capK[pr.stamp[a]]
 	}
 	var cols []int
-	sub, cols = splitCheck(slack, limit, rise, tol)
+	sub, cols, pr.last.tau = splitCheck(slack, limit, rise, tol)
 	if len(sub) > 0 && screens {
 		// The candidate lists' bound at the current potentials
 		// certifies rows whose tails the potentials' moves used up.
@@ -390,16 +390,6 @@ func (pr *pricing) check(pass, iter int, screens bool) (sub []int, added, violRo
 	st.trace("pass %d.%d: %d edges, cost %.12g, %d violating edges added, %d rows and %d columns to price",
 		pass, iter, len(pr.g.Col), pr.sol.Cost, added, len(sub), len(cols))
 	pr.last.slack, pr.last.limit, pr.last.colLow = slack, limit, nil
-	pr.last.tau = math.Inf(-1)
-	isCol := make([]bool, len(w))
-	for _, b := range cols {
-		isCol[b] = true
-	}
-	for b, r := range rise {
-		if !isCol[b] {
-			pr.last.tau = max(pr.last.tau, r)
-		}
-	}
 	if added == 0 && len(sub) == 0 && len(cols) > 0 {
 		// The edges into the columns that rose most, priced now;
 		// with the row tails below the others' rise, they complete

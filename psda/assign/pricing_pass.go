@@ -203,9 +203,10 @@ func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
 // priced by a column pass and the rows with slack[a] − min(τ, limit[a]) <
 // −tol by a row pass. It tries τ at the 0th, 1st, 2nd, 4th, 8th, …
 // largest rise (at most a quarter of the columns in the column pass),
-// keeps the one that prices the fewest lines, and returns the rows and
-// columns.
-func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int) {
+// keeps the one that prices the fewest lines, and returns the rows, the
+// columns and τ, the largest rise of a column not among them (−Inf if
+// none).
+func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int, tau float64) {
 	order := make([]int, len(rise))
 	for b := range order {
 		order[b] = b
@@ -235,8 +236,9 @@ func splitCheck(slack, limit, rise []float64, tol float64) (rows, cols []int) {
 			bestC, bestCost = c, c+n
 		}
 	}
-	rows, _ = failing(tauAt(bestC), []int{})
-	return rows, order[:bestC]
+	tau = tauAt(bestC)
+	rows, _ = failing(tau, []int{})
+	return rows, order[:bestC], tau
 }
 
 // AddEdges links the violators found (with their cross parts) that adj
