@@ -81,9 +81,14 @@ class CoralRef:
         s, t = np.asarray(s, np.float64), np.asarray(t, np.float64)
         self.ns, self.nt, self.k = len(s), len(t), k
         self.a, self.b = s - s.mean(0), t - t.mean(0)
-        self.Ss = np.cov(s, rowvar=False, ddof=1).reshape(s.shape[1], s.shape[1])
-        self.St = np.cov(t, rowvar=False, ddof=1).reshape(t.shape[1], t.shape[1])
+        self.Ss, self.St = self._cov(s), self._cov(t)
         self.D = self.Ss - self.St
+
+    @staticmethod
+    def _cov(x):
+        """The sample covariance; 0 for one example (the paper leaves it undefined)."""
+        d = x.shape[1]
+        return np.cov(x, rowvar=False, ddof=1).reshape(d, d) if len(x) > 1 else np.zeros((d, d))
 
     def _cond1(self, S, n, z):
         k = self.k
