@@ -71,6 +71,14 @@ type Pricing struct {
 	// Keep is the number of edges a pricing pass keeps per row: the most
 	// violated ones, checked again after every re-solve.
 	Keep int
+	// IndexTies keeps, among edges of equal reduced cost, those of smaller
+	// column (topk.NewByIndex) instead of a pseudo-random choice (topk.New),
+	// which spreads duplicated rows over distinct tied columns so that the
+	// kept edges can form a matching. For problems without duplicated rows
+	// (the dense warm start): a model that offers each row in index order
+	// then has an edge that ties the bound refused at one comparison, and
+	// on tie-heavy costs most edges tie it (BenchmarkWarmAttempt).
+	IndexTies bool
 	// MaxPasses, when positive, stops the loop after that many pricing
 	// passes whether or not the potentials hold everywhere (a warm start
 	// whose exact phase finishes the work); 0 runs to the certificate.
@@ -104,6 +112,15 @@ func PriceTol(c []float64) float64 {
 		}
 	}
 	return 1e-9 * scale
+}
+
+// lists returns empty kept lists, Keep edges for each row, ties broken
+// as IndexTies says.
+func (st *Pricing) lists() *topk.Lists {
+	if st.IndexTies {
+		return topk.NewByIndex(st.Rows, st.Keep)
+	}
+	return topk.New(st.Rows, st.Keep)
 }
 
 func (st *Pricing) trace(format string, args ...any) {
@@ -221,7 +238,7 @@ type pricing struct {
 }
 
 func newPricing(st *Pricing, adj Edges) *pricing {
-	pr := &pricing{st: st, adj: adj, kept: topk.New(st.Rows, st.Keep),
+	pr := &pricing{st: st, adj: adj, kept: st.lists(),
 		z0: make([]float64, st.Rows), stamp: make([]int, st.Rows), tail: make([]float64, st.Rows),
 		need64: make([]bool, st.Rows)}
 	pr.rt, pr.ct = st.Model.Terms()
@@ -288,7 +305,7 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 		// The edges into the columns of largest w, priced by a column
 		// pass into kept lists: the rows' kept edges are checked after
 		// every re-solve, and their tails cover the hubs with margin.
-		best := topk.New(st.Rows, st.Keep)
+		best := st.lists()
 		cs := st.Coef * st.Scale
 		st.Model.PassCols(hubs, func(a, b int, x float64) {
 			if st.NoDiag && a == b {
@@ -326,7 +343,7 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 func (pr *pricing) priceRows(sub []int) error {
 	st := pr.st
 	z, w := pr.potentials()
-	best := topk.New(st.Rows, st.Keep)
+	best := st.lists()
 	if err := st.price(best, sub, z, w, pr.adj.Has, pr.need64, PriceTol(pr.g.Cost)); err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 		return false, err
 	}
 	pr := &Pricing{Model: &denseModel{c: s.c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1,
-		Keep: warmPrice, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly()}
+		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly()}
 	sol, _, err := pr.Solve(adj)
 	if errors.Is(err, ErrNoPerfect) || errors.Is(err, ErrPricingGaveUp) {
 		// +Inf entries beyond the diagonal, or tie-heavy costs: let the

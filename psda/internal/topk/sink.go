@@ -15,13 +15,32 @@ func (s *Lists) Sinks(c float64, z, w []float64, noDiag bool, skip func(a, b int
 		mu := s.Stripe(a / LockBlock)
 		mu.Lock()
 		za, lim := z[a], bound(a)
+		// strict: an entry tying the bound loses (NewByIndex lists, once
+		// the bound's index is below this call's, which rise): on
+		// tie-heavy costs most entries tie it, and the test is then one
+		// predictable branch instead of a hash or a mispredicted one.
+		strict := s.byIndex && s.bk[a] < uint64(b0)
 		ws := w[b0 : b0+len(xs)]
-		for k, x := range xs {
-			// Beats before skip: on tie-heavy costs most entries tie the
-			// bound, and skip may cost a search.
-			if r := c*x - za - ws[k]; r <= lim && !(noDiag && a == b0+k) && s.Beats(a, r, int32(b0+k)) && !skip(a, b0+k) {
-				s.Offer(a, r, int32(b0+k), x)
+		for k := 0; k < len(xs); k++ {
+			// Most entries exceed the bound: test four at a time.
+			if k+4 <= len(xs) {
+				r0, r1 := c*xs[k]-za-ws[k], c*xs[k+1]-za-ws[k+1]
+				r2, r3 := c*xs[k+2]-za-ws[k+2], c*xs[k+3]-za-ws[k+3]
+				if strict && r0 >= lim && r1 >= lim && r2 >= lim && r3 >= lim || r0 > lim && r1 > lim && r2 > lim && r3 > lim {
+					k += 3
+					continue
+				}
+			}
+			x := xs[k]
+			r := c*x - za - ws[k]
+			if !(r < lim || !strict && r == lim) || noDiag && a == b0+k {
+				continue
+			}
+			// Beats before skip: skip may cost a search.
+			if s.Beats(a, r, int32(b0+k)) && !skip(a, b0+k) {
+				s.add(a, r, int32(b0+k), x)
 				lim = bound(a)
+				strict = s.byIndex && s.bk[a] < uint64(b0+k+1)
 			}
 		}
 		mu.Unlock()
@@ -41,7 +60,7 @@ func (s *Lists) Sinks(c float64, z, w []float64, noDiag bool, skip func(a, b int
 				locked = l
 			}
 			if r := c*x - z[a] - wb; r <= bound(a) && !(noDiag && a == b) && s.Beats(a, r, int32(b)) && !skip(a, b) {
-				s.Offer(a, r, int32(b), x)
+				s.add(a, r, int32(b), x)
 			}
 		}
 		if locked >= 0 {

@@ -6,8 +6,8 @@ import (
 )
 
 // Lists keeps, for each of n items, the k (value, index, aux) entries with
-// the smallest values offered so far (ties broken by worse, so that the
-// result does not depend on the order of the offers). Offers better than
+// the smallest values offered so far (ties broken by a key of the index,
+// see key, so that the result does not depend on the order of the offers). Offers better than
 // the item's bound are appended to a buffer of room = 3k/2 entries; a full
 // buffer is cut back to its k best (cut), whose worst becomes the bound.
 // Settling an item (Settle, and every reader below) cuts it to k. A max-heap
@@ -23,23 +23,42 @@ type Lists struct {
 	Aux     []float64 // Aux[t], Idx[t]: entry t (see Entries)
 	Idx     []int32
 	cnt     []int32
-	// bv and bj: the worst entry kept at the last cut (bv +Inf before):
-	// an offer must beat it.
+	// bv and bk: the value and tie key (tieKey) of the worst entry kept at
+	// the last cut (bv +Inf before): an offer must beat it. The key is
+	// kept rather than the index so that an offer tying the bound, which
+	// on tie-heavy costs is nearly every offer, costs one hash.
 	bv []float64
-	bj []int32
+	bk []uint64
 	mu []sync.Mutex // one per lockBlock items
+	// byIndex: ties keep the smaller index (NewByIndex) instead of the
+	// smaller tieKey.
+	byIndex bool
 }
 
 // LockBlock is the number of items that share a lock.
 const LockBlock = 64
 
-// New returns lists of k >= 1 entries for n items.
-func New(n, k int) *Lists {
+// New returns lists of k >= 1 entries for n items whose ties keep the
+// entries of smaller tieKey: items with tied values (duplicated feature
+// rows) then keep different tied partners, so that their candidates can
+// form a matching.
+func New(n, k int) *Lists { return newLists(n, k, false) }
+
+// NewByIndex returns lists of k >= 1 entries for n items whose ties keep
+// the smaller index. On tie-heavy values an offer tying the bound then
+// costs a comparison instead of a hash, and when an item's offers come in
+// index order it never enters the list; but tied items keep the same
+// partners, which suits only problems without duplicated rows (the dense
+// warm start, whose candidates break ties this way too).
+func NewByIndex(n, k int) *Lists { return newLists(n, k, true) }
+
+func newLists(n, k int, byIndex bool) *Lists {
 	room := k + max(k/2, 1)
 	s := &Lists{k: k, room: room, val: make([]float64, n*room), Aux: make([]float64, n*room), Idx: make([]int32, n*room),
-		cnt: make([]int32, n), bv: make([]float64, n), bj: make([]int32, n), mu: make([]sync.Mutex, (n+LockBlock-1)/LockBlock)}
+		cnt: make([]int32, n), bv: make([]float64, n), bk: make([]uint64, n), mu: make([]sync.Mutex, (n+LockBlock-1)/LockBlock),
+		byIndex: byIndex}
 	for i := range s.bv {
-		s.bv[i] = math.Inf(1)
+		s.Reset(i)
 	}
 	return s
 }
@@ -49,11 +68,18 @@ func New(n, k int) *Lists {
 // sinks, under i's lock.
 func (s *Lists) Bound(i int) float64 { return s.bv[i] }
 
-// worse orders the entries of item i by value, then by a hash of (i, index):
-// deterministic, but items with tied values (duplicated feature rows) keep
-// different tied partners, so that their candidates can form a matching.
-func worse(i int, a float64, ai int32, b float64, bi int32) bool {
-	return a > b || (a == b && tieKey(i, ai) > tieKey(i, bi))
+// worse orders the entries of item i by value, then by key.
+func (s *Lists) worse(i int, a float64, ai int32, b float64, bi int32) bool {
+	return a > b || (a == b && s.key(i, ai) > s.key(i, bi))
+}
+
+// key is the tie key of index j in item i's list: j itself (NewByIndex)
+// or tieKey(i, j) (New).
+func (s *Lists) key(i int, j int32) uint64 {
+	if s.byIndex {
+		return uint64(uint32(j))
+	}
+	return tieKey(i, j)
 }
 
 // tieKey mixes an item and an index into a pseudo-random 64-bit key
@@ -67,14 +93,20 @@ func tieKey(i int, j int32) uint64 {
 
 // Beats reports whether (v, j) would enter item i's list: whether it beats
 // the bound, ties broken as Offer breaks them. The caller holds i's lock.
-func (s *Lists) Beats(i int, v float64, j int32) bool { return worse(i, s.bv[i], s.bj[i], v, j) }
+func (s *Lists) Beats(i int, v float64, j int32) bool {
+	return v < s.bv[i] || v == s.bv[i] && s.key(i, j) < s.bk[i]
+}
 
 // Offer adds (v, j, aux) to item i's list if it beats the bound; the
 // caller holds i's lock.
 func (s *Lists) Offer(i int, v float64, j int32, aux float64) {
-	if !s.Beats(i, v, j) {
-		return
+	if s.Beats(i, v, j) {
+		s.add(i, v, j, aux)
 	}
+}
+
+// add appends (v, j, aux) to item i's buffer, which Beats has admitted.
+func (s *Lists) add(i int, v float64, j int32, aux float64) {
 	t := i*s.room + int(s.cnt[i])
 	s.val[t], s.Idx[t], s.Aux[t] = v, j, aux
 	if s.cnt[i]++; int(s.cnt[i]) == s.room {
@@ -90,13 +122,33 @@ func (s *Lists) Settle(i int) {
 	}
 }
 
+// smallRoom is the largest buffer cut sorts by insertion: below it the
+// quickselect's pivots and closures cost more than the shifts (the dense
+// warm start keeps 8 a row, BenchmarkWarmStart).
+const smallRoom = 24
+
 // cut keeps the k best of item i's entries (partial selection, expected
-// O(room)) and makes the worst of them the bound.
+// O(room), or insertion sort for small buffers) and makes the worst of
+// them the bound.
 func (s *Lists) cut(i int) {
 	base := i * s.room
 	n := int(s.cnt[i])
 	val, idx, aux := s.val[base:base+n], s.Idx[base:base+n], s.Aux[base:base+n]
-	worseAt := func(a, b int) bool { return worse(i, val[a], idx[a], val[b], idx[b]) }
+	if n <= smallRoom {
+		for q := 1; q < n; q++ {
+			v, j, x := val[q], idx[q], aux[q]
+			p := q
+			for ; p > 0 && s.worse(i, val[p-1], idx[p-1], v, j); p-- {
+				val[p], idx[p], aux[p] = val[p-1], idx[p-1], aux[p-1]
+			}
+			val[p], idx[p], aux[p] = v, j, x
+		}
+		k := min(s.k, n)
+		s.cnt[i] = int32(k)
+		s.bv[i], s.bk[i] = val[k-1], s.key(i, idx[k-1])
+		return
+	}
+	worseAt := func(a, b int) bool { return s.worse(i, val[a], idx[a], val[b], idx[b]) }
 	swap := func(a, b int) {
 		val[a], val[b] = val[b], val[a]
 		idx[a], idx[b] = idx[b], idx[a]
@@ -140,12 +192,12 @@ func (s *Lists) cut(i int) {
 			w = q
 		}
 	}
-	s.bv[i], s.bj[i] = val[w], idx[w]
+	s.bv[i], s.bk[i] = val[w], s.key(i, idx[w])
 }
 
 // Reset empties item i's list.
 func (s *Lists) Reset(i int) {
-	s.cnt[i], s.bv[i], s.bj[i] = 0, math.Inf(1), 0
+	s.cnt[i], s.bv[i], s.bk[i] = 0, math.Inf(1), s.key(i, 0)
 }
 
 // CopyRow copies item i's settled list from o (same n and k).
@@ -155,7 +207,7 @@ func (s *Lists) CopyRow(o *Lists, i int) {
 	copy(s.val[i*s.room:], o.val[i*o.room:i*o.room+n])
 	copy(s.Aux[i*s.room:], o.Aux[i*o.room:i*o.room+n])
 	copy(s.Idx[i*s.room:], o.Idx[i*o.room:i*o.room+n])
-	s.cnt[i], s.bv[i], s.bj[i] = o.cnt[i], o.bv[i], o.bj[i]
+	s.cnt[i], s.bv[i], s.bk[i] = o.cnt[i], o.bv[i], o.bk[i]
 }
 
 // Each calls f(j, v, aux) for the entries of item i's settled list.

@@ -8,11 +8,24 @@ import (
 	"testing"
 )
 
-// TestLists offers values with many ties in two different orders and
-// checks each settled list against the k best by a full sort (value, then
-// tieKey), and limit against its definition.
+// TestLists offers values with many ties in two different orders, and in
+// index order, and checks each settled list against the k best by a full
+// sort (value, then tieKey for New, the index for NewByIndex), and limit
+// against its definition.
 func TestLists(t *testing.T) {
+	for _, byIndex := range []bool{false, true} {
+		testLists(t, byIndex)
+	}
+}
+
+func testLists(t *testing.T, byIndex bool) {
 	rng := rand.New(rand.NewPCG(8, 1))
+	key := func(j int32) uint64 { return tieKey(3, j) }
+	newLists := New
+	if byIndex {
+		key = func(j int32) uint64 { return uint64(j) }
+		newLists = NewByIndex
+	}
 	for _, k := range []int{1, 2, 5, 64} {
 		for _, n := range []int{0, 1, k - 1, k, k + 1, 3 * k, 40 * k} {
 			type entry struct {
@@ -25,17 +38,18 @@ func TestLists(t *testing.T) {
 			}
 			want := slices.Clone(offers)
 			slices.SortFunc(want, func(a, b entry) int {
-				switch {
-				case worse(3, a.v, a.j, b.v, b.j):
-					return 1
-				case worse(3, b.v, b.j, a.v, a.j):
-					return -1
+				if c := cmp.Compare(a.v, b.v); c != 0 {
+					return c
 				}
-				return 0
+				return cmp.Compare(key(a.j), key(b.j))
 			})
 			want = want[:min(k, n)]
-			for _, order := range [][]int{rng.Perm(n), rng.Perm(n)} {
-				s := New(5, k)
+			inOrder := make([]int, n)
+			for q := range inOrder {
+				inOrder[q] = q
+			}
+			for _, order := range [][]int{rng.Perm(n), rng.Perm(n), inOrder} {
+				s := newLists(5, k)
 				for _, q := range order {
 					s.Offer(3, offers[q].v, offers[q].j, -offers[q].v)
 				}
@@ -50,7 +64,7 @@ func TestLists(t *testing.T) {
 				w := slices.Clone(want)
 				slices.SortFunc(w, func(a, b entry) int { return cmp.Compare(a.j, b.j) })
 				if !slices.Equal(got, w) {
-					t.Fatalf("k=%d n=%d: kept %v, want %v", k, n, got, w)
+					t.Fatalf("byIndex=%v k=%d n=%d: kept %v, want %v", byIndex, k, n, got, w)
 				}
 				lim := math.Inf(1)
 				if n >= k {

@@ -1,0 +1,108 @@
+package topk
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestSinks offers a tie-heavy matrix through the row sink, by whole rows
+// in index order and by tiles in random order, and through the column
+// sink, and checks every settled list against a full sort of the reduced
+// costs (ties by tieKey for New, by index for NewByIndex), with the
+// diagonal and the skipped entries left out.
+func TestSinks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	const n, m, k = 40, 57, 5
+	x := make([]float64, n*m)
+	for i := range x {
+		x[i] = float64(rng.IntN(4)) // ties
+	}
+	z, w := make([]float64, n), make([]float64, m)
+	for i := range z {
+		z[i] = float64(rng.IntN(3)) / 2
+	}
+	for j := range w {
+		w[j] = float64(rng.IntN(3)) / 2
+	}
+	const c = 2.0
+	skip := func(a, b int) bool { return (a*7+b)%11 == 0 }
+	for _, byIndex := range []bool{false, true} {
+		key := func(a int, j int32) uint64 { return tieKey(a, j) }
+		newLists := New
+		if byIndex {
+			key = func(_ int, j int32) uint64 { return uint64(j) }
+			newLists = NewByIndex
+		}
+		for _, way := range []string{"rows", "tiles", "cols"} {
+			s := newLists(n, k)
+			row, col := s.Sinks(c, z, w, true, skip)
+			switch way {
+			case "rows":
+				for a := 0; a < n; a++ {
+					row(a, 0, x[a*m:a*m+m])
+				}
+			case "tiles":
+				type tile struct{ a, b0, b1 int }
+				var tiles []tile
+				for a := 0; a < n; a++ {
+					for b0 := 0; b0 < m; {
+						b1 := min(m, b0+1+rng.IntN(9))
+						tiles = append(tiles, tile{a, b0, b1})
+						b0 = b1
+					}
+				}
+				rng.Shuffle(len(tiles), func(p, q int) { tiles[p], tiles[q] = tiles[q], tiles[p] })
+				for _, tl := range tiles {
+					row(tl.a, tl.b0, x[tl.a*m+tl.b0:tl.a*m+tl.b1])
+				}
+			case "cols":
+				for _, b := range rng.Perm(m) {
+					xs := make([]float64, n)
+					for a := range xs {
+						xs[a] = x[a*m+b]
+					}
+					col(b, 0, xs, nil)
+				}
+			}
+			for a := 0; a < n; a++ {
+				type entry struct {
+					v float64
+					j int32
+				}
+				var want []entry
+				for b := 0; b < m; b++ {
+					if a != b && !skip(a, b) {
+						want = append(want, entry{c*x[a*m+b] - z[a] - w[b], int32(b)})
+					}
+				}
+				slices.SortFunc(want, func(p, q entry) int {
+					if d := cmp.Compare(p.v, q.v); d != 0 {
+						return d
+					}
+					return cmp.Compare(key(a, p.j), key(a, q.j))
+				})
+				lim := want[k-1].v
+				want = want[:k]
+				var got []entry
+				s.Each(a, func(j int, v, aux float64) {
+					if aux != x[a*m+j] {
+						t.Fatalf("aux %v, want the cross part %v", aux, x[a*m+j])
+					}
+					got = append(got, entry{v, int32(j)})
+				})
+				byJ := func(p, q entry) int { return cmp.Compare(p.j, q.j) }
+				slices.SortFunc(got, byJ)
+				slices.SortFunc(want, byJ)
+				if !slices.Equal(got, want) {
+					t.Fatalf("byIndex=%v %s, item %d: kept %v, want %v", byIndex, way, a, got, want)
+				}
+				if s.Limit(a) != lim || math.IsInf(lim, 0) {
+					t.Fatalf("byIndex=%v %s, item %d: limit %v, want %v", byIndex, way, a, s.Limit(a), lim)
+				}
+			}
+		}
+	}
+}
