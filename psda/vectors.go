@@ -1,6 +1,8 @@
 package psda
 
 import (
+	"math"
+
 	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
@@ -37,17 +39,28 @@ func colsOf(m Matrix, mean []float64) gram.Vectors {
 
 // colMeans returns the column means of m, accumulated in float64.
 func colMeans(m Matrix) []float64 {
-	mean := make([]float64, m.D)
+	// Neumaier's compensated sum: the costs subtract the means from every
+	// feature (CORAL's centring, the MMD's δ), so a plain sum's rounding,
+	// up to n·ε of a common offset, would become every centred vector's
+	// error, which CORAL raises to the fourth power. Compensated, the sum
+	// is accurate to a few ε of itself (docs/method.md, "Notation").
+	sum, comp := make([]float64, m.D), make([]float64, m.D)
 	row := make([]float64, m.D)
 	for i := 0; i < m.N; i++ {
 		for k, v := range m.Row(i, row) {
-			mean[k] += v
+			t := sum[k] + v
+			if math.Abs(sum[k]) >= math.Abs(v) {
+				comp[k] += (sum[k] - t) + v
+			} else {
+				comp[k] += (v - t) + sum[k]
+			}
+			sum[k] = t
 		}
 	}
-	for k := range mean {
-		mean[k] /= float64(m.N)
+	for k := range sum {
+		sum[k] = (sum[k] + comp[k]) / float64(m.N)
 	}
-	return mean
+	return sum
 }
 
 // progress adapts a Monitor (nil: none) to the Gram engine's Progress.

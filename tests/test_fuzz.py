@@ -206,8 +206,9 @@ def match_inputs(draw):
 
 # Found by CI: every cost is 0, and the expanded CORAL reference said -3.8e-6.
 _ONE_FAR = np.array([[796.875], [0.0], [0.0], [0.0]])
-# Found by exploring: every cost is 0, and psda's expanded norms of 1e60
-# leave 1.6e29, 1e-31 of the terms.
+# Found by exploring: every cost is 0. psda's expanded norms of 1e60 leave
+# 1.6e29 (1e-31 of the terms) for the linear MMD; its plain sum for the
+# means left 4e56 for CORAL, now 0 (compensated sums, docs/method.md).
 _ALL_FAR = np.full((8, 1), 1e30)
 
 
@@ -216,6 +217,8 @@ _ALL_FAR = np.full((8, 1), 1e30)
 @example(inputs=(_ONE_FAR, _ONE_FAR.copy(), dict(batch_size=2, stages=2, discrepancy="coral", kernel="rbf",
                                                  gammas=GAMMAS)))
 @example(inputs=(_ALL_FAR, np.zeros((1, 1)), dict(batch_size=1, stages=1, discrepancy="mmd", kernel="linear",
+                                                  gammas=GAMMAS)))
+@example(inputs=(_ALL_FAR, np.zeros((1, 1)), dict(batch_size=2, stages=1, discrepancy="coral", kernel="rbf",
                                                   gammas=GAMMAS)))
 def test_fuzz_match(inputs):
     source, target, cfg = inputs
