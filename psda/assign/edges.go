@@ -36,9 +36,19 @@ func (e Edges) Normalise() int {
 }
 
 // Has reports whether the normalised row a holds column b, in O(log m).
+// The pricing sinks ask it of every edge that enters a kept list, so the
+// search is written out rather than passed a comparison function.
 func (e Edges) Has(a, b int) bool {
-	_, ok := slices.BinarySearchFunc(e[a], int32(b), func(p Edge, b int32) int { return int(p.B) - int(b) })
-	return ok
+	row, t := e[a], int32(b)
+	lo, hi := 0, len(row)
+	for lo < hi {
+		if m := int(uint(lo+hi) >> 1); row[m].B < t {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo < len(row) && row[lo].B == t
 }
 
 // increasing reports whether row's columns strictly increase.

@@ -12,10 +12,16 @@ import (
 // in index order and by tiles in random order, and through the column
 // sink, and checks every settled list against a full sort of the reduced
 // costs (ties by tieKey for New, by index for NewByIndex), with the
-// diagonal and the skipped entries left out.
+// diagonal and the skipped entries left out, for sorted and buffered lists.
 func TestSinks(t *testing.T) {
+	for _, k := range []int{5, 20} { // sorted lists, buffered lists
+		testSinks(t, k)
+	}
+}
+
+func testSinks(t *testing.T, k int) {
 	rng := rand.New(rand.NewPCG(3, 9))
-	const n, m, k = 40, 57, 5
+	const n, m = 40, 57
 	x := make([]float64, n*m)
 	for i := range x {
 		x[i] = float64(rng.IntN(4)) // ties
@@ -97,7 +103,7 @@ func TestSinks(t *testing.T) {
 				slices.SortFunc(got, byJ)
 				slices.SortFunc(want, byJ)
 				if !slices.Equal(got, want) {
-					t.Fatalf("byIndex=%v %s, item %d: kept %v, want %v", byIndex, way, a, got, want)
+					t.Fatalf("k=%d byIndex=%v %s, item %d: kept %v, want %v", k, byIndex, way, a, got, want)
 				}
 				if s.Limit(a) != lim || math.IsInf(lim, 0) {
 					t.Fatalf("byIndex=%v %s, item %d: limit %v, want %v", byIndex, way, a, s.Limit(a), lim)

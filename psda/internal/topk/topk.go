@@ -7,24 +7,28 @@ import (
 
 // Lists keeps, for each of n items, the k (value, index, aux) entries with
 // the smallest values offered so far (ties broken by a key of the index,
-// see key, so that the result does not depend on the order of the offers). Offers better than
-// the item's bound are appended to a buffer of room = 3k/2 entries; a full
-// buffer is cut back to its k best (cut), whose worst becomes the bound.
-// Settling an item (Settle, and every reader below) cuts it to k. A max-heap
-// per item, sifted at every offer, costs O(log k) per accepted offer where
-// the buffer costs O(1) plus an expected O(room) cut every k/2 accepted
-// offers; in Stage 1's candidate pass the buffer measured faster than the
-// heap (docs/performance.md, "Design decisions and the measurements behind
-// them"). How the lists' remaining cost splits between the offers and the
-// column lists' memory, touched at random, was not measured.
+// see key, so that the result does not depend on the order of the offers).
+// For k <= sortedK an item's list is kept sorted by insertion and its worst
+// entry is the bound once it is full. For larger k, offers better than the
+// item's bound are appended to a buffer of room = 3k/2 entries; a full
+// buffer is cut back to its k best (cut), whose worst becomes the bound,
+// and settling an item (Settle, and every reader below) cuts it to k. A
+// max-heap per item, sifted at every offer, costs O(log k) per accepted
+// offer where the buffer costs O(1) plus an expected O(room) cut every k/2
+// accepted offers; in Stage 1's candidate pass the buffer measured faster
+// than the heap (docs/performance.md, "Design decisions and the
+// measurements behind them"). How the lists' remaining cost splits between
+// the offers and the column lists' memory, touched at random, was not
+// measured.
 type Lists struct {
 	k, room int
 	val     []float64
 	Aux     []float64 // Aux[t], Idx[t]: entry t (see Entries)
 	Idx     []int32
 	cnt     []int32
-	// bv and bk: the value and tie key (tieKey) of the worst entry kept at
-	// the last cut (bv +Inf before): an offer must beat it. The key is
+	// bv and bk: the value and tie key (key) of the worst entry kept at
+	// the last cut, or of a full sorted list (bv +Inf before): an offer
+	// must beat it. The key is
 	// kept rather than the index so that an offer tying the bound, which
 	// on tie-heavy costs is nearly every offer, costs one hash.
 	bv []float64
@@ -34,6 +38,12 @@ type Lists struct {
 	// smaller tieKey.
 	byIndex bool
 }
+
+// sortedK is the largest k whose lists are kept sorted by insertion
+// (room = k): for few entries the shifts cost less than the buffer's cuts,
+// and the bound tightens at every entry instead of every k/2
+// (BenchmarkRowSink).
+const sortedK = 16
 
 // LockBlock is the number of items that share a lock.
 const LockBlock = 64
@@ -54,6 +64,9 @@ func NewByIndex(n, k int) *Lists { return newLists(n, k, true) }
 
 func newLists(n, k int, byIndex bool) *Lists {
 	room := k + max(k/2, 1)
+	if k <= sortedK {
+		room = k
+	}
 	s := &Lists{k: k, room: room, val: make([]float64, n*room), Aux: make([]float64, n*room), Idx: make([]int32, n*room),
 		cnt: make([]int32, n), bv: make([]float64, n), bk: make([]uint64, n), mu: make([]sync.Mutex, (n+LockBlock-1)/LockBlock),
 		byIndex: byIndex}
@@ -105,12 +118,36 @@ func (s *Lists) Offer(i int, v float64, j int32, aux float64) {
 	}
 }
 
-// add appends (v, j, aux) to item i's buffer, which Beats has admitted.
+// add puts (v, j, aux), which Beats has admitted, into item i's list:
+// appended to the buffer, or inserted in order when the list is sorted.
 func (s *Lists) add(i int, v float64, j int32, aux float64) {
+	if s.room == s.k {
+		s.insert(i, v, j, aux)
+		return
+	}
 	t := i*s.room + int(s.cnt[i])
 	s.val[t], s.Idx[t], s.Aux[t] = v, j, aux
 	if s.cnt[i]++; int(s.cnt[i]) == s.room {
 		s.cut(i)
+	}
+}
+
+// insert adds (v, j, aux) to item i's sorted list (room = k), dropping its
+// worst entry when full, and makes the worst the bound once full.
+func (s *Lists) insert(i int, v float64, j int32, aux float64) {
+	k, base, m := s.k, i*s.room, int(s.cnt[i])
+	val, idx, ax := s.val[base:base+k], s.Idx[base:base+k], s.Aux[base:base+k]
+	t := min(m, k-1)
+	for ; t > 0 && (val[t-1] > v || val[t-1] == v && s.key(i, idx[t-1]) > s.key(i, j)); t-- {
+		val[t], idx[t], ax[t] = val[t-1], idx[t-1], ax[t-1]
+	}
+	val[t], idx[t], ax[t] = v, j, aux
+	if m < k {
+		m++
+		s.cnt[i] = int32(m)
+	}
+	if m == k {
+		s.bv[i], s.bk[i] = val[k-1], s.key(i, idx[k-1])
 	}
 }
 
@@ -122,32 +159,12 @@ func (s *Lists) Settle(i int) {
 	}
 }
 
-// smallRoom is the largest buffer cut sorts by insertion: below it the
-// quickselect's pivots and closures cost more than the shifts (the dense
-// warm start keeps 8 a row, BenchmarkWarmStart).
-const smallRoom = 24
-
 // cut keeps the k best of item i's entries (partial selection, expected
-// O(room), or insertion sort for small buffers) and makes the worst of
-// them the bound.
+// O(room)) and makes the worst of them the bound.
 func (s *Lists) cut(i int) {
 	base := i * s.room
 	n := int(s.cnt[i])
 	val, idx, aux := s.val[base:base+n], s.Idx[base:base+n], s.Aux[base:base+n]
-	if n <= smallRoom {
-		for q := 1; q < n; q++ {
-			v, j, x := val[q], idx[q], aux[q]
-			p := q
-			for ; p > 0 && s.worse(i, val[p-1], idx[p-1], v, j); p-- {
-				val[p], idx[p], aux[p] = val[p-1], idx[p-1], aux[p-1]
-			}
-			val[p], idx[p], aux[p] = v, j, x
-		}
-		k := min(s.k, n)
-		s.cnt[i] = int32(k)
-		s.bv[i], s.bk[i] = val[k-1], s.key(i, idx[k-1])
-		return
-	}
 	worseAt := func(a, b int) bool { return s.worse(i, val[a], idx[a], val[b], idx[b]) }
 	swap := func(a, b int) {
 		val[a], val[b] = val[b], val[a]
