@@ -393,7 +393,7 @@ func newRBF2Factored(a, b Matrix, bIdx []int, kern *rbf.Mixture, mon *Monitor) *
 // at returns V_rq: V is symmetric in the roles of the two sides, so A may
 // pose as the source.
 func (m *rbf2Factored) at(r, q int) float64 {
-	return pairKernel(m.a, m.b, m.kern, Pair{r, m.bIdx[r]}, Pair{q, m.bIdx[q]})
+	return pairKernel(m.a, m.b, m.kern, Pair{S: r, T: m.bIdx[r]}, Pair{S: q, T: m.bIdx[q]})
 }
 
 func (m *rbf2Factored) pass(_ scope, emit func(r, q0 int, v []float64)) {

@@ -5,10 +5,12 @@ import (
 	"runtime/debug"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
-// Pair is one Stage 1 match: source row S with target row T.
-type Pair struct{ S, T int }
+// Pair is one Stage 1 match: source row S with target row T. It is defined
+// in internal/feat, below the cost models that read it.
+type Pair = feat.Pair
 
 // Matching is the result of Match.
 type Matching struct {
@@ -102,10 +104,10 @@ func checkSizes(src, tgt Matrix, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := src.validate("source"); err != nil {
+	if err := validateMatrix(src, "source"); err != nil {
 		return err
 	}
-	if err := tgt.validate("target"); err != nil {
+	if err := validateMatrix(tgt, "target"); err != nil {
 		return err
 	}
 	if src.D != tgt.D {
