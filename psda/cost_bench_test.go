@@ -2,9 +2,7 @@ package psda
 
 import (
 	"fmt"
-	"math"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
 
@@ -12,36 +10,8 @@ import (
 	"gonum.org/v1/gonum/blas/gonum"
 
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
-
-// Benchmark inputs: ReLU-like features max(0, N(0,1))/sqrt(d/2) (so that
-// E‖x‖² ≈ 1 at every d, as for normalised deep features) in float64.
-func benchFeatures(n, d int, seed uint64) Matrix {
-	rng := rand.New(rand.NewPCG(seed, 1))
-	m := Matrix{N: n, D: d, F64: make([]float64, n*d)}
-	s := 1 / math.Sqrt(float64(d)/2)
-	for i := range m.F64 {
-		m.F64[i] = max(0, rng.NormFloat64()) * s
-	}
-	return m
-}
-
-// cpuTime returns the CPU time (user + system, all threads) used so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// loopCPU runs f like b.Loop and also reports CPU seconds per op, which stays
-// meaningful when other processes share the machine (wall time does not).
-func loopCPU(b *testing.B, f func()) {
-	c0 := cpuTime()
-	for b.Loop() {
-		f()
-	}
-	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N)/1e9, "cpu-s/op")
-}
 
 var benchConfigs = []struct {
 	name string
@@ -55,7 +25,7 @@ var benchConfigs = []struct {
 func benchSizes(f func(name string, src, tgt Matrix)) {
 	for _, n := range []int{1000, 4000} {
 		for _, d := range []int{2, 512} {
-			f(fmt.Sprintf("n=%d/d=%d", n, d), benchFeatures(n, d, 1), benchFeatures(n, d, 2))
+			f(fmt.Sprintf("n=%d/d=%d", n, d), testref.BenchFeatures(n, d, 1), testref.BenchFeatures(n, d, 2))
 		}
 	}
 }
@@ -64,7 +34,7 @@ func BenchmarkStage1Costs(b *testing.B) {
 	benchSizes(func(size string, src, tgt Matrix) {
 		for _, bc := range benchConfigs {
 			b.Run(bc.name+"/"+size, func(b *testing.B) {
-				loopCPU(b, func() { stage1Costs(src, tgt, bc.cfg) })
+				testref.LoopCPU(b, func() { stage1Costs(src, tgt, bc.cfg) })
 			})
 		}
 	})
@@ -72,10 +42,10 @@ func BenchmarkStage1Costs(b *testing.B) {
 
 func BenchmarkStage2Costs(b *testing.B) {
 	benchSizes(func(size string, src, tgt Matrix) {
-		pairs := coveringPairs(rand.New(rand.NewPCG(9, 9)), src.N, tgt.N)
+		pairs := testref.CoveringPairs(rand.New(rand.NewPCG(9, 9)), src.N, tgt.N)
 		for _, bc := range benchConfigs {
 			b.Run(bc.name+"/"+size, func(b *testing.B) {
-				loopCPU(b, func() { stage2Costs(src, tgt, bc.cfg, pairs) })
+				testref.LoopCPU(b, func() { stage2Costs(src, tgt, bc.cfg, pairs) })
 			})
 		}
 	})
@@ -93,16 +63,16 @@ func BenchmarkGram(b *testing.B) {
 		run  func(x, y gram.Vectors, sym bool, kind gram.Kind, mon gram.Progress, epi func(t *gram.Tile))
 	}{{"engine", gram.Gram}, {"engine32", gram.Gram32}}
 	for _, n := range []int{2000, 8000} {
-		x, y := benchFeatures(n, d, 1), benchFeatures(n, d, 2)
+		x, y := testref.BenchFeatures(n, d, 1), testref.BenchFeatures(n, d, 2)
 		flops := func(b *testing.B, cpu0 time.Duration) {
 			f := 2 * float64(n) * float64(n) * d * float64(b.N)
 			b.ReportMetric(f/float64(b.Elapsed().Nanoseconds()), "GFlop/s")
-			b.ReportMetric(f/float64((cpuTime()-cpu0).Nanoseconds()), "GFlop/cpu-s")
+			b.ReportMetric(f/float64((testref.CPUTime()-cpu0).Nanoseconds()), "GFlop/cpu-s")
 		}
 		for _, e := range engines {
 			b.Run(fmt.Sprintf("%s/n=%d", e.name, n), func(b *testing.B) {
 				c := make([]float64, n*n)
-				cpu0 := cpuTime()
+				cpu0 := testref.CPUTime()
 				for b.Loop() {
 					e.run(rowsOf(x, nil, nil), rowsOf(y, nil, nil), false, gram.Dots, nil, func(t *gram.Tile) {
 						for i := 0; i < t.NI; i++ {
@@ -119,7 +89,7 @@ func BenchmarkGram(b *testing.B) {
 		b.Run(fmt.Sprintf("gonum-Dgemm/n=%d", n), func(b *testing.B) {
 			c := make([]float64, n*n)
 			var impl gonum.Implementation
-			cpu0 := cpuTime()
+			cpu0 := testref.CPUTime()
 			for b.Loop() {
 				impl.Dgemm(blas.NoTrans, blas.Trans, n, n, d, 1, x.F64, d, y.F64, d, 0, c, n)
 			}

@@ -31,7 +31,7 @@ func TestStage2Factored(t *testing.T) {
 			{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Gammas: []float64{0.7, 0.03, 3}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				src, tgt := randMatrix(rng, tc.ns, 5, tc.f32), randMatrix(rng, tc.nt, 5, tc.f32)
+				src, tgt := testref.RandMatrix(rng, tc.ns, 5, tc.f32), testref.RandMatrix(rng, tc.nt, 5, tc.f32)
 				p := max(tc.ns, tc.nt)
 				small := min(tc.ns, tc.nt)
 				perm := rng.Perm(small)
@@ -55,7 +55,7 @@ func TestStage2Factored(t *testing.T) {
 				if m != wm {
 					t.Fatalf("m = %d, unfactored %d", m, wm)
 				}
-				testref.CloseTo(t, "factored vs paired Gram", got, want, 1e-12, termScale(cfg, src, tgt))
+				testref.CloseTo(t, "factored vs paired Gram", got, want, 1e-12, testref.TermScale(refCost(cfg), src, tgt))
 			})
 		}
 	}

@@ -1,6 +1,10 @@
 package psda
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
+)
 
 // BenchmarkStage1, BenchmarkStage2 and BenchmarkMatch time each stage whole
 // (costs + exact solve) and the full Double-paired matching, on the inputs of
@@ -43,7 +47,7 @@ func benchStages(b *testing.B, f func(src, tgt Matrix, cfg Config, m1 *Matching)
 				if err := stage1(src, tgt, cfg, m1); err != nil {
 					b.Fatal(err)
 				}
-				loopCPU(b, func() { f(src, tgt, cfg, m1) })
+				testref.LoopCPU(b, func() { f(src, tgt, cfg, m1) })
 			})
 		}
 	})

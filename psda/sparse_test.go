@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // TestSparseEqualsDense checks that the sparse path returns the dense path's
@@ -22,7 +23,7 @@ func TestSparseEqualsDense(t *testing.T) {
 		name string
 		feat func(n, d int, seed uint64) Matrix
 		d    int
-	}{{"relu8", benchFeatures, 8}, {"gauss2", gaussFeatures, 2}, {"relu40", benchFeatures, 40}, {"tiny2", tinyFeatures, 2}}
+	}{{"relu8", testref.BenchFeatures, 8}, {"gauss2", gaussFeatures, 2}, {"relu40", testref.BenchFeatures, 40}, {"tiny2", tinyFeatures, 2}}
 	cfgs := []struct {
 		name string
 		cfg  Config
@@ -176,7 +177,7 @@ func TestModelPasses(t *testing.T) {
 		for _, cc := range cfgs {
 			t.Run(fmt.Sprintf("%dx%d/%s", sh[0], sh[1], cc.name), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(sh[0]), uint64(sh[1])))
-				src, tgt := benchFeatures(sh[0], 24, 1), benchFeatures(sh[1], 24, 2)
+				src, tgt := testref.BenchFeatures(sh[0], 24, 1), testref.BenchFeatures(sh[1], 24, 2)
 				ns, nt := src.N, tgt.N
 				m1 := newStage1Model(src, tgt, cc.cfg, false)
 				c1 := m1.dense(ns, nt, nil)
@@ -201,7 +202,7 @@ func TestModelPasses(t *testing.T) {
 					i, j := rng.IntN(ns), rng.IntN(nt)
 					check1("entry", i, j, m1.at(i, j))
 				}
-				pairs := coveringPairs(rng, ns, nt)
+				pairs := testref.CoveringPairs(rng, ns, nt)
 				m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
 				c2, m := m2.dense(nil)
 				node, _ := m2.finish()
@@ -257,7 +258,7 @@ func TestModelPasses32(t *testing.T) {
 			for _, sh := range [][3]float64{{1, 0, 1}, {1, 30, 1}, {3, 0, 1}, {1, 0, 1e-21}} {
 				t.Run(fmt.Sprintf("%s/d=%d/spread=%g/offset=%g/scale=%g", cc.name, d, sh[0], sh[1], sh[2]), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(d), 3))
-					src, tgt := benchFeatures(130, d, 1), benchFeatures(110, d, 2)
+					src, tgt := testref.BenchFeatures(130, d, 1), testref.BenchFeatures(110, d, 2)
 					for _, m := range []Matrix{src, tgt} {
 						for k := range m.F64 {
 							m.F64[k] = (m.F64[k]*sh[0] + sh[1] + 0.1*rng.NormFloat64()) * sh[2]
@@ -287,7 +288,7 @@ func TestModelPasses32(t *testing.T) {
 					if rt2, ct2 := m1.terms(); !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2) {
 						t.Errorf("stage 1: a float32 full pass changed the terms")
 					}
-					pairs := coveringPairs(rng, src.N, tgt.N)
+					pairs := testref.CoveringPairs(rng, src.N, tgt.N)
 					m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
 					m2.dense(nil)
 					node, _ := m2.finish()
@@ -309,7 +310,7 @@ func TestModelPasses32(t *testing.T) {
 			}
 		}
 	}
-	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}, false); m.bounded {
+	if m := newStage1Model(testref.BenchFeatures(5, 3, 1), testref.BenchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}, false); m.bounded {
 		t.Errorf("CORAL stage 1 has err32 but no float32 bound was checked for it")
 	}
 }

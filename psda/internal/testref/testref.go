@@ -1,6 +1,9 @@
 // Package testref holds the references that the Go tests of psda and its
-// internal packages share: a relative comparison of vectors and the RBF
-// mixture evaluated directly from its definition. Only test files import it.
+// internal packages share: a relative comparison of vectors, the RBF
+// mixture evaluated directly from its definition, the paper's cost
+// matrices evaluated from its formulas (costref.go), and the random inputs
+// and CPU timers of the tests and benchmarks (inputs.go). Only test files
+// import it.
 package testref
 
 import (
