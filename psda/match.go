@@ -5,6 +5,7 @@ import (
 	"runtime/debug"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
@@ -191,7 +192,7 @@ const freeAbove = 1 << 22
 func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg, m.sumsPending)
-	c := md.dense(src.N, tgt.N, cfg.Monitor)
+	c := md.Dense()
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
 	}
@@ -268,12 +269,12 @@ func (m *Matching) group(mate []int) {
 // n_s = n_t = n, the terms' sums over all rows and columns are
 // 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
 // deferred terms kept 2n·nterms.
-func (m *Matching) addDeferred(md *stage2Model) {
+func (m *Matching) addDeferred(md *cost.Stage2) {
 	if !m.sumsPending || md == nil {
 		return
 	}
-	ss, st, tt := md.kernelSums()
-	m.Stage1Cost += (2*st - ss - tt) / float64(md.p) * md.scale
+	ss, st, tt := md.KernelSums()
+	m.Stage1Cost += (2*st - ss - tt) / float64(md.P) * md.Scale
 	m.sumsPending = false
 }
 

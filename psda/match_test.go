@@ -159,3 +159,15 @@ func refCost(cfg Config) testref.Cost {
 	}
 	return c
 }
+
+// stage1Costs returns the dense matrix C^st for cfg (cost.Stage1.Dense).
+func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
+	return newStage1Model(src, tgt, cfg, false).Dense()
+}
+
+// stage2Costs returns the dense matrix C^MM over pairs for cfg and its size
+// (cost.Stage2.Dense), as the dense path computes it.
+func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
+	c, m, _ := stage2Dense(src, tgt, cfg, pairs)
+	return c, m
+}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
@@ -82,7 +83,7 @@ func procKB(path, key string) int64 {
 // fewer rows than features CORAL uses no d×d matrix (covForm) and needs
 // O(n·(n + d)) instead, which the cost matrices' bound covers.
 func coralBytes(n, d int) int64 {
-	if coralLowRank(n, d) {
+	if cost.CORALLowRank(n, d) {
 		return 0
 	}
 	return 4 * 8 * int64(d) * int64(d)

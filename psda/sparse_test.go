@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/testref"
 )
@@ -180,44 +181,44 @@ func TestModelPasses(t *testing.T) {
 				src, tgt := testref.BenchFeatures(sh[0], 24, 1), testref.BenchFeatures(sh[1], 24, 2)
 				ns, nt := src.N, tgt.N
 				m1 := newStage1Model(src, tgt, cc.cfg, false)
-				c1 := m1.dense(ns, nt, nil)
-				rt, ct := m1.terms()
+				c1 := m1.Dense()
+				rt, ct := m1.Terms()
 				rows, cols := rng.Perm(ns)[:ns/3], rng.Perm(nt)[:nt/3]
 				check1 := func(what string, i, j int, x float64) {
-					if got := (rt[i] + ct[j] + x) * m1.scale; rel(got, c1[i*nt+j]) > 1e-12 {
+					if got := (rt[i] + ct[j] + x) * m1.Scale; rel(got, c1[i*nt+j]) > 1e-12 {
 						t.Errorf("stage 1 %s (%d, %d): %.15g, dense %.15g", what, i, j, got, c1[i*nt+j])
 					}
 				}
-				m1.pass(scope{rows: rows}, func(i, j0 int, x []float64) {
+				m1.Pass(cost.Scope{Rows: rows}, func(i, j0 int, x []float64) {
 					for k, v := range x {
 						check1("row pass", rows[i], j0+k, v)
 					}
 				})
-				m1.pass(scope{cols: cols}, func(i, j0 int, x []float64) {
+				m1.Pass(cost.Scope{Cols: cols}, func(i, j0 int, x []float64) {
 					for k, v := range x {
 						check1("column pass", i, cols[j0+k], v)
 					}
 				})
 				for range 50 {
 					i, j := rng.IntN(ns), rng.IntN(nt)
-					check1("entry", i, j, m1.at(i, j))
+					check1("entry", i, j, m1.At(i, j))
 				}
 				pairs := testref.CoveringPairs(rng, ns, nt)
 				m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
-				c2, m := m2.dense(nil)
-				node, _ := m2.finish()
+				c2, m := m2.Dense()
+				node, _ := m2.Finish()
 				p := len(pairs)
 				check2 := func(what string, r, q int, v float64) {
 					if r == q {
 						return
 					}
-					if got := (node[r] + node[q] + m2.coef*v) * m2.scale; rel(got, c2[r*m+q]) > 1e-12 {
+					if got := (node[r] + node[q] + m2.Coef*v) * m2.Scale; rel(got, c2[r*m+q]) > 1e-12 {
 						t.Errorf("stage 2 %s (%d, %d): %.15g, dense %.15g", what, r, q, got, c2[r*m+q])
 					}
 				}
 				sub := rng.Perm(p)[:p/2]
 				var seen atomic.Int64 // emit runs concurrently (hence Errorf above)
-				m2.pass(scope{rows: sub}, func(r, q0 int, v []float64) {
+				m2.Pass(cost.Scope{Rows: sub}, func(r, q0 int, v []float64) {
 					for k, x := range v {
 						check2("row pass", r, q0+k, x)
 					}
@@ -228,7 +229,7 @@ func TestModelPasses(t *testing.T) {
 				}
 				for range 50 {
 					r, q := rng.IntN(p), rng.IntN(p)
-					check2("entry", r, q, m2.at(r, q))
+					check2("entry", r, q, m2.At(r, q))
 				}
 			})
 		}
@@ -277,32 +278,32 @@ func TestModelPasses32(t *testing.T) {
 						}
 					}
 					m1 := newStage1Model(src, tgt, cc.cfg, false)
-					m1.dense(src.N, tgt.N, nil)
-					rt, ct := m1.terms()
-					es, et := m1.err32()
-					m1.pass(scope{f32: true}, func(i, j0 int, x []float64) {
+					m1.Dense()
+					rt, ct := m1.Terms()
+					es, et := m1.Err32()
+					m1.Pass(cost.Scope{F32: true}, func(i, j0 int, x []float64) {
 						for k, v := range x {
-							within(fmt.Sprintf("stage 1 (%d, %d)", i, j0+k), v, m1.at(i, j0+k), es[i]+et[j0+k])
+							within(fmt.Sprintf("stage 1 (%d, %d)", i, j0+k), v, m1.At(i, j0+k), es[i]+et[j0+k])
 						}
 					})
-					if rt2, ct2 := m1.terms(); !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2) {
+					if rt2, ct2 := m1.Terms(); !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2) {
 						t.Errorf("stage 1: a float32 full pass changed the terms")
 					}
 					pairs := testref.CoveringPairs(rng, src.N, tgt.N)
 					m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
-					m2.dense(nil)
-					node, _ := m2.finish()
-					e := m2.err32()
+					m2.Dense()
+					node, _ := m2.Finish()
+					e := m2.Err32()
 					check := func(r, q0 int, v []float64) {
 						for k, x := range v {
 							if q := q0 + k; q != r {
-								within(fmt.Sprintf("stage 2 (%d, %d)", r, q), x, m2.at(r, q), e[r]+e[q])
+								within(fmt.Sprintf("stage 2 (%d, %d)", r, q), x, m2.At(r, q), e[r]+e[q])
 							}
 						}
 					}
-					m2.pass(scope{f32: true}, check)
-					m2.pass(scope{rows: rng.Perm(len(pairs))[:40], f32: true}, check)
-					if node2, _ := m2.finish(); !slices.Equal(node, node2) {
+					m2.Pass(cost.Scope{F32: true}, check)
+					m2.Pass(cost.Scope{Rows: rng.Perm(len(pairs))[:40], F32: true}, check)
+					if node2, _ := m2.Finish(); !slices.Equal(node, node2) {
 						t.Errorf("stage 2: a float32 full pass changed the node terms")
 					}
 					t.Logf("largest error / bound: %.3g", worst)
@@ -310,7 +311,7 @@ func TestModelPasses32(t *testing.T) {
 			}
 		}
 	}
-	if m := newStage1Model(testref.BenchFeatures(5, 3, 1), testref.BenchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}, false); m.bounded {
+	if m := newStage1Model(testref.BenchFeatures(5, 3, 1), testref.BenchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}, false); m.Bounded {
 		t.Errorf("CORAL stage 1 has err32 but no float32 bound was checked for it")
 	}
 }
@@ -326,17 +327,17 @@ func TestFloat32Guard(t *testing.T) {
 		t.Run(string(cfg.Kernel), func(t *testing.T) {
 			src, tgt := tinyFeatures(60, 5, 1), tinyFeatures(60, 5, 2)
 			src.F64[7] = 1e18 // one huge value is enough
-			if m1 := newStage1Model(src, tgt, cfg, false); m1.bounded {
+			if m1 := newStage1Model(src, tgt, cfg, false); m1.Bounded {
 				t.Fatal("stage 1 keeps float32 passes with a value of 1e18")
 			}
 			pairs := make([]Pair, 60)
 			for i := range pairs {
 				pairs[i] = Pair{S: i, T: i}
 			}
-			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.bounded {
+			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.Bounded {
 				t.Fatal("stage 2 keeps float32 passes with a value of 1e18")
 			}
-			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg, false); !m1.bounded {
+			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg, false); !m1.Bounded {
 				t.Fatal("stage 1 has no float32 passes on ordinary features")
 			}
 			dense, sparse := cfg, cfg

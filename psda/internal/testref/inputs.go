@@ -1,6 +1,7 @@
 package testref
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"syscall"
@@ -54,6 +55,17 @@ func BenchFeatures(n, d int, seed uint64) feat.Matrix {
 		m.F64[i] = max(0, rng.NormFloat64()) * s
 	}
 	return m
+}
+
+// BenchSizes calls f with the inputs of the cost and matching benchmarks:
+// BenchFeatures of n = 1000 and 4000 rows per domain in d = 2 and 512
+// dimensions, named "n=…/d=…".
+func BenchSizes(f func(name string, src, tgt feat.Matrix)) {
+	for _, n := range []int{1000, 4000} {
+		for _, d := range []int{2, 512} {
+			f(fmt.Sprintf("n=%d/d=%d", n, d), BenchFeatures(n, d, 1), BenchFeatures(n, d, 2))
+		}
+	}
 }
 
 // CPUTime returns the CPU time (user + system, all threads) used so far.

@@ -1,4 +1,4 @@
-package psda
+package cost
 
 import (
 	"fmt"
@@ -9,43 +9,36 @@ import (
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 var benchConfigs = []struct {
 	name string
-	cfg  Config
+	spec Spec
 }{
-	{"rbf", Config{BatchSize: 64, Discrepancy: MMD, Kernel: RBF}},
-	{"linear", Config{BatchSize: 64, Discrepancy: MMD, Kernel: Linear}},
-	{"coral", Config{BatchSize: 64, Discrepancy: CORAL}},
-}
-
-func benchSizes(f func(name string, src, tgt Matrix)) {
-	for _, n := range []int{1000, 4000} {
-		for _, d := range []int{2, 512} {
-			f(fmt.Sprintf("n=%d/d=%d", n, d), testref.BenchFeatures(n, d, 1), testref.BenchFeatures(n, d, 2))
-		}
-	}
+	{"rbf", Spec{Kind: RBFMMD, K: 64, Gammas: paperGammas}},
+	{"linear", Spec{Kind: LinearMMD, K: 64}},
+	{"coral", Spec{Kind: CORAL, K: 64}},
 }
 
 func BenchmarkStage1Costs(b *testing.B) {
-	benchSizes(func(size string, src, tgt Matrix) {
+	testref.BenchSizes(func(size string, src, tgt feat.Matrix) {
 		for _, bc := range benchConfigs {
 			b.Run(bc.name+"/"+size, func(b *testing.B) {
-				testref.LoopCPU(b, func() { stage1Costs(src, tgt, bc.cfg) })
+				testref.LoopCPU(b, func() { stage1Costs(src, tgt, bc.spec) })
 			})
 		}
 	})
 }
 
 func BenchmarkStage2Costs(b *testing.B) {
-	benchSizes(func(size string, src, tgt Matrix) {
+	testref.BenchSizes(func(size string, src, tgt feat.Matrix) {
 		pairs := testref.CoveringPairs(rand.New(rand.NewPCG(9, 9)), src.N, tgt.N)
 		for _, bc := range benchConfigs {
 			b.Run(bc.name+"/"+size, func(b *testing.B) {
-				testref.LoopCPU(b, func() { stage2Costs(src, tgt, bc.cfg, pairs) })
+				testref.LoopCPU(b, func() { stage2Costs(src, tgt, bc.spec, pairs) })
 			})
 		}
 	})

@@ -1,8 +1,9 @@
-package psda
+package cost
 
 import (
 	"math"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/rbf"
 	"github.com/psda-dev/psda/psda/internal/topk"
@@ -16,7 +17,7 @@ import (
 // pass (of the features, centred or paired: at most 4× larger) stay far
 // inside float32's range (3.4e38); beyond it the models' err32 bounds do
 // not hold and their passes stay in float64. O(n·d).
-func float32Safe(ms ...Matrix) bool {
+func float32Safe(ms ...feat.Matrix) bool {
 	const lim = 1e17
 	for _, m := range ms {
 		for _, v := range m.F32 {

@@ -1,4 +1,4 @@
-package psda
+package cost
 
 import (
 	"fmt"
@@ -6,37 +6,61 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
+// paperGammas is the paper's RBF mixture (psda.DefaultGammas).
+var paperGammas = []float64{0.001, 0.01, 0.1, 1, 10}
+
 type costCase struct {
 	name string
-	cfg  Config
+	spec Spec
 }
 
 var costCases = []costCase{
-	{"mmd-linear-k1", Config{BatchSize: 1, Discrepancy: MMD, Kernel: Linear}},
-	{"mmd-linear-k4", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear}},
-	{"mmd-rbf-default-k2", Config{BatchSize: 2, Discrepancy: MMD, Kernel: RBF}},
-	{"mmd-rbf-nonint-k4", Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Gammas: []float64{0.7, 0.03, 3}}},
-	{"mmd-rbf-pow2-k2", Config{BatchSize: 2, Discrepancy: MMD, Kernel: RBF, Gammas: []float64{0.25, 0.5, 1, 2, 4, 8, 16}}},
-	{"coral-k2", Config{BatchSize: 2, Discrepancy: CORAL}},
-	{"coral-k3", Config{BatchSize: 3, Discrepancy: CORAL}},
-	{"coral-k6", Config{BatchSize: 6, Discrepancy: CORAL}},
+	{"mmd-linear-k1", Spec{Kind: LinearMMD, K: 1}},
+	{"mmd-linear-k4", Spec{Kind: LinearMMD, K: 4}},
+	{"mmd-rbf-default-k2", Spec{Kind: RBFMMD, K: 2, Gammas: paperGammas}},
+	{"mmd-rbf-nonint-k4", Spec{Kind: RBFMMD, K: 4, Gammas: []float64{0.7, 0.03, 3}}},
+	{"mmd-rbf-pow2-k2", Spec{Kind: RBFMMD, K: 2, Gammas: []float64{0.25, 0.5, 1, 2, 4, 8, 16}}},
+	{"coral-k2", Spec{Kind: CORAL, K: 2}},
+	{"coral-k3", Spec{Kind: CORAL, K: 3}},
+	{"coral-k6", Spec{Kind: CORAL, K: 6}},
+}
+
+// stage1Costs is Stage 1's dense matrix.
+func stage1Costs(src, tgt feat.Matrix, s Spec) []float64 {
+	return NewStage1(src, tgt, s, false, nil).Dense()
+}
+
+// stage2Costs is Stage 2's dense matrix and its size, factored where the
+// RBF mixture allows it (as on the dense path).
+func stage2Costs(src, tgt feat.Matrix, s Spec, pairs []feat.Pair) ([]float64, int) {
+	return NewStage2(src, tgt, s, pairs, true, nil).Dense()
+}
+
+// refCost names s for the references of internal/testref.
+func refCost(s Spec) testref.Cost {
+	c := testref.Cost{K: s.K, CORAL: s.Kind == CORAL}
+	if s.Kind == RBFMMD {
+		c.Gammas = s.Gammas
+	}
+	return c
 }
 
 // checkCosts compares both stages with the references on one input.
-func checkCosts(t *testing.T, cfg Config, src, tgt Matrix, pairs []Pair, tol float64) {
+func checkCosts(t *testing.T, spec Spec, src, tgt feat.Matrix, pairs []feat.Pair, tol float64) {
 	t.Helper()
 	s, tg := testref.RowsF64(src), testref.RowsF64(tgt)
-	w1, w2, wm := testref.References(refCost(cfg), s, tg, pairs)
-	floor := testref.TermScale(refCost(cfg), src, tgt)
-	testref.CloseTo(t, "stage 1", stage1Costs(src, tgt, cfg), w1, tol, floor)
+	w1, w2, wm := testref.References(refCost(spec), s, tg, pairs)
+	floor := testref.TermScale(refCost(spec), src, tgt)
+	testref.CloseTo(t, "stage 1", stage1Costs(src, tgt, spec), w1, tol, floor)
 	if w2 == nil {
 		return
 	}
-	c2, m := stage2Costs(src, tgt, cfg, pairs)
+	c2, m := stage2Costs(src, tgt, spec, pairs)
 	if m != wm {
 		t.Fatalf("stage 2: m = %d, want %d", m, wm)
 	}
@@ -60,7 +84,7 @@ func TestCostsTiny(t *testing.T) {
 						rng := rand.New(rand.NewPCG(uint64(ns*100+nt*10+d), 7))
 						src, tgt := testref.RandMatrix(rng, ns, d, f32), testref.RandMatrix(rng, nt, d, f32)
 						pairs := testref.CoveringPairs(rng, ns, nt)
-						t.Run(name, func(t *testing.T) { checkCosts(t, tc.cfg, src, tgt, pairs, 1e-12) })
+						t.Run(name, func(t *testing.T) { checkCosts(t, tc.spec, src, tgt, pairs, 1e-12) })
 					}
 				}
 			}
@@ -83,7 +107,7 @@ func TestCostsTiled(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(sz.ns*1000+sz.nt), 11))
 				src, tgt := testref.RandMatrix(rng, sz.ns, sz.d, f32), testref.RandMatrix(rng, sz.nt, sz.d, f32)
 				pairs := testref.CoveringPairs(rng, sz.ns, sz.nt)
-				t.Run(name, func(t *testing.T) { checkCosts(t, tc.cfg, src, tgt, pairs, 1e-11) })
+				t.Run(name, func(t *testing.T) { checkCosts(t, tc.spec, src, tgt, pairs, 1e-11) })
 			}
 		}
 	}
@@ -96,8 +120,7 @@ func TestCostsTiled(t *testing.T) {
 func TestStage1MeanIsUniformError(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	src, tgt := testref.RandMatrix(rng, 5, 2, false), testref.RandMatrix(rng, 4, 2, false)
-	cfg := Config{BatchSize: 1, Discrepancy: MMD, Kernel: Linear}
-	c := stage1Costs(src, tgt, cfg)
+	c := stage1Costs(src, tgt, Spec{Kind: LinearMMD, K: 1})
 	ms, mt := colMeans(src), colMeans(tgt)
 	want := 0.0
 	for i := 0; i < src.N; i++ {
