@@ -29,7 +29,7 @@ type Matching struct {
 	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
 	Stage2Cost float64
 	// sumsPending reports that Stage1Cost still lacks the kernel sums'
-	// share, which Stage 2 adds from its pass (newStage1Model's deferSums,
+	// share, which Stage 2 adds from its pass (cost.NewStage1's deferSums,
 	// addDeferred).
 	sumsPending bool
 	// Stage2Bound is the certified dual objective of Stage 2's matching LP
@@ -147,7 +147,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	}()
 	m := &Matching{}
 	// Balanced RBF, two stages: Stage 2's pass supplies the kernel sums of
-	// Stage 1's objective (newStage1Model's deferSums), which saves Stage 1 a
+	// Stage 1's objective (cost.NewStage1's deferSums), which saves Stage 1 a
 	// Gram pass over each domain and lets the sparse path's candidate pass
 	// run in float32.
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
@@ -265,7 +265,7 @@ func (m *Matching) group(mate []int) {
 }
 
 // addDeferred completes a Stage1Cost computed without the kernel sums
-// (newStage1Model's deferSums) from the sums of md's last float64 full pass: with
+// (cost.NewStage1's deferSums) from the sums of md's last float64 full pass: with
 // n_s = n_t = n, the terms' sums over all rows and columns are
 // 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
 // deferred terms kept 2n·nterms.

@@ -75,7 +75,7 @@ func bestMatching(c []float64, m int) float64 {
 }
 
 // TestMatchExhaustive checks Match end to end against the paper's costs
-// evaluated directly (the references of cost_test.go) and exhaustive
+// evaluated directly (the references of internal/testref) and exhaustive
 // enumeration of Stage 1 assignments and Stage 2 perfect matchings.
 func TestMatchExhaustive(t *testing.T) {
 	shapes := [][2]int{{4, 4}, {7, 7}, {5, 3}, {3, 5}, {7, 2}, {2, 7}, {6, 4}, {7, 3}}

@@ -11,8 +11,8 @@ package psda
 // result is then the dense optimum, certified, and no n_s×n_t or P×P matrix
 // is ever stored: memory is O((n_s+n_t)·(d + sparseK)). This file holds
 // the two stages; the pricing loop they share is assign.Pricing (pricing.go
-// ties them to it), the candidate lists are internal/topk's and the edge
-// set is assign.Edges (edges.go).
+// ties them to it), the cost models are internal/cost's, the candidate
+// lists internal/topk's and the edge set is assign.Edges (edges.go).
 
 import (
 	"fmt"
@@ -279,9 +279,9 @@ var blossomBudget = 32
 // exact cross parts, and records for each row its edges of least s0 (the
 // reduced cost under y0, see rowRecords) in rec. Shared >= 0, so Shared is
 // only looked up for edges negative without it. With error bounds e
-// (|Ṽ_rq − V_rq| <= e[r] + e[q] for a float32 pass, stage2Model.err32)
+// (|Ṽ_rq − V_rq| <= e[r] + e[q] for a float32 pass, cost.Stage2.Err32)
 // the pass runs in float32, and an edge the bound cannot clear is
-// recomputed exactly (md.at); a row where more than 1/blossomBudget of the
+// recomputed exactly (md.At); a row where more than 1/blossomBudget of the
 // edges need that is priced again in float64.
 func priceBlossom(md *cost.Stage2, rows []int, d *assign.MatchingDuals, y0 []float64, rec *rowRecords, e []float64,
 	has func(r, q int) bool, costOf func(r, q int, v float64) float64, tol float64, mon *Monitor) (found [][2]int, cross []float64, err error) {

@@ -14,7 +14,7 @@ import (
 
 // TestPriceBlossom checks priceBlossom, the pricing of Stage 2's sparse
 // blossom rounds, against every edge's reduced cost computed from the
-// features alone (stage2Model.at) and the duals' own ReducedCost: the exact
+// features alone (cost.Stage2.At) and the duals' own ReducedCost: the exact
 // duals of the dense optimum (blossoms included, so that Shared matters),
 // raised at some vertices so that edges become violated, with a random part
 // of the edges in the graph. The float64 pass, the float32 pass with its

@@ -10,7 +10,7 @@ import (
 )
 
 // This file holds the float32 error analysis of the cost models: the bounds
-// that let the sparse path's pricing passes run in float32 (cost.go's scope).
+// that let the sparse path's pricing passes run in float32 (Scope.F32).
 
 // float32Safe reports whether every value of the matrices is at most 1e17
 // in magnitude, so that the squared norms and dot products of a float32

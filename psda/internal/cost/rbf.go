@@ -22,7 +22,7 @@ type rbf1 struct {
 	src, tgt  feat.Matrix
 	S, T      gram.Vectors
 	kern      *rbf.Mixture
-	deferSums bool // see newStage1Model
+	deferSums bool // see NewStage1
 	mon       gram.Progress
 	// Set by a full float64 pass: the cross kernel sums by row and column.
 	rs, cs gram.Partials

@@ -46,3 +46,12 @@ func RBFKappa(gammas []float64) func(x, y []float64) float64 {
 		return s
 	}
 }
+
+// Rel returns |a − b|/|b| (|a − b| when b = 0): relative, whatever the
+// scale of the costs.
+func Rel(a, b float64) float64 {
+	if b == 0 {
+		return math.Abs(a)
+	}
+	return math.Abs(a-b) / math.Abs(b)
+}
