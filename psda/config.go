@@ -5,39 +5,20 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
-// Matrix is a read-only, row-major view of N feature vectors of dimension D.
-// Exactly one of F32 and F64 holds the N*D values; float32 input is never
-// converted to float64 as a whole.
-type Matrix struct {
-	N, D int
-	F32  []float32
-	F64  []float64
-}
+// Matrix is a read-only, row-major view of N feature vectors of dimension D:
+// exactly one of its fields F32 and F64 holds the N*D values, and float32
+// input is never converted to float64 as a whole. At(i, j) returns an
+// element and Row(i, dst) copies a row, both as float64. It is defined in
+// internal/feat, below the cost models that read it.
+type Matrix = feat.Matrix
 
-// At returns element (i, j) as float64.
-func (m Matrix) At(i, j int) float64 {
-	if m.F32 != nil {
-		return float64(m.F32[i*m.D+j])
-	}
-	return m.F64[i*m.D+j]
-}
-
-// Row copies row i into dst (len D) as float64 and returns dst.
-func (m Matrix) Row(i int, dst []float64) []float64 {
-	if m.F32 != nil {
-		for j, v := range m.F32[i*m.D : (i+1)*m.D] {
-			dst[j] = float64(v)
-		}
-		return dst
-	}
-	copy(dst, m.F64[i*m.D:(i+1)*m.D])
-	return dst
-}
-
-// validate checks shape and finiteness; name is the argument's name in messages.
-func (m Matrix) validate(name string) error {
+// validateMatrix checks m's shape and finiteness; name is the argument's
+// name in messages.
+func validateMatrix(m Matrix, name string) error {
 	if m.N < 1 || m.D < 1 {
 		return fmt.Errorf("psda: %s has shape (%d, %d): need at least one row and one feature column", name, m.N, m.D)
 	}
@@ -56,15 +37,15 @@ func (m Matrix) validate(name string) error {
 			if v := m.At(i, j); math.IsNaN(v) || math.IsInf(v, 0) {
 				return fmt.Errorf("psda: %s[%d, %d] = %s: features must be finite, but %d row(s) of %s contain NaN or Inf, "+
 					"the first is row %d; remove or impute them (e.g. replace them by 0 or a column mean)",
-					name, i, j, FormatFloat(v), m.badRows(i), name, i)
+					name, i, j, FormatFloat(v), badRows(m, i), name, i)
 			}
 		}
 	}
 	return nil
 }
 
-// badRows counts the rows from first on that hold a NaN or an infinity.
-func (m Matrix) badRows(first int) int {
+// badRows counts the rows of m from first on that hold a NaN or an infinity.
+func badRows(m Matrix, first int) int {
 	n := 0
 	for i := first; i < m.N; i++ {
 		for j := 0; j < m.D; j++ {

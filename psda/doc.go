@@ -12,10 +12,12 @@
 //
 // Solvers live in the sub-package assign; this package owns the public API
 // (match.go, config.go, schedule.go, monitor.go), the plan of a matching
-// (plan.go), the cost models (cost*.go), the two stages (dense: match.go;
-// sparse, for sizes whose cost matrices do not fit: sparse.go, with the
-// pricing loop of pricing.go) and the batch schedule. The Gram engine and
-// its SIMD kernels (internal/gram), the RBF mixture (internal/rbf), the
-// k-best lists (internal/topk) and the parallel loops (internal/par) are
-// internal packages. docs/design.md describes the layout.
+// (plan.go), the two stages (dense: match.go; sparse, for sizes whose cost
+// matrices do not fit: sparse.go, with the pricing loop of pricing.go) and
+// the batch schedule. The cost models (internal/cost, built from a Config
+// in costs.go), the Matrix and Pair types they read (internal/feat), the
+// Gram engine and its SIMD kernels (internal/gram), the RBF mixture
+// (internal/rbf), the k-best lists (internal/topk) and the parallel loops
+// (internal/par) are internal packages. docs/design.md describes the
+// layout.
 package psda

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // imbalancedShapes are the Stage 1 shapes of BenchmarkStage1Imbalanced: nr/nc
@@ -18,8 +19,8 @@ func BenchmarkStage1Imbalanced(b *testing.B) {
 	for _, sh := range imbalancedShapes {
 		for _, d := range []int{16, 512} {
 			b.Run(fmt.Sprintf("%dx%d/d=%d", sh[0], sh[1], d), func(b *testing.B) {
-				c := stage1Costs(benchFeatures(sh[0], d, 1), benchFeatures(sh[1], d, 2), cfg)
-				loopCPU(b, func() {
+				c := stage1Costs(testref.BenchFeatures(sh[0], d, 1), testref.BenchFeatures(sh[1], d, 2), cfg)
+				testref.LoopCPU(b, func() {
 					if _, err := assign.Imbalanced(c, sh[0], sh[1]); err != nil {
 						b.Fatal(err)
 					}

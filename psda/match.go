@@ -5,10 +5,13 @@ import (
 	"runtime/debug"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/cost"
+	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
-// Pair is one Stage 1 match: source row S with target row T.
-type Pair struct{ S, T int }
+// Pair is one Stage 1 match: source row S with target row T. It is defined
+// in internal/feat, below the cost models that read it.
+type Pair = feat.Pair
 
 // Matching is the result of Match.
 type Matching struct {
@@ -26,7 +29,7 @@ type Matching struct {
 	// C^MM(r, ∅) = ‖w_r‖²/k² (the pair grouped with nothing).
 	Stage2Cost float64
 	// sumsPending reports that Stage1Cost still lacks the kernel sums'
-	// share, which Stage 2 adds from its pass (newStage1Model's deferSums,
+	// share, which Stage 2 adds from its pass (cost.NewStage1's deferSums,
 	// addDeferred).
 	sumsPending bool
 	// Stage2Bound is the certified dual objective of Stage 2's matching LP
@@ -102,10 +105,10 @@ func checkSizes(src, tgt Matrix, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	if err := src.validate("source"); err != nil {
+	if err := validateMatrix(src, "source"); err != nil {
 		return err
 	}
-	if err := tgt.validate("target"); err != nil {
+	if err := validateMatrix(tgt, "target"); err != nil {
 		return err
 	}
 	if src.D != tgt.D {
@@ -144,7 +147,7 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	}()
 	m := &Matching{}
 	// Balanced RBF, two stages: Stage 2's pass supplies the kernel sums of
-	// Stage 1's objective (newStage1Model's deferSums), which saves Stage 1 a
+	// Stage 1's objective (cost.NewStage1's deferSums), which saves Stage 1 a
 	// Gram pass over each domain and lets the sparse path's candidate pass
 	// run in float32.
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
@@ -189,7 +192,7 @@ const freeAbove = 1 << 22
 func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg, m.sumsPending)
-	c := md.dense(src.N, tgt.N, cfg.Monitor)
+	c := md.Dense()
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
 	}
@@ -262,16 +265,16 @@ func (m *Matching) group(mate []int) {
 }
 
 // addDeferred completes a Stage1Cost computed without the kernel sums
-// (newStage1Model's deferSums) from the sums of md's last float64 full pass: with
+// (cost.NewStage1's deferSums) from the sums of md's last float64 full pass: with
 // n_s = n_t = n, the terms' sums over all rows and columns are
 // 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
 // deferred terms kept 2n·nterms.
-func (m *Matching) addDeferred(md *stage2Model) {
+func (m *Matching) addDeferred(md *cost.Stage2) {
 	if !m.sumsPending || md == nil {
 		return
 	}
-	ss, st, tt := md.kernelSums()
-	m.Stage1Cost += (2*st - ss - tt) / float64(md.p) * md.scale
+	ss, st, tt := md.KernelSums()
+	m.Stage1Cost += (2*st - ss - tt) / float64(md.P) * md.Scale
 	m.sumsPending = false
 }
 

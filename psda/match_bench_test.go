@@ -1,6 +1,10 @@
 package psda
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
+)
 
 // BenchmarkStage1, BenchmarkStage2 and BenchmarkMatch time each stage whole
 // (costs + exact solve) and the full Double-paired matching, on the inputs of
@@ -34,7 +38,7 @@ func BenchmarkMatch(b *testing.B) {
 // benchStages runs f for every size and configuration, handing it the Stage 1
 // result computed once outside the timed loop.
 func benchStages(b *testing.B, f func(src, tgt Matrix, cfg Config, m1 *Matching)) {
-	benchSizes(func(size string, src, tgt Matrix) {
+	testref.BenchSizes(func(size string, src, tgt Matrix) {
 		for _, bc := range benchConfigs {
 			cfg := bc.cfg
 			cfg.Stages = 2
@@ -43,8 +47,19 @@ func benchStages(b *testing.B, f func(src, tgt Matrix, cfg Config, m1 *Matching)
 				if err := stage1(src, tgt, cfg, m1); err != nil {
 					b.Fatal(err)
 				}
-				loopCPU(b, func() { f(src, tgt, cfg, m1) })
+				testref.LoopCPU(b, func() { f(src, tgt, cfg, m1) })
 			})
 		}
 	})
+}
+
+// benchConfigs are the discrepancies of the benchmarks, at k = 64 (those
+// of internal/cost's cost benchmarks).
+var benchConfigs = []struct {
+	name string
+	cfg  Config
+}{
+	{"rbf", Config{BatchSize: 64, Discrepancy: MMD, Kernel: RBF}},
+	{"linear", Config{BatchSize: 64, Discrepancy: MMD, Kernel: Linear}},
+	{"coral", Config{BatchSize: 64, Discrepancy: CORAL}},
 }

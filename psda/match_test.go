@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // bestStage1 enumerates every assignment allowed by the paper's eqs. 4–5
@@ -73,7 +75,7 @@ func bestMatching(c []float64, m int) float64 {
 }
 
 // TestMatchExhaustive checks Match end to end against the paper's costs
-// evaluated directly (the references of cost_test.go) and exhaustive
+// evaluated directly (the references of internal/testref) and exhaustive
 // enumeration of Stage 1 assignments and Stage 2 perfect matchings.
 func TestMatchExhaustive(t *testing.T) {
 	shapes := [][2]int{{4, 4}, {7, 7}, {5, 3}, {3, 5}, {7, 2}, {2, 7}, {6, 4}, {7, 3}}
@@ -94,14 +96,14 @@ func TestMatchExhaustive(t *testing.T) {
 				cfg.Stages = 2
 				name := fmt.Sprintf("%dx%d/%s-%s-k%d/f32=%v", sh[0], sh[1], cfg.Discrepancy, cfg.Kernel, cfg.BatchSize, f32)
 				t.Run(name, func(t *testing.T) {
-					src, tgt := randMatrix(rng, sh[0], 2, f32), randMatrix(rng, sh[1], 2, f32)
+					src, tgt := testref.RandMatrix(rng, sh[0], 2, f32), testref.RandMatrix(rng, sh[1], 2, f32)
 					m, err := Match(src, tgt, cfg)
 					if err != nil {
 						t.Fatal(err)
 					}
-					s, tg := rowsF64(src), rowsF64(tgt)
-					c1, c2, n2 := references(cfg, s, tg, m.Pairs)
-					tol := 1e-9 * (1 + termScale(cfg, src, tgt))
+					s, tg := testref.RowsF64(src), testref.RowsF64(tgt)
+					c1, c2, n2 := testref.References(refCost(cfg), s, tg, m.Pairs)
+					tol := 1e-9 * (1 + testref.TermScale(refCost(cfg), src, tgt))
 
 					got := 0.0
 					for _, p := range m.Pairs {
@@ -140,11 +142,32 @@ func TestMatchExhaustive(t *testing.T) {
 // TestMatchStage1Only checks that Stages = 1 leaves every pair single.
 func TestMatchStage1Only(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	m, err := Match(randMatrix(rng, 6, 3, false), randMatrix(rng, 4, 3, false), Config{BatchSize: 3, Stages: 1, Discrepancy: MMD, Kernel: Linear})
+	m, err := Match(testref.RandMatrix(rng, 6, 3, false), testref.RandMatrix(rng, 4, 3, false), Config{BatchSize: 3, Stages: 1, Discrepancy: MMD, Kernel: Linear})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(m.Quads) != 0 || len(m.Singles) != len(m.Pairs) {
 		t.Fatalf("stages=1 gave %d quads and %d singles for %d pairs", len(m.Quads), len(m.Singles), len(m.Pairs))
 	}
+}
+
+// refCost names cfg's discrepancy for the references of internal/testref.
+func refCost(cfg Config) testref.Cost {
+	c := testref.Cost{K: cfg.BatchSize, CORAL: cfg.Discrepancy == CORAL}
+	if !c.CORAL && cfg.Kernel == RBF {
+		c.Gammas = cfg.gammas()
+	}
+	return c
+}
+
+// stage1Costs returns the dense matrix C^st for cfg (cost.Stage1.Dense).
+func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
+	return newStage1Model(src, tgt, cfg, false).Dense()
+}
+
+// stage2Costs returns the dense matrix C^MM over pairs for cfg and its size
+// (cost.Stage2.Dense), as the dense path computes it.
+func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
+	c, m, _ := stage2Dense(src, tgt, cfg, pairs)
+	return c, m
 }

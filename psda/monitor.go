@@ -233,3 +233,10 @@ func (m *Monitor) hooks(ph int) *assign.Hooks {
 		Progress: func(f float64) { m.set(ph, f) },
 	}
 }
+
+// progress adapts a Monitor (nil: none) to the Gram engine's Progress, for
+// the cost models' passes.
+type progress struct{ m *Monitor }
+
+func (p progress) Err() error            { return p.m.err() }
+func (p progress) AddTile(ni, nj, d int) { p.m.addTile(ni, nj, d) }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 func TestMonitorProgress(t *testing.T) {
@@ -22,7 +24,7 @@ func TestMonitorProgress(t *testing.T) {
 		{"sparse/linear/balanced/2 stages", 200, 200, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: Linear, Solver: Sparse}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src, tgt := randMatrix(rng, tc.ns, 6, false), randMatrix(rng, tc.nt, 6, false)
+			src, tgt := testref.RandMatrix(rng, tc.ns, 6, false), testref.RandMatrix(rng, tc.nt, 6, false)
 			mon := &Monitor{}
 			cfg := tc.cfg
 			cfg.Monitor = mon
@@ -72,7 +74,7 @@ func TestMonitorProgress(t *testing.T) {
 
 func TestMonitorCancel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	src, tgt := randMatrix(rng, 1500, 16, true), randMatrix(rng, 1400, 16, true)
+	src, tgt := testref.RandMatrix(rng, 1500, 16, true), testref.RandMatrix(rng, 1400, 16, true)
 	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
 
 	// Cancel from another goroutine at several points of the run, on both
@@ -110,7 +112,7 @@ func TestMonitorCancel(t *testing.T) {
 	}
 	cfg.Monitor.Reset()
 	small := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: cfg.Monitor}
-	if _, err := Match(randMatrix(rng, 40, 3, false), randMatrix(rng, 30, 3, false), small); err != nil {
+	if _, err := Match(testref.RandMatrix(rng, 40, 3, false), testref.RandMatrix(rng, 30, 3, false), small); err != nil {
 		t.Errorf("after Reset: %v", err)
 	}
 }

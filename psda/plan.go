@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
@@ -79,10 +80,10 @@ func procKB(path, key string) int64 {
 // coralBytes returns the peak bytes of CORAL's d×d matrices for n_s+n_t = n
 // rows: two covariances and their weighted difference are live at once, and
 // the Gram routine packs the difference once more while it is applied. With
-// fewer rows than features CORAL uses no d×d matrix (covForm) and needs
+// fewer rows than features CORAL uses no d×d matrix (cost.CORALLowRank) and needs
 // O(n·(n + d)) instead, which the cost matrices' bound covers.
 func coralBytes(n, d int) int64 {
-	if coralLowRank(n, d) {
+	if cost.CORALLowRank(n, d) {
 		return 0
 	}
 	return 4 * 8 * int64(d) * int64(d)

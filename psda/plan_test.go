@@ -48,7 +48,7 @@ func TestMatchRefusesWhatCannotFit(t *testing.T) {
 
 // Issue 17 case 2: CORAL's d×d covariances count, so that wide features are
 // refused instead of aborting the process; with fewer rows than features
-// there are none (covForm), and n = 8, d = 16,000 runs in little memory.
+// there are none (cost.CORALLowRank), and n = 8, d = 16,000 runs in little memory.
 func TestMatchRefusesCoralCovariancesThatCannotFit(t *testing.T) {
 	saved := availableBytes
 	defer func() { availableBytes = saved }()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // classFeatures returns benchmarks/scale.py's "classes" data in Go: n points
@@ -81,15 +83,15 @@ func TestScaleTrace(t *testing.T) {
 	default:
 		t.Fatalf("PSDA_SCALE=%q: DATA is gauss or classes", spec)
 	}
-	w0, c0 := time.Now(), cpuTime()
+	w0, c0 := time.Now(), testref.CPUTime()
 	defer func(f func(string, ...any)) { sparseTrace = f }(sparseTrace)
 	sparseTrace = func(format string, args ...any) {
-		fmt.Printf("%8.1f %8.1f  %s\n", time.Since(w0).Seconds(), (cpuTime() - c0).Seconds(), fmt.Sprintf(format, args...))
+		fmt.Printf("%8.1f %8.1f  %s\n", time.Since(w0).Seconds(), (testref.CPUTime() - c0).Seconds(), fmt.Sprintf(format, args...))
 	}
 	m, err := Match(src, tgt, Config{BatchSize: k, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse})
 	if err != nil {
 		t.Fatal(err)
 	}
 	fmt.Printf("%8.1f %8.1f  done: stage 1 cost %.10g, stage 2 cost %.10g, bound %.10g\n",
-		time.Since(w0).Seconds(), (cpuTime() - c0).Seconds(), m.Stage1Cost, m.Stage2Cost, m.Stage2Bound)
+		time.Since(w0).Seconds(), (testref.CPUTime() - c0).Seconds(), m.Stage1Cost, m.Stage2Cost, m.Stage2Bound)
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // gaussFeatures returns n standard normal points in R^d: the paper's variance
@@ -29,7 +30,7 @@ func BenchmarkSolve(b *testing.B) {
 	data := []struct {
 		name string
 		feat func(n, d int, seed uint64) Matrix
-	}{{"gauss", gaussFeatures}, {"relu", benchFeatures}}
+	}{{"gauss", gaussFeatures}, {"relu", testref.BenchFeatures}}
 	for _, dt := range data {
 		for _, n := range []int{1000, 4000} {
 			for _, d := range []int{2, 512} {
@@ -40,7 +41,7 @@ func BenchmarkSolve(b *testing.B) {
 					var c1 []float64
 					b.Run(name+"/stage1", func(b *testing.B) {
 						c1 = stage1Costs(src, tgt, cfg)
-						loopCPU(b, func() {
+						testref.LoopCPU(b, func() {
 							if _, err := assign.Imbalanced(c1, n, n); err != nil {
 								b.Fatal(err)
 							}
@@ -52,7 +53,7 @@ func BenchmarkSolve(b *testing.B) {
 							b.Fatal(err)
 						}
 						c2, m := stage2Costs(src, tgt, cfg, m1.Pairs)
-						loopCPU(b, func() {
+						testref.LoopCPU(b, func() {
 							if _, err := assign.MinWeightPerfectMatching(c2, m); err != nil {
 								b.Fatal(err)
 							}
@@ -74,7 +75,7 @@ func BenchmarkMatchGauss(b *testing.B) {
 		for _, solver := range []string{Dense, Auto} {
 			cfg := Config{BatchSize: 64, Discrepancy: MMD, Kernel: Linear, Stages: 2, Solver: solver}
 			b.Run(fmt.Sprintf("n=%d/d=2/linear/%s", n, solver), func(b *testing.B) {
-				loopCPU(b, func() {
+				testref.LoopCPU(b, func() {
 					if _, err := Match(src, tgt, cfg); err != nil {
 						b.Fatal(err)
 					}

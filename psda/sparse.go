@@ -11,8 +11,8 @@ package psda
 // result is then the dense optimum, certified, and no n_s×n_t or P×P matrix
 // is ever stored: memory is O((n_s+n_t)·(d + sparseK)). This file holds
 // the two stages; the pricing loop they share is assign.Pricing (pricing.go
-// ties them to it), the candidate lists are internal/topk's and the edge
-// set is assign.Edges (edges.go).
+// ties them to it), the cost models are internal/cost's, the candidate
+// lists internal/topk's and the edge set is assign.Edges (edges.go).
 
 import (
 	"fmt"
@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
@@ -52,7 +53,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage2Costs)
 	md := newStage2Model(src, tgt, cfg, m.Pairs, false)
-	p, n := md.p, md.m
+	p, n := md.P, md.M
 	adj := make(assign.Edges, n)
 	both := func(r, q int, v float64) {
 		adj.Add(r, q, v)
@@ -60,7 +61,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	near := topk.New(p, min(stage2K(src.D), p-1))
 	toRow, toCol := near.Candidates(p, p)
-	md.pass(scope{}, func(r, q0 int, v []float64) {
+	md.Pass(cost.Scope{}, func(r, q0 int, v []float64) {
 		toRow(r, q0, v)
 		toCol(r, q0, v, nil)
 	})
@@ -78,7 +79,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// (an edge that is also a candidate keeps the pass's value, as in
 	// stage1Sparse).
 	for r := 0; r+1 < p; r += 2 {
-		both(r, r+1, md.at(r, r+1))
+		both(r, r+1, md.At(r, r+1))
 	}
 	if n > p { // the dummy may be anyone's partner
 		for r := 0; r < p; r++ {
@@ -86,10 +87,10 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	adj.Normalise()
-	st := &assign.Pricing{Model: s2, Rows: p, Cols: p, Scale: md.scale, Coef: md.coef, NoDiag: true, Symmetric: true,
+	st := &assign.Pricing{Model: s2, Rows: p, Cols: p, Scale: md.Scale, Coef: md.Coef, NoDiag: true, Symmetric: true,
 		TauR: tau, TauC: tau, Keep: sparseAdd, Hooks: mon.hooks(PhaseStage2Match), Trace: sparseTrace}
-	if md.bounded {
-		st.ER = md.err32()
+	if md.Bounded {
+		st.ER = md.Err32()
 		st.EC = st.ER
 	}
 	sol, relax, err := st.Solve(adj)
@@ -102,7 +103,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		if r == p || q == p {
 			return cost(r, q, 0)
 		}
-		return cost(r, q, md.at(r, q))
+		return cost(r, q, md.At(r, q))
 	}
 	em, err := stage2Blossom(st, adj, sol, relax, n, p, md, s2.node, cost, oracle, mon)
 	if err != nil {
@@ -126,7 +127,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 // pairs as rows and as columns, and the dummy node p (odd P: n = P+1),
 // which stands for "no partner" and has all its edges in the graph.
 type sparse2 struct {
-	md   *stage2Model
+	md   *cost.Stage2
 	p, n int
 	// node and single are md's terms, set by Terms (the first thing Solve
 	// does) and fixed after it.
@@ -138,17 +139,17 @@ func (s *sparse2) cost(r, q int, v float64) float64 {
 	md, p := s.md, s.p
 	switch {
 	case r == p:
-		return s.single[q] * md.scale
+		return s.single[q] * md.Scale
 	case q == p:
-		return s.single[r] * md.scale
+		return s.single[r] * md.Scale
 	}
-	return (s.node[r] + s.node[q] + md.coef*v) * md.scale
+	return (s.node[r] + s.node[q] + md.Coef*v) * md.Scale
 }
 
-func (s *sparse2) At(a, b int) float64 { return s.md.at(a, b) }
+func (s *sparse2) At(a, b int) float64 { return s.md.At(a, b) }
 
 func (s *sparse2) Terms() ([]float64, []float64) {
-	s.node, s.single = s.md.finish()
+	s.node, s.single = s.md.Finish()
 	return s.node, s.node
 }
 
@@ -170,7 +171,7 @@ func (s *sparse2) Graph(adj assign.Edges) *assign.Graph {
 
 func (s *sparse2) PassCols(cols []int, visit func(a, b int, x float64)) {
 	// V is symmetric: the rows of cols give the edges into them.
-	s.md.pass(scope{rows: cols}, func(q, r0 int, v []float64) {
+	s.md.Pass(cost.Scope{Rows: cols}, func(q, r0 int, v []float64) {
 		for k, x := range v {
 			visit(r0+k, q, x)
 		}
@@ -178,7 +179,7 @@ func (s *sparse2) PassCols(cols []int, visit func(a, b int, x float64)) {
 }
 
 func (s *sparse2) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
-	s.md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
+	s.md.Pass(cost.Scope{Rows: sub, F32: f32}, func(r, q0 int, v []float64) {
 		row(r, q0, v)
 		if sub == nil { // the full pass visits the upper triangle only
 			col(r, q0, v, nil)
@@ -208,7 +209,7 @@ func (s *sparse2) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 // thus feasible for every dense edge up to tol, tight on the matching, and
 // their objective is the certified Stage2Bound; CertifyMatchingGraph checks
 // them on the final graph.
-func stage2Blossom(st *assign.Pricing, adj assign.Edges, sol *assign.Solution, relax *assign.RowBounds, n, p int, md *stage2Model, node []float64,
+func stage2Blossom(st *assign.Pricing, adj assign.Edges, sol *assign.Solution, relax *assign.RowBounds, n, p int, md *cost.Stage2, node []float64,
 	cost func(r, q int, v float64) float64, oracle func(r, q int) float64, mon *Monitor) (*assign.ExactMatching, error) {
 	hooks := mon.hooks(PhaseStage2Match)
 	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
@@ -278,14 +279,14 @@ var blossomBudget = 32
 // exact cross parts, and records for each row its edges of least s0 (the
 // reduced cost under y0, see rowRecords) in rec. Shared >= 0, so Shared is
 // only looked up for edges negative without it. With error bounds e
-// (|Ṽ_rq − V_rq| <= e[r] + e[q] for a float32 pass, stage2Model.err32)
+// (|Ṽ_rq − V_rq| <= e[r] + e[q] for a float32 pass, cost.Stage2.Err32)
 // the pass runs in float32, and an edge the bound cannot clear is
-// recomputed exactly (md.at); a row where more than 1/blossomBudget of the
+// recomputed exactly (md.At); a row where more than 1/blossomBudget of the
 // edges need that is priced again in float64.
-func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, y0 []float64, rec *rowRecords, e []float64,
-	has func(r, q int) bool, cost func(r, q int, v float64) float64, tol float64, mon *Monitor) (found [][2]int, cross []float64, err error) {
-	p := md.p
-	cs := math.Abs(md.coef * md.scale)
+func priceBlossom(md *cost.Stage2, rows []int, d *assign.MatchingDuals, y0 []float64, rec *rowRecords, e []float64,
+	has func(r, q int) bool, costOf func(r, q int, v float64) float64, tol float64, mon *Monitor) (found [][2]int, cross []float64, err error) {
+	p := md.P
+	cs := math.Abs(md.Coef * md.Scale)
 	budget := int32(max(p/blossomBudget, 16))
 	if blossomBudget > p {
 		budget = 0
@@ -297,7 +298,7 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, y0 []flo
 		for _, r := range sub {
 			rec.kept.Reset(r)
 		}
-		md.pass(scope{rows: sub, f32: f32}, func(r, q0 int, v []float64) {
+		md.Pass(cost.Scope{Rows: sub, F32: f32}, func(r, q0 int, v []float64) {
 			yr, y0r := d.Y[r], y0[r]
 			lock := rec.kept.Stripe(r / topk.LockBlock)
 			lock.Lock()
@@ -306,7 +307,7 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, y0 []flo
 				if q == r || q >= p {
 					continue
 				}
-				c := cost(r, q, x)
+				c := costOf(r, q, x)
 				if f32 {
 					c -= cs * (e[r] + e[q]) // a lower bound on the exact cost
 				}
@@ -330,8 +331,8 @@ func priceBlossom(md *stage2Model, rows []int, d *assign.MatchingDuals, y0 []flo
 						}
 						continue
 					}
-					x = md.at(r, q)
-					if cost(r, q, x)-yr-d.Y[q]+sh >= -tol {
+					x = md.At(r, q)
+					if costOf(r, q, x)-yr-d.Y[q]+sh >= -tol {
 						continue
 					}
 				}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
@@ -24,12 +25,12 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// candidate edges get exact values (at) afterwards, a float32 Gram
 	// pass being cheaper than a float64 one (docs/performance.md, "Design
 	// decisions and the measurements behind them").
-	f32 := md.deferSums && md.bounded
+	f32 := md.DeferSums && md.Bounded
 	ns, nt := src.N, tgt.N
 	rows, cols := topk.New(ns, min(3*sparseK, nt)), topk.New(nt, min(3*sparseK, ns))
 	toRow, _ := rows.Candidates(ns, nt)
 	_, toCol := cols.Candidates(nt, ns)
-	md.pass(scope{f32: f32}, func(i, j0 int, x []float64) {
+	md.Pass(cost.Scope{F32: f32}, func(i, j0 int, x []float64) {
 		toRow(i, j0, x)
 		toCol(i, j0, x, nil)
 	})
@@ -37,8 +38,8 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		return fmt.Errorf("psda: stage 1 candidates: %w", err)
 	}
 	var es, et []float64 // float32 error bounds by source and by target
-	if md.bounded {
-		es, et = md.err32()
+	if md.Bounded {
+		es, et = md.Err32()
 	}
 	tauS, tauT := rows.Thresholds(), cols.Thresholds()
 	if f32 {
@@ -95,9 +96,9 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 			return fmt.Errorf("psda: stage 1 candidates: %w", err)
 		}
 	}
-	st := &assign.Pricing{Model: s1, Rows: nl, Cols: nsm, Scale: md.scale, Coef: 1,
+	st := &assign.Pricing{Model: s1, Rows: nl, Cols: nsm, Scale: md.Scale, Coef: 1,
 		TauR: tauR, TauC: tauC, Keep: sparseAdd, Hooks: mon.hooks(PhaseStage1Assign), Trace: sparseTrace}
-	if md.bounded {
+	if md.Bounded {
 		st.ER, st.EC = es, et
 		if tr {
 			st.ER, st.EC = st.EC, st.ER
@@ -125,7 +126,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 // side, each standing for copies assignment columns, and dummies dummy rows
 // take the extra copies.
 type sparse1 struct {
-	md              *stage1Model
+	md              *cost.Stage1
 	tr              bool // solver rows are targets
 	nl, nsm         int  // the larger and the smaller side
 	copies, dummies int
@@ -133,13 +134,13 @@ type sparse1 struct {
 
 func (s *sparse1) At(a, b int) float64 {
 	if s.tr {
-		return s.md.at(b, a)
+		return s.md.At(b, a)
 	}
-	return s.md.at(a, b)
+	return s.md.At(a, b)
 }
 
 func (s *sparse1) Terms() ([]float64, []float64) {
-	rt, ct := s.md.terms()
+	rt, ct := s.md.Terms()
 	if s.tr {
 		return ct, rt
 	}
@@ -157,14 +158,14 @@ func (s *sparse1) ColPot(v []float64) []float64 {
 
 func (s *sparse1) PassCols(cols []int, visit func(a, b int, x float64)) {
 	if s.tr { // solver columns are sources: rows of the model's pass
-		s.md.pass(scope{rows: cols}, func(i, j0 int, xs []float64) {
+		s.md.Pass(cost.Scope{Rows: cols}, func(i, j0 int, xs []float64) {
 			for k, x := range xs {
 				visit(j0+k, cols[i], x)
 			}
 		})
 		return
 	}
-	s.md.pass(scope{cols: cols}, func(i, j0 int, xs []float64) {
+	s.md.Pass(cost.Scope{Cols: cols}, func(i, j0 int, xs []float64) {
 		for k, x := range xs {
 			visit(i, cols[j0+k], x)
 		}
@@ -173,10 +174,10 @@ func (s *sparse1) PassCols(cols []int, visit func(a, b int, x float64)) {
 
 func (s *sparse1) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
 	if s.tr {
-		s.md.pass(scope{cols: sub, f32: f32}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
+		s.md.Pass(cost.Scope{Cols: sub, F32: f32}, func(i, j0 int, x []float64) { col(i, j0, x, sub) })
 		return
 	}
-	s.md.pass(scope{rows: sub, f32: f32}, func(i, j0 int, x []float64) {
+	s.md.Pass(cost.Scope{Rows: sub, F32: f32}, func(i, j0 int, x []float64) {
 		if sub != nil {
 			i = sub[i]
 		}
@@ -192,7 +193,7 @@ func (s *sparse1) Graph(adj assign.Edges) *assign.Graph {
 	for a, row := range adj {
 		g.Lo[a] = len(g.Col)
 		for _, e := range row {
-			c := (rt[a] + ct[e.B] + e.X) * s.md.scale
+			c := (rt[a] + ct[e.B] + e.X) * s.md.Scale
 			for t := 0; t < copies; t++ {
 				g.Col = append(g.Col, int32(int(e.B)*copies+t))
 				g.Cost = append(g.Cost, c)

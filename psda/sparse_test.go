@@ -2,14 +2,10 @@ package psda
 
 import (
 	"fmt"
-	"math"
-	"math/rand/v2"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // TestSparseEqualsDense checks that the sparse path returns the dense path's
@@ -22,7 +18,7 @@ func TestSparseEqualsDense(t *testing.T) {
 		name string
 		feat func(n, d int, seed uint64) Matrix
 		d    int
-	}{{"relu8", benchFeatures, 8}, {"gauss2", gaussFeatures, 2}, {"relu40", benchFeatures, 40}, {"tiny2", tinyFeatures, 2}}
+	}{{"relu8", testref.BenchFeatures, 8}, {"gauss2", gaussFeatures, 2}, {"relu40", testref.BenchFeatures, 40}, {"tiny2", tinyFeatures, 2}}
 	cfgs := []struct {
 		name string
 		cfg  Config
@@ -55,7 +51,7 @@ func TestSparseEqualsDense(t *testing.T) {
 						if err != nil {
 							t.Fatal(err)
 						}
-						if rel(got.Stage1Cost, want.Stage1Cost) > 1e-9 {
+						if testref.Rel(got.Stage1Cost, want.Stage1Cost) > 1e-9 {
 							t.Fatalf("stage 1 cost %.15g, dense %.15g", got.Stage1Cost, want.Stage1Cost)
 						}
 						checkPairs(t, got, src.N, tgt.N)
@@ -72,10 +68,10 @@ func TestSparseEqualsDense(t *testing.T) {
 						if want.Stage2Gap() > 1e-9 || sp.Stage2Gap() > 1e-9 {
 							t.Fatalf("stage 2 gaps %g (dense) and %g (sparse): both must be 0 up to rounding", want.Stage2Gap(), sp.Stage2Gap())
 						}
-						if rel(sp.Stage2Bound, want.Stage2Bound) > 1e-9 {
+						if testref.Rel(sp.Stage2Bound, want.Stage2Bound) > 1e-9 {
 							t.Fatalf("stage 2 bound %.15g, dense %.15g", sp.Stage2Bound, want.Stage2Bound)
 						}
-						if rel(sp.Stage2Cost, want.Stage2Cost) > 1e-9 {
+						if testref.Rel(sp.Stage2Cost, want.Stage2Cost) > 1e-9 {
 							t.Fatalf("stage 2 cost %.15g, dense optimum %.15g", sp.Stage2Cost, want.Stage2Cost)
 						}
 						checkQuads(t, sp, len(want.Pairs))
@@ -85,7 +81,7 @@ func TestSparseEqualsDense(t *testing.T) {
 						if err := stage2(src, tgt, cfg, dm); err != nil {
 							t.Fatal(err)
 						}
-						if rel(got.Stage2Bound, dm.Stage2Bound) > 1e-9 || rel(got.Stage2Cost, dm.Stage2Cost) > 1e-9 {
+						if testref.Rel(got.Stage2Bound, dm.Stage2Bound) > 1e-9 || testref.Rel(got.Stage2Cost, dm.Stage2Cost) > 1e-9 {
 							t.Fatalf("sparse Match: stage 2 cost %.15g, bound %.15g; dense %.15g, %.15g", got.Stage2Cost, got.Stage2Bound, dm.Stage2Cost, dm.Stage2Bound)
 						}
 						checkQuads(t, got, len(got.Pairs))
@@ -104,15 +100,6 @@ func tinyFeatures(n, d int, seed uint64) Matrix {
 		m.F64[i] *= 1e-3
 	}
 	return m
-}
-
-// rel returns |a − b|/|b| (|a − b| when b = 0): relative, whatever the
-// scale of the costs.
-func rel(a, b float64) float64 {
-	if b == 0 {
-		return math.Abs(a)
-	}
-	return math.Abs(a-b) / math.Abs(b)
 }
 
 // checkPairs checks the Stage 1 constraints: every example used, the larger
@@ -156,167 +143,9 @@ func checkQuads(t *testing.T, m *Matching, p int) {
 	}
 }
 
-// TestModelPasses checks the cost models' contract that the sparse path
-// rests on, against their dense matrices (themselves checked against the
-// paper's formulas in cost_test.go): a pass over some rows (Stage 1: or some
-// columns) and single entries give the same costs as the full pass. Small
-// tiles, so that passes span several tiles and CORAL's several blocks.
-func TestModelPasses(t *testing.T) {
-	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
-	gram.TileSize = 48
-	cfgs := []struct {
-		name string
-		cfg  Config
-	}{
-		{"rbf", Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF}},
-		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear}},
-		{"coral", Config{BatchSize: 4, Discrepancy: CORAL}},
-	}
-	for _, sh := range [][2]int{{150, 150}, {151, 120}, {90, 203}} {
-		for _, cc := range cfgs {
-			t.Run(fmt.Sprintf("%dx%d/%s", sh[0], sh[1], cc.name), func(t *testing.T) {
-				rng := rand.New(rand.NewPCG(uint64(sh[0]), uint64(sh[1])))
-				src, tgt := benchFeatures(sh[0], 24, 1), benchFeatures(sh[1], 24, 2)
-				ns, nt := src.N, tgt.N
-				m1 := newStage1Model(src, tgt, cc.cfg, false)
-				c1 := m1.dense(ns, nt, nil)
-				rt, ct := m1.terms()
-				rows, cols := rng.Perm(ns)[:ns/3], rng.Perm(nt)[:nt/3]
-				check1 := func(what string, i, j int, x float64) {
-					if got := (rt[i] + ct[j] + x) * m1.scale; rel(got, c1[i*nt+j]) > 1e-12 {
-						t.Errorf("stage 1 %s (%d, %d): %.15g, dense %.15g", what, i, j, got, c1[i*nt+j])
-					}
-				}
-				m1.pass(scope{rows: rows}, func(i, j0 int, x []float64) {
-					for k, v := range x {
-						check1("row pass", rows[i], j0+k, v)
-					}
-				})
-				m1.pass(scope{cols: cols}, func(i, j0 int, x []float64) {
-					for k, v := range x {
-						check1("column pass", i, cols[j0+k], v)
-					}
-				})
-				for range 50 {
-					i, j := rng.IntN(ns), rng.IntN(nt)
-					check1("entry", i, j, m1.at(i, j))
-				}
-				pairs := coveringPairs(rng, ns, nt)
-				m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
-				c2, m := m2.dense(nil)
-				node, _ := m2.finish()
-				p := len(pairs)
-				check2 := func(what string, r, q int, v float64) {
-					if r == q {
-						return
-					}
-					if got := (node[r] + node[q] + m2.coef*v) * m2.scale; rel(got, c2[r*m+q]) > 1e-12 {
-						t.Errorf("stage 2 %s (%d, %d): %.15g, dense %.15g", what, r, q, got, c2[r*m+q])
-					}
-				}
-				sub := rng.Perm(p)[:p/2]
-				var seen atomic.Int64 // emit runs concurrently (hence Errorf above)
-				m2.pass(scope{rows: sub}, func(r, q0 int, v []float64) {
-					for k, x := range v {
-						check2("row pass", r, q0+k, x)
-					}
-					seen.Add(int64(len(v)))
-				})
-				if int(seen.Load()) != len(sub)*p {
-					t.Fatalf("stage 2 row pass emitted %d entries, want %d", seen.Load(), len(sub)*p)
-				}
-				for range 50 {
-					r, q := rng.IntN(p), rng.IntN(p)
-					check2("entry", r, q, m2.at(r, q))
-				}
-			})
-		}
-	}
-}
-
-// TestModelPasses32 checks the float32 passes of the MMD models against
-// their exact single entries: every entry of a full and of a row pass is
-// within the model's err32 bound (sums of per-vector terms), for d above
-// and below directDim, for features with a large common offset (the
-// squared distances then cancel in the Gram expansion) and spread out (the
-// RBF bound then rests on the kernel's small slope far from 0); a float32
-// full pass leaves the terms alone. CORAL has no float32 pass (err32 nil).
-func TestModelPasses32(t *testing.T) {
-	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
-	gram.TileSize = 48
-	for _, cc := range []struct {
-		name string
-		cfg  Config
-	}{
-		{"rbf", Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF}},
-		{"linear", Config{BatchSize: 4, Discrepancy: MMD, Kernel: Linear}},
-	} {
-		for _, d := range []int{6, 40} {
-			// spread, offset, scale: 1e-21 puts float32 products below
-			// its normal range, where rounding is absolute.
-			for _, sh := range [][3]float64{{1, 0, 1}, {1, 30, 1}, {3, 0, 1}, {1, 0, 1e-21}} {
-				t.Run(fmt.Sprintf("%s/d=%d/spread=%g/offset=%g/scale=%g", cc.name, d, sh[0], sh[1], sh[2]), func(t *testing.T) {
-					rng := rand.New(rand.NewPCG(uint64(d), 3))
-					src, tgt := benchFeatures(130, d, 1), benchFeatures(110, d, 2)
-					for _, m := range []Matrix{src, tgt} {
-						for k := range m.F64 {
-							m.F64[k] = (m.F64[k]*sh[0] + sh[1] + 0.1*rng.NormFloat64()) * sh[2]
-						}
-					}
-					var mu sync.Mutex
-					worst := 0.0 // largest error relative to its bound
-					within := func(what string, got, want, bound float64) {
-						mu.Lock()
-						defer mu.Unlock()
-						if math.Abs(got-want) > bound {
-							t.Errorf("%s: float32 %.15g, exact %.15g, error %.3g above the bound %.3g", what, got, want, math.Abs(got-want), bound)
-						}
-						if bound > 0 {
-							worst = max(worst, math.Abs(got-want)/bound)
-						}
-					}
-					m1 := newStage1Model(src, tgt, cc.cfg, false)
-					m1.dense(src.N, tgt.N, nil)
-					rt, ct := m1.terms()
-					es, et := m1.err32()
-					m1.pass(scope{f32: true}, func(i, j0 int, x []float64) {
-						for k, v := range x {
-							within(fmt.Sprintf("stage 1 (%d, %d)", i, j0+k), v, m1.at(i, j0+k), es[i]+et[j0+k])
-						}
-					})
-					if rt2, ct2 := m1.terms(); !slices.Equal(rt, rt2) || !slices.Equal(ct, ct2) {
-						t.Errorf("stage 1: a float32 full pass changed the terms")
-					}
-					pairs := coveringPairs(rng, src.N, tgt.N)
-					m2 := newStage2Model(src, tgt, cc.cfg, pairs, false)
-					m2.dense(nil)
-					node, _ := m2.finish()
-					e := m2.err32()
-					check := func(r, q0 int, v []float64) {
-						for k, x := range v {
-							if q := q0 + k; q != r {
-								within(fmt.Sprintf("stage 2 (%d, %d)", r, q), x, m2.at(r, q), e[r]+e[q])
-							}
-						}
-					}
-					m2.pass(scope{f32: true}, check)
-					m2.pass(scope{rows: rng.Perm(len(pairs))[:40], f32: true}, check)
-					if node2, _ := m2.finish(); !slices.Equal(node, node2) {
-						t.Errorf("stage 2: a float32 full pass changed the node terms")
-					}
-					t.Logf("largest error / bound: %.3g", worst)
-				})
-			}
-		}
-	}
-	if m := newStage1Model(benchFeatures(5, 3, 1), benchFeatures(5, 3, 2), Config{BatchSize: 2, Discrepancy: CORAL}, false); m.bounded {
-		t.Errorf("CORAL stage 1 has err32 but no float32 bound was checked for it")
-	}
-}
-
-// TestFloat32Guard checks that features beyond float32Safe's range keep
-// every pass in float64 (a float32 one would overflow) and that the sparse
-// path then still equals the dense one.
+// TestFloat32Guard checks that the sparse path still equals the dense one
+// on features beyond the range of float32 passes, where the cost models
+// keep every pass in float64 (internal/cost's TestFloat32Guard).
 func TestFloat32Guard(t *testing.T) {
 	for _, cfg := range []Config{
 		{BatchSize: 4, Discrepancy: MMD, Kernel: Linear, Stages: 2},
@@ -325,19 +154,6 @@ func TestFloat32Guard(t *testing.T) {
 		t.Run(string(cfg.Kernel), func(t *testing.T) {
 			src, tgt := tinyFeatures(60, 5, 1), tinyFeatures(60, 5, 2)
 			src.F64[7] = 1e18 // one huge value is enough
-			if m1 := newStage1Model(src, tgt, cfg, false); m1.bounded {
-				t.Fatal("stage 1 keeps float32 passes with a value of 1e18")
-			}
-			pairs := make([]Pair, 60)
-			for i := range pairs {
-				pairs[i] = Pair{S: i, T: i}
-			}
-			if m2 := newStage2Model(src, tgt, cfg, pairs, false); m2.bounded {
-				t.Fatal("stage 2 keeps float32 passes with a value of 1e18")
-			}
-			if m1 := newStage1Model(tinyFeatures(60, 5, 1), tgt, cfg, false); !m1.bounded {
-				t.Fatal("stage 1 has no float32 passes on ordinary features")
-			}
 			dense, sparse := cfg, cfg
 			dense.Solver, sparse.Solver = Dense, Sparse
 			want, err := Match(src, tgt, dense)
@@ -348,7 +164,7 @@ func TestFloat32Guard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rel(got.Stage1Cost, want.Stage1Cost) > 1e-9 || rel(got.Stage2Bound, want.Stage2Bound) > 1e-9 {
+			if testref.Rel(got.Stage1Cost, want.Stage1Cost) > 1e-9 || testref.Rel(got.Stage2Bound, want.Stage2Bound) > 1e-9 {
 				t.Fatalf("sparse costs %.15g, %.15g; dense %.15g, %.15g", got.Stage1Cost, got.Stage2Bound, want.Stage1Cost, want.Stage2Bound)
 			}
 		})

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // bruteStage2 returns the minimum of Σ c over the perfect matchings of the
@@ -65,7 +67,7 @@ func TestStage2Brute(t *testing.T) {
 	feats := []struct {
 		name string
 		feat func(n, d int, seed uint64) Matrix
-	}{{"gauss", gaussFeatures}, {"relu", benchFeatures}}
+	}{{"gauss", gaussFeatures}, {"relu", testref.BenchFeatures}}
 	for _, p := range []int{3, 4, 7, 9, 11, 12} {
 		for _, ns := range []int{p, (p + 1) / 2} {
 			for _, ft := range feats {

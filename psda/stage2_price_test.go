@@ -2,6 +2,7 @@ package psda
 
 import (
 	"fmt"
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/topk"
 	"math"
 	"math/rand/v2"
@@ -13,7 +14,7 @@ import (
 
 // TestPriceBlossom checks priceBlossom, the pricing of Stage 2's sparse
 // blossom rounds, against every edge's reduced cost computed from the
-// features alone (stage2Model.at) and the duals' own ReducedCost: the exact
+// features alone (cost.Stage2.At) and the duals' own ReducedCost: the exact
 // duals of the dense optimum (blossoms included, so that Shared matters),
 // raised at some vertices so that edges become violated, with a random part
 // of the edges in the graph. The float64 pass, the float32 pass with its
@@ -42,17 +43,17 @@ func TestPriceBlossom(t *testing.T) {
 			cfg := Config{BatchSize: 4, Discrepancy: MMD, Kernel: tc.kernel, Stages: 2}
 			c, m := stage2Costs(src, tgt, cfg, pairs)
 			md := newStage2Model(src, tgt, cfg, pairs, false)
-			md.pass(scope{}, func(int, int, []float64) {})
-			node, single := md.finish()
-			p := md.p
+			md.Pass(cost.Scope{}, func(int, int, []float64) {})
+			node, single := md.Finish()
+			p := md.P
 			cost := func(r, q int, v float64) float64 {
 				switch {
 				case r == p:
-					return single[q] * md.scale
+					return single[q] * md.Scale
 				case q == p:
-					return single[r] * md.scale
+					return single[r] * md.Scale
 				}
-				return (node[r] + node[q] + md.coef*v) * md.scale
+				return (node[r] + node[q] + md.Coef*v) * md.Scale
 			}
 			em, err := assign.BlossomDense(c, m, nil, nil)
 			if err != nil {
@@ -90,7 +91,7 @@ func TestPriceBlossom(t *testing.T) {
 					if q == r || has(r, q) {
 						continue
 					}
-					rc := d.ReducedCost(r, q, cost(r, q, md.at(r, q)))
+					rc := d.ReducedCost(r, q, cost(r, q, md.At(r, q)))
 					if rc < -tol {
 						want[[2]int{r, q}] = true
 					}
@@ -102,7 +103,7 @@ func TestPriceBlossom(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatal("no violated edge: the test checks nothing")
 			}
-			e := md.err32()
+			e := md.Err32()
 			for _, run := range []struct {
 				name string
 				e    []float64
@@ -119,7 +120,7 @@ func TestPriceBlossom(t *testing.T) {
 				checkRecords(t, run.name, rec, rows, md, y0, has, cost)
 				got := map[[2]int]bool{}
 				for k, f := range found {
-					if x := md.at(f[0], f[1]); math.Abs(cross[k]-x) > 1e-12*(1+math.Abs(x)) {
+					if x := md.At(f[0], f[1]); math.Abs(cross[k]-x) > 1e-12*(1+math.Abs(x)) {
 						t.Fatalf("%s: edge %v cross part %v, exact %v", run.name, f, cross[k], x)
 					}
 					got[f] = true
@@ -142,15 +143,15 @@ func TestPriceBlossom(t *testing.T) {
 // checkRecords fails t unless every row in rows holds a record whose kept
 // edges carry their exact cross parts (up to rounding) and whose bound low is at most s0 of
 // every other edge of the row outside the graph, computed exactly.
-func checkRecords(t *testing.T, name string, rec *rowRecords, rows []int, md *stage2Model, y0 []float64,
+func checkRecords(t *testing.T, name string, rec *rowRecords, rows []int, md *cost.Stage2, y0 []float64,
 	has func(r, q int) bool, cost func(r, q int, v float64) float64) {
 	t.Helper()
-	p := md.p
+	p := md.P
 	for _, r := range rows {
 		kept := map[int]bool{}
 		rec.kept.Each(r, func(q int, _, x float64) {
 			kept[q] = true
-			if want := md.at(r, q); math.Abs(x-want) > 1e-12*(1+math.Abs(want)) {
+			if want := md.At(r, q); math.Abs(x-want) > 1e-12*(1+math.Abs(want)) {
 				t.Fatalf("%s: row %d kept edge to %d has cross part %v, exact %v", name, r, q, x, want)
 			}
 		})
@@ -161,7 +162,7 @@ func checkRecords(t *testing.T, name string, rec *rowRecords, rows []int, md *st
 			if q == r || has(r, q) || kept[q] {
 				continue
 			}
-			if s0 := cost(r, q, md.at(r, q)) - y0[r] - y0[q]; s0 < rec.low[r] {
+			if s0 := cost(r, q, md.At(r, q)) - y0[r] - y0[q]; s0 < rec.low[r] {
 				t.Fatalf("%s: row %d edge to %d has s0 %v below the record's bound %v", name, r, q, s0, rec.low[r])
 			}
 		}
@@ -177,17 +178,17 @@ func TestRowRecords(t *testing.T) {
 	defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
 	sparseK, sparseAdd = 4, 8
 	checked := 0
-	defer func(h func(*rowRecords, *stage2Model, func(a, b int) bool, []float64, func(a, b int, x float64) float64)) {
+	defer func(h func(*rowRecords, *cost.Stage2, func(a, b int) bool, []float64, func(a, b int, x float64) float64)) {
 		recordsHook = h
 	}(recordsHook)
 	var fail error
-	recordsHook = func(rec *rowRecords, md *stage2Model, has func(a, b int) bool, y0 []float64, cost func(a, b int, x float64) float64) {
-		p := md.p
+	recordsHook = func(rec *rowRecords, md *cost.Stage2, has func(a, b int) bool, y0 []float64, cost func(a, b int, x float64) float64) {
+		p := md.P
 		scale := 0.0
 		for a := 0; a < p; a++ {
 			for b := 0; b < p; b++ {
 				if a != b {
-					scale = max(scale, math.Abs(cost(a, b, md.at(a, b))))
+					scale = max(scale, math.Abs(cost(a, b, md.At(a, b))))
 				}
 			}
 		}
@@ -195,7 +196,7 @@ func TestRowRecords(t *testing.T) {
 			kept := map[int]bool{}
 			rec.kept.Each(a, func(b int, _, x float64) {
 				kept[b] = true
-				if want := md.at(a, b); math.Abs(x-want) > 1e-12*(1+math.Abs(want)) {
+				if want := md.At(a, b); math.Abs(x-want) > 1e-12*(1+math.Abs(want)) {
 					fail = fmt.Errorf("row %d kept edge to %d has cross part %v, exact %v", a, b, x, want)
 				}
 			})
@@ -203,7 +204,7 @@ func TestRowRecords(t *testing.T) {
 				if b == a || has(a, b) || kept[b] {
 					continue
 				}
-				if s0 := cost(a, b, md.at(a, b)) - y0[a] - y0[b]; s0 < rec.low[a]-1e-9*scale {
+				if s0 := cost(a, b, md.At(a, b)) - y0[a] - y0[b]; s0 < rec.low[a]-1e-9*scale {
 					fail = fmt.Errorf("row %d edge to %d: s0 %v below the record's bound %v", a, b, s0, rec.low[a])
 					break
 				}

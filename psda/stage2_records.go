@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
@@ -41,7 +42,7 @@ import (
 
 // recordsHook, when set (tests), sees the records at the start of every
 // blossom round.
-var recordsHook func(rec *rowRecords, md *stage2Model, has func(a, b int) bool, y0 []float64,
+var recordsHook func(rec *rowRecords, md *cost.Stage2, has func(a, b int) bool, y0 []float64,
 	cost func(a, b int, x float64) float64)
 
 // rowRecords are the rows' records (see the file comment).
@@ -60,11 +61,11 @@ func newRowRecords(low []float64, kept *topk.Lists) *rowRecords {
 // settle completes row a's record after a pass offered it every edge's s0
 // (a lower bound when the pass ran in float32: exact says it did not), and
 // makes the kept edges' cross parts exact.
-func (rc *rowRecords) settle(a int, md *stage2Model, exact bool) {
+func (rc *rowRecords) settle(a int, md *cost.Stage2, exact bool) {
 	if !exact {
 		t0, t1 := rc.kept.Entries(a)
 		for t := t0; t < t1; t++ {
-			rc.kept.Aux[t] = md.at(a, int(rc.kept.Idx[t]))
+			rc.kept.Aux[t] = md.At(a, int(rc.kept.Idx[t]))
 		}
 	}
 	rc.low[a] = rc.kept.Limit(a)

@@ -1,6 +1,9 @@
 // Package testref holds the references that the Go tests of psda and its
-// internal packages share: a relative comparison of vectors and the RBF
-// mixture evaluated directly from its definition. Only test files import it.
+// internal packages share: a relative comparison of vectors, the RBF
+// mixture evaluated directly from its definition, the paper's cost
+// matrices evaluated from its formulas (costref.go), and the random inputs
+// and CPU timers of the tests and benchmarks (inputs.go). Only test files
+// import it.
 package testref
 
 import (
@@ -42,4 +45,13 @@ func RBFKappa(gammas []float64) func(x, y []float64) float64 {
 		}
 		return s
 	}
+}
+
+// Rel returns |a − b|/|b| (|a − b| when b = 0): relative, whatever the
+// scale of the costs.
+func Rel(a, b float64) float64 {
+	if b == 0 {
+		return math.Abs(a)
+	}
+	return math.Abs(a-b) / math.Abs(b)
 }

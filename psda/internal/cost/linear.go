@@ -1,25 +1,28 @@
-package psda
+package cost
 
-import "github.com/psda-dev/psda/psda/internal/gram"
+import (
+	"github.com/psda-dev/psda/psda/internal/feat"
+	"github.com/psda-dev/psda/psda/internal/gram"
+)
 
 // This file holds the linear-kernel MMD costs of both stages.
 
 // linear1 is Stage 1 of the linear-kernel MMD: with φ(x) = x,
 // C_ij = ‖(s_i − δ) − t_j‖²/k², δ = s̄ − t̄, all of it the cross part.
 type linear1 struct {
-	src, tgt Matrix
+	src, tgt feat.Matrix
 	delta    []float64
 	zr, zc   []float64 // the terms: zero
-	mon      *Monitor
+	mon      gram.Progress
 }
 
-func newLinear1(src, tgt Matrix, mon *Monitor) *linear1 {
+func newLinear1(src, tgt feat.Matrix, mon gram.Progress) *linear1 {
 	return &linear1{src: src, tgt: tgt, delta: sub(colMeans(src), colMeans(tgt)),
 		zr: make([]float64, src.N), zc: make([]float64, tgt.N), mon: mon}
 }
 
-func (m *linear1) pass(sc scope, emit func(i, j0 int, x []float64)) {
-	sc.gram(rowsOf(m.src, sc.rows, m.delta), rowsOf(m.tgt, sc.cols, nil), false, gram.SqDists, m.mon, emitRows(emit))
+func (m *linear1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
+	sc.gram(rowsOf(m.src, sc.Rows, m.delta), rowsOf(m.tgt, sc.Cols, nil), false, gram.SqDists, m.mon, emitRows(emit))
 }
 
 func (m *linear1) terms() ([]float64, []float64) { return m.zr, m.zc }
@@ -34,14 +37,14 @@ func (m *linear1) err32() ([]float64, []float64) {
 // explicit w_r = s_r − t_r − δ, computed as the squared distance between
 // w_r and −w_q.
 type linear2 struct {
-	src, tgt Matrix
-	pairs    []Pair
+	src, tgt feat.Matrix
+	pairs    []feat.Pair
 	delta    []float64
 	wp       gram.Vectors // the w_r
-	mon      *Monitor
+	mon      gram.Progress
 }
 
-func newLinear2(src, tgt Matrix, pairs []Pair, mon *Monitor) *linear2 {
+func newLinear2(src, tgt feat.Matrix, pairs []feat.Pair, mon gram.Progress) *linear2 {
 	m := &linear2{src: src, tgt: tgt, pairs: pairs, delta: sub(colMeans(src), colMeans(tgt)), mon: mon}
 	m.wp = m.w(1)
 	return m
@@ -58,13 +61,13 @@ func (m *linear2) w(sign float64) gram.Vectors {
 	}}
 }
 
-func (m *linear2) pass(sc scope, emit func(r, q0 int, v []float64)) {
+func (m *linear2) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	wp := m.wp
-	if sc.rows != nil {
-		sub := gram.Vectors{N: len(sc.rows), D: m.src.D, Fill: func(i int, dst []float64) { wp.Fill(sc.rows[i], dst) }}
+	if sc.Rows != nil {
+		sub := gram.Vectors{N: len(sc.Rows), D: m.src.D, Fill: func(i int, dst []float64) { wp.Fill(sc.Rows[i], dst) }}
 		sc.gram(sub, m.w(-1), false, gram.SqDists, m.mon, func(t *gram.Tile) {
 			for i := 0; i < t.NI; i++ {
-				emit(sc.rows[t.I0+i], t.J0, t.G[i*t.LD:][:t.NJ])
+				emit(sc.Rows[t.I0+i], t.J0, t.G[i*t.LD:][:t.NJ])
 			}
 		})
 		return

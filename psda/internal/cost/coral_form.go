@@ -1,6 +1,9 @@
-package psda
+package cost
 
-import "github.com/psda-dev/psda/psda/internal/gram"
+import (
+	"github.com/psda-dev/psda/psda/internal/feat"
+	"github.com/psda-dev/psda/psda/internal/gram"
+)
 
 // covForm is the symmetric d×d matrix F = c_s Σ_s + c_t Σ_t, a weighted sum of
 // the two domains' unbiased covariances, which CORAL's costs use only
@@ -30,10 +33,15 @@ type covForm struct {
 // dimension d; a variable so that tests can force either form.
 var coralLowRank = func(n, d int) bool { return n < d }
 
+// CORALLowRank reports whether the CORAL models hold their covariance
+// form in low rank for N = n_s+n_t rows of dimension d, with no d×d matrix
+// (covForm); package psda's memory plan counts the d×d matrices otherwise.
+func CORALLowRank(n, d int) bool { return coralLowRank(n, d) }
+
 // newCovForm returns F = cs·Σ_s + ct·Σ_t for the rows of src and tgt around
 // their means ms and mt. A domain with one row has Σ = 0 (as covariance
 // returns).
-func newCovForm(src, tgt Matrix, ms, mt []float64, cs, ct float64, mon *Monitor) *covForm {
+func newCovForm(src, tgt feat.Matrix, ms, mt []float64, cs, ct float64, mon gram.Progress) *covForm {
 	d, n := src.D, src.N+tgt.N
 	if !coralLowRank(n, d) {
 		return &covForm{d: d, dense: sub(scaled(covariance(src, ms, mon), cs), scaled(covariance(tgt, mt, mon), -ct))}
@@ -72,12 +80,12 @@ func newCovForm(src, tgt Matrix, ms, mt []float64, cs, ct float64, mon *Monitor)
 }
 
 // quad returns xᵀF x for every vector of x.
-func (f *covForm) quad(x gram.Vectors, mon *Monitor) []float64 {
+func (f *covForm) quad(x gram.Vectors, mon gram.Progress) []float64 {
 	if f.dense != nil {
 		return quadForms(x, f.dense, mon)
 	}
 	ps := gram.NewPartials(gram.NBlocks(f.z.N), x.N)
-	gram.Gram(x, f.z, false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(x, f.z, false, gram.Dots, mon, func(t *gram.Tile) {
 		slot := ps.Slot(t.BJ)
 		w := f.w[t.J0 : t.J0+t.NJ]
 		for i := 0; i < t.NI; i++ {
@@ -92,7 +100,7 @@ func (f *covForm) quad(x gram.Vectors, mon *Monitor) []float64 {
 }
 
 // frob2 returns ‖F‖_F².
-func (f *covForm) frob2(mon *Monitor) float64 {
+func (f *covForm) frob2(mon gram.Progress) float64 {
 	if f.dense != nil {
 		return gram.Dot(f.dense, f.dense)
 	}
@@ -100,14 +108,14 @@ func (f *covForm) frob2(mon *Monitor) float64 {
 }
 
 // times returns the |x|×d row-major matrix whose row i is F x_i.
-func (f *covForm) times(x gram.Vectors, mon *Monitor) []float64 {
+func (f *covForm) times(x gram.Vectors, mon gram.Progress) []float64 {
 	if f.dense != nil {
 		return timesSym(x, f.dense, mon)
 	}
 	// H = (X Zᵀ) diag(w), |x|×N; then F x_i = Σ_m H_im z_m = (H Z)_i.
 	n := f.z.N
 	h := make([]float64, x.N*n)
-	gram.Gram(x, f.z, false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(x, f.z, false, gram.Dots, mon, func(t *gram.Tile) {
 		for i := 0; i < t.NI; i++ {
 			row := h[(t.I0+i)*n+t.J0:][:t.NJ]
 			for j, g := range t.G[i*t.LD:][:t.NJ] {
@@ -117,7 +125,7 @@ func (f *covForm) times(x gram.Vectors, mon *Monitor) []float64 {
 	})
 	d := f.d
 	out := make([]float64, x.N*d)
-	gram.Gram(gram.DenseRows(h, x.N, n), f.zc, false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(gram.DenseRows(h, x.N, n), f.zc, false, gram.Dots, mon, func(t *gram.Tile) {
 		for i := 0; i < t.NI; i++ {
 			copy(out[(t.I0+i)*d+t.J0:][:t.NJ], t.G[i*t.LD:][:t.NJ])
 		}

@@ -1,15 +1,18 @@
-package psda
+package cost
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // The low-rank CORAL form gives the dense form's costs: both routes of
-// covForm through Match, on shapes where either would be chosen.
+// covForm through both stages' matrices, on shapes where either would be
+// chosen.
 func TestCoralLowRankEqualsDense(t *testing.T) {
 	saved := coralLowRank
 	defer func() { coralLowRank = saved }()
@@ -27,8 +30,8 @@ func TestCoralLowRankEqualsDense(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.ns), uint64(tc.d)))
-			mk := func(n int, shift float64) Matrix {
-				m := Matrix{N: n, D: tc.d}
+			mk := func(n int, shift float64) feat.Matrix {
+				m := feat.Matrix{N: n, D: tc.d}
 				if tc.useF32 {
 					m.F32 = make([]float32, n*tc.d)
 					for i := range m.F32 {
@@ -43,21 +46,18 @@ func TestCoralLowRankEqualsDense(t *testing.T) {
 				return m
 			}
 			src, tgt := mk(tc.ns, 0), mk(tc.nt, 0.4)
-			cfg := Config{BatchSize: tc.k, Stages: tc.stages, Discrepancy: CORAL, Kernel: Linear, Solver: "dense"}
-			var got [2]*Matching
+			spec := Spec{Kind: CORAL, K: tc.k}
+			pairs := testref.CoveringPairs(rng, tc.ns, tc.nt)
+			var c1, c2 [2][]float64
 			for i, low := range []bool{false, true} {
 				coralLowRank = func(int, int) bool { return low }
-				m, err := Match(src, tgt, cfg)
-				if err != nil {
-					t.Fatalf("low rank %v: %v", low, err)
+				c1[i] = stage1Costs(src, tgt, spec)
+				if tc.stages == 2 {
+					c2[i], _ = stage2Costs(src, tgt, spec, pairs)
 				}
-				got[i] = m
 			}
-			close := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(a)) }
-			if !close(got[0].Stage1Cost, got[1].Stage1Cost) || !close(got[0].Stage2Cost, got[1].Stage2Cost) {
-				t.Fatalf("dense stage 1/2 costs %v/%v, low rank %v/%v", got[0].Stage1Cost, got[0].Stage2Cost,
-					got[1].Stage1Cost, got[1].Stage2Cost)
-			}
+			testref.CloseTo(t, "stage 1", c1[1], c1[0], 1e-9, 1)
+			testref.CloseTo(t, "stage 2", c2[1], c2[0], 1e-9, 1)
 		})
 	}
 }
@@ -68,7 +68,7 @@ func TestCovFormOperations(t *testing.T) {
 	defer func() { coralLowRank = saved }()
 	rng := rand.New(rand.NewPCG(3, 4))
 	const ns, nt, d = 5, 4, 11
-	src, tgt := Matrix{N: ns, D: d, F64: make([]float64, ns*d)}, Matrix{N: nt, D: d, F64: make([]float64, nt*d)}
+	src, tgt := feat.Matrix{N: ns, D: d, F64: make([]float64, ns*d)}, feat.Matrix{N: nt, D: d, F64: make([]float64, nt*d)}
 	for i := range src.F64 {
 		src.F64[i] = rng.NormFloat64()
 	}

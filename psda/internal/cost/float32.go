@@ -1,22 +1,23 @@
-package psda
+package cost
 
 import (
 	"math"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/rbf"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // This file holds the float32 error analysis of the cost models: the bounds
-// that let the sparse path's pricing passes run in float32 (cost.go's scope).
+// that let the sparse path's pricing passes run in float32 (Scope.F32).
 
 // float32Safe reports whether every value of the matrices is at most 1e17
 // in magnitude, so that the squared norms and dot products of a float32
 // pass (of the features, centred or paired: at most 4× larger) stay far
 // inside float32's range (3.4e38); beyond it the models' err32 bounds do
 // not hold and their passes stay in float64. O(n·d).
-func float32Safe(ms ...Matrix) bool {
+func float32Safe(ms ...feat.Matrix) bool {
 	const lim = 1e17
 	for _, m := range ms {
 		for _, v := range m.F32 {

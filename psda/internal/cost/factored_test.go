@@ -1,9 +1,10 @@
-package psda
+package cost
 
 import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/testref"
 )
@@ -26,36 +27,36 @@ func TestStage2Factored(t *testing.T) {
 		{"target larger/odd", 7, 33, false},
 		{"target larger/even", 8, 36, true},
 	} {
-		for _, cfg := range []Config{
-			{BatchSize: 2, Discrepancy: MMD, Kernel: RBF},
-			{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Gammas: []float64{0.7, 0.03, 3}},
+		for _, spec := range []Spec{
+			{Kind: RBFMMD, K: 2, Gammas: paperGammas},
+			{Kind: RBFMMD, K: 4, Gammas: []float64{0.7, 0.03, 3}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				src, tgt := randMatrix(rng, tc.ns, 5, tc.f32), randMatrix(rng, tc.nt, 5, tc.f32)
+				src, tgt := testref.RandMatrix(rng, tc.ns, 5, tc.f32), testref.RandMatrix(rng, tc.nt, 5, tc.f32)
 				p := max(tc.ns, tc.nt)
 				small := min(tc.ns, tc.nt)
 				perm := rng.Perm(small)
-				pairs := make([]Pair, p)
+				pairs := make([]feat.Pair, p)
 				for r := range pairs {
 					j := perm[r%small]
 					if tc.ns >= tc.nt {
-						pairs[r] = Pair{S: r, T: j}
+						pairs[r] = feat.Pair{S: r, T: j}
 					} else {
-						pairs[r] = Pair{S: j, T: r}
+						pairs[r] = feat.Pair{S: j, T: r}
 					}
 				}
 				if _, _, _, ok := factorable(src, tgt, pairs); !ok {
 					t.Fatal("pairs not recognised as factorable")
 				}
-				checkCosts(t, cfg, src, tgt, pairs, 1e-12)
-				got, m := stage2Costs(src, tgt, cfg, pairs)
+				checkCosts(t, spec, src, tgt, pairs, 1e-12)
+				got, m := stage2Costs(src, tgt, spec, pairs)
 				factorMin = 1 << 30
-				want, wm := stage2Costs(src, tgt, cfg, pairs)
+				want, wm := stage2Costs(src, tgt, spec, pairs)
 				factorMin = 4
 				if m != wm {
 					t.Fatalf("m = %d, unfactored %d", m, wm)
 				}
-				testref.CloseTo(t, "factored vs paired Gram", got, want, 1e-12, termScale(cfg, src, tgt))
+				testref.CloseTo(t, "factored vs paired Gram", got, want, 1e-12, testref.TermScale(refCost(spec), src, tgt))
 			})
 		}
 	}

@@ -1,10 +1,12 @@
-package psda
+package cost
 
 import (
 	"math"
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
 // TestColMeans checks the compensated means against exact sums (math/big)
@@ -17,7 +19,7 @@ func TestColMeans(t *testing.T) {
 	for i := range x {
 		x[i] = 1e8 + rng.NormFloat64()
 	}
-	got := colMeans(Matrix{N: n, D: d, F64: x})
+	got := colMeans(feat.Matrix{N: n, D: d, F64: x})
 	for c := 0; c < d; c++ {
 		exact := new(big.Float).SetPrec(2000)
 		for i := 0; i < n; i++ {
@@ -29,7 +31,7 @@ func TestColMeans(t *testing.T) {
 		}
 	}
 	same := []float64{1e30, 1e30, 1e30, 1e30, 1e30, 1e30, 1e30, 1e30}
-	if m := colMeans(Matrix{N: 8, D: 1, F64: same}); m[0] != 1e30 {
+	if m := colMeans(feat.Matrix{N: 8, D: 1, F64: same}); m[0] != 1e30 {
 		t.Errorf("eight rows of 1e30: mean %.17g", m[0])
 	}
 }

@@ -1,9 +1,10 @@
-package psda
+package cost
 
 import (
 	"slices"
 	"sync"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/par"
 )
@@ -18,14 +19,14 @@ import (
 // = ‖E‖² + (2/k)(a_iᵀE a_i − b_jᵀE b_j) + (‖a_i‖⁴ + ‖b_j‖⁴ − 2(a_i·b_j)²)/k².
 // It has no float32 bound (err32 is never called).
 type coral1 struct {
-	src, tgt Matrix
+	src, tgt feat.Matrix
 	ms, mt   []float64 // the domain means
 	qa, qb   []float64 // the row and column terms
 	fk       float64   // k
-	mon      *Monitor
+	mon      gram.Progress
 }
 
-func newCoral1(src, tgt Matrix, k int, mon *Monitor) *coral1 {
+func newCoral1(src, tgt feat.Matrix, k int, mon gram.Progress) *coral1 {
 	ms, mt := colMeans(src), colMeans(tgt)
 	// E without a d×d matrix when the rows are fewer than the features (covForm).
 	e := newCovForm(src, tgt, ms, mt, -1/float64(src.N), 1/float64(tgt.N), mon)
@@ -43,9 +44,9 @@ func newCoral1(src, tgt Matrix, k int, mon *Monitor) *coral1 {
 	return &coral1{src: src, tgt: tgt, ms: ms, mt: mt, qa: qa, qb: qb, fk: fk, mon: mon}
 }
 
-func (m *coral1) pass(sc scope, emit func(i, j0 int, x []float64)) {
+func (m *coral1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	fk := m.fk
-	sc.gram(rowsOf(m.src, sc.rows, m.ms), rowsOf(m.tgt, sc.cols, m.mt), false, gram.Dots, m.mon, func(t *gram.Tile) {
+	sc.gram(rowsOf(m.src, sc.Rows, m.ms), rowsOf(m.tgt, sc.Cols, m.mt), false, gram.Dots, m.mon, func(t *gram.Tile) {
 		x := make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
 			for j, g := range t.G[i*t.LD:][:t.NJ] {
@@ -98,11 +99,11 @@ type coral2 struct {
 	rank0    []float64
 	node     []float64
 	single   []float64
-	mon      *Monitor
+	mon      gram.Progress
 	bufs     sync.Pool // at's four d-vectors
 }
 
-func newCoral2(src, tgt Matrix, k int, pairs []Pair, mon *Monitor) *coral2 {
+func newCoral2(src, tgt feat.Matrix, k int, pairs []feat.Pair, mon gram.Progress) *coral2 {
 	p, d := len(pairs), src.D
 	ms, mt := colMeans(src), colMeans(tgt)
 	fk := float64(k)
@@ -193,16 +194,16 @@ func (m *coral2) y(from int) gram.Vectors {
 	}}
 }
 
-func (m *coral2) pass(sc scope, emit func(r, q0 int, v []float64)) {
+func (m *coral2) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	p, beta, mon, cross, z, x, y := m.p, m.beta, m.mon, m.cross, m.z, m.x, m.y
 	// Blocks of 2·tileSize pairs: four tiles of z vectors, the buffer
 	// 2·tileSize·P float64.
-	rows, nb := par.Indices(sc.rows, p), 2*gram.TileSize
+	rows, nb := par.Indices(sc.Rows, p), 2*gram.TileSize
 	buf := make([]float64, min(nb, len(rows))*p)
 	for b0 := 0; b0 < len(rows); b0 += nb {
 		blk := rows[b0:min(len(rows), b0+nb)]
 		from := 0
-		if sc.rows == nil {
+		if sc.Rows == nil {
 			from = blk[0]
 		}
 		nq := p - from
@@ -228,13 +229,13 @@ func (m *coral2) pass(sc scope, emit func(r, q0 int, v []float64)) {
 				}
 			}
 		})
-		if mon.err() != nil {
+		if mon.Err() != nil {
 			return
 		}
 		par.Rows(len(blk), func(i0, i1 int) {
 			for i := i0; i < i1; i++ {
 				r, row := blk[i], v[i*nq:(i+1)*nq]
-				if sc.rows == nil {
+				if sc.Rows == nil {
 					emit(r, r+1, row[r+1-from:])
 				} else {
 					emit(r, 0, row)
@@ -276,7 +277,7 @@ func trCGCH(c0, c1 float64, g, h [4]float64) float64 {
 // covariance returns the unbiased d×d covariance of m (divided by n−1) around
 // mean; for a single row, where it is undefined, it returns 0 (the
 // population covariance of one point).
-func covariance(m Matrix, mean []float64, mon *Monitor) []float64 {
+func covariance(m feat.Matrix, mean []float64, mon gram.Progress) []float64 {
 	d := m.D
 	cov := make([]float64, d*d)
 	if m.N < 2 {
@@ -286,7 +287,7 @@ func covariance(m Matrix, mean []float64, mon *Monitor) []float64 {
 	// stay small whatever n is.
 	for r0 := 0; r0 < m.N; r0 += covSlab {
 		cols := colsOf(rowSlab(m, r0, min(m.N, r0+covSlab)), mean)
-		gram.Gram(cols, cols, true, gram.Dots, progress{mon}, func(t *gram.Tile) {
+		gram.Gram(cols, cols, true, gram.Dots, mon, func(t *gram.Tile) {
 			for i := 0; i < t.NI; i++ {
 				for j := upperFrom(t, i); j < t.NJ; j++ {
 					cov[(t.I0+i)*d+t.J0+j] += t.G[i*t.LD+j]
@@ -309,8 +310,8 @@ func covariance(m Matrix, mean []float64, mon *Monitor) []float64 {
 var covSlab = 4096
 
 // rowSlab returns rows [r0, r1) of m as a Matrix sharing m's data.
-func rowSlab(m Matrix, r0, r1 int) Matrix {
-	s := Matrix{N: r1 - r0, D: m.D}
+func rowSlab(m feat.Matrix, r0, r1 int) feat.Matrix {
+	s := feat.Matrix{N: r1 - r0, D: m.D}
 	if m.F32 != nil {
 		s.F32 = m.F32[r0*m.D : r1*m.D]
 	} else {
@@ -320,10 +321,10 @@ func rowSlab(m Matrix, r0, r1 int) Matrix {
 }
 
 // quadForms returns xᵀ F x for every vector of x, F symmetric d×d.
-func quadForms(x gram.Vectors, f []float64, mon *Monitor) []float64 {
+func quadForms(x gram.Vectors, f []float64, mon gram.Progress) []float64 {
 	d := x.D
 	ps := gram.NewPartials(gram.NBlocks(d), x.N)
-	gram.Gram(x, gram.DenseRows(f, d, d), false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(x, gram.DenseRows(f, d, d), false, gram.Dots, mon, func(t *gram.Tile) {
 		row := make([]float64, d) // small next to the tile's GEMM
 		slot := ps.Slot(t.BJ)
 		for i := 0; i < t.NI; i++ {
@@ -336,10 +337,10 @@ func quadForms(x gram.Vectors, f []float64, mon *Monitor) []float64 {
 
 // timesSym returns the |x|×d row-major matrix whose row i is F x_i, F
 // symmetric d×d.
-func timesSym(x gram.Vectors, f []float64, mon *Monitor) []float64 {
+func timesSym(x gram.Vectors, f []float64, mon gram.Progress) []float64 {
 	d := x.D
 	out := make([]float64, x.N*d)
-	gram.Gram(x, gram.DenseRows(f, d, d), false, gram.Dots, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(x, gram.DenseRows(f, d, d), false, gram.Dots, mon, func(t *gram.Tile) {
 		for i := 0; i < t.NI; i++ {
 			copy(out[(t.I0+i)*d+t.J0:][:t.NJ], t.G[i*t.LD:][:t.NJ])
 		}

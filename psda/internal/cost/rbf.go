@@ -1,8 +1,9 @@
-package psda
+package cost
 
 import (
 	"slices"
 
+	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/rbf"
 	"github.com/psda-dev/psda/psda/internal/topk"
@@ -18,11 +19,11 @@ import (
 // never stored); the cross kernel is stored in the result and finished in
 // place once its row and column sums are known.
 type rbf1 struct {
-	src, tgt  Matrix
+	src, tgt  feat.Matrix
 	S, T      gram.Vectors
 	kern      *rbf.Mixture
-	deferSums bool // see newStage1Model
-	mon       *Monitor
+	deferSums bool // see NewStage1
+	mon       gram.Progress
 	// Set by a full float64 pass: the cross kernel sums by row and column.
 	rs, cs gram.Partials
 	// Set by every pass over all entries: the nearest target of each
@@ -31,15 +32,15 @@ type rbf1 struct {
 	ss, tt       []float64 // self-kernel row sums, computed once (terms)
 }
 
-func newRBF1(src, tgt Matrix, kern *rbf.Mixture, deferSums bool, mon *Monitor) *rbf1 {
+func newRBF1(src, tgt feat.Matrix, kern *rbf.Mixture, deferSums bool, mon gram.Progress) *rbf1 {
 	return &rbf1{src: src, tgt: tgt, S: rowsOf(src, nil, nil), T: rowsOf(tgt, nil, nil), kern: kern, deferSums: deferSums, mon: mon}
 }
 
-func (m *rbf1) pass(sc scope, emit func(i, j0 int, x []float64)) {
+func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	ns, nt := m.src.N, m.tgt.N
 	// Every pass over all entries finds the nearest partners (rbfErr32
 	// allows for a float32 one); the sums need float64.
-	whole := sc.rows == nil && sc.cols == nil
+	whole := sc.Rows == nil && sc.Cols == nil
 	sums := sc.full() && !m.deferSums
 	if whole {
 		m.nearS, m.nearT = topk.NewMax(ns), topk.NewMax(nt)
@@ -48,7 +49,7 @@ func (m *rbf1) pass(sc scope, emit func(i, j0 int, x []float64)) {
 		m.rs, m.cs = gram.NewPartials(gram.NBlocks(nt), ns), gram.NewPartials(gram.NBlocks(ns), nt)
 	}
 	kappa := sc.kernelRow(m.kern)
-	sc.gram(rowsOf(m.src, sc.rows, nil), rowsOf(m.tgt, sc.cols, nil), false, gram.SqDists, m.mon, func(t *gram.Tile) {
+	sc.gram(rowsOf(m.src, sc.Rows, nil), rowsOf(m.tgt, sc.Cols, nil), false, gram.SqDists, m.mon, func(t *gram.Tile) {
 		x, e := make([]float64, t.NJ), make([]float64, t.NJ)
 		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
@@ -121,9 +122,9 @@ func (m *rbf1) err32() ([]float64, []float64) {
 
 // kernelRowSums returns Σ_i' κ(x_i, x_i') for every i, from the upper tiles
 // of the symmetric self Gram matrix.
-func kernelRowSums(x gram.Vectors, kern *rbf.Mixture, mon *Monitor) []float64 {
+func kernelRowSums(x gram.Vectors, kern *rbf.Mixture, mon gram.Progress) []float64 {
 	ps := gram.NewPartials(gram.NBlocks(x.N), x.N)
-	gram.Gram(x, x, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(x, x, true, gram.SqDists, mon, func(t *gram.Tile) {
 		rsum, csum := ps.Slot(t.BJ), ps.Slot(t.BI)
 		k, e := make([]float64, t.NJ), make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
@@ -151,10 +152,10 @@ func kernelRowSums(x gram.Vectors, kern *rbf.Mixture, mon *Monitor) []float64 {
 // sums behind g and ‖δ‖²: the pairs cover every source and every target, so
 // no separate self-kernel pass is needed.
 type rbf2 struct {
-	src, tgt Matrix
-	pairs    []Pair
+	src, tgt feat.Matrix
+	pairs    []feat.Pair
 	kern     *rbf.Mixture
-	mon      *Monitor
+	mon      gram.Progress
 	p, nb    int
 	ws, wt   []float64    // 1/uses of each pair's source and target (useWeights)
 	z        gram.Vectors // z_2r = s_r, z_2r+1 = t_r
@@ -168,7 +169,7 @@ type rbf2 struct {
 	sumSS, sumST, sumTT float64
 }
 
-func newRBF2(src, tgt Matrix, kern *rbf.Mixture, pairs []Pair, mon *Monitor) *rbf2 {
+func newRBF2(src, tgt feat.Matrix, kern *rbf.Mixture, pairs []feat.Pair, mon gram.Progress) *rbf2 {
 	p := len(pairs)
 	ws, wt := useWeights(pairs, src.N, tgt.N)
 	z := gram.Vectors{N: 2 * p, D: src.D, Fill: func(r int, dst []float64) {
@@ -182,9 +183,9 @@ func newRBF2(src, tgt Matrix, kern *rbf.Mixture, pairs []Pair, mon *Monitor) *rb
 		ws: ws, wt: wt, z: z, vrr: make([]float64, p)}
 }
 
-func (m *rbf2) pass(sc scope, emit func(r, q0 int, v []float64)) {
+func (m *rbf2) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	z, kern, mon, p, nb, ws, wt, vrr := m.z, m.kern, m.mon, m.p, m.nb, m.ws, m.wt, m.vrr
-	if sc.rows != nil {
+	if sc.Rows != nil {
 		rbfPairRows(z, sc, kern, mon, emit)
 		return
 	}
@@ -296,8 +297,8 @@ func (m *rbf2) kernelSums() (ss, st, tt float64) { return m.sumSS, m.sumST, m.su
 // rbfPairRows is the partial pass of rbf2: V_rq for the pairs r of
 // sc.rows against every pair q, from the Gram matrix of their interleaved
 // vectors (z_2r = s_r, z_2r+1 = t_r) with all of z.
-func rbfPairRows(z gram.Vectors, sc scope, kern *rbf.Mixture, mon *Monitor, emit func(r, q0 int, v []float64)) {
-	sub := gram.Vectors{N: 2 * len(sc.rows), D: z.D, Fill: func(i int, dst []float64) { z.Fill(2*sc.rows[i/2]+i%2, dst) }}
+func rbfPairRows(z gram.Vectors, sc Scope, kern *rbf.Mixture, mon gram.Progress, emit func(r, q0 int, v []float64)) {
+	sub := gram.Vectors{N: 2 * len(sc.Rows), D: z.D, Fill: func(i int, dst []float64) { z.Fill(2*sc.Rows[i/2]+i%2, dst) }}
 	kappa := sc.kernelRow(kern)
 	sc.gram(sub, z, false, gram.SqDists, mon, func(t *gram.Tile) {
 		ks, kt, e := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
@@ -308,7 +309,7 @@ func rbfPairRows(z gram.Vectors, sc scope, kern *rbf.Mixture, mon *Monitor, emit
 			for qi := range out {
 				out[qi] = pairV(ks, kt, qi)
 			}
-			emit(sc.rows[t.I0/2+ri], t.J0/2, out)
+			emit(sc.Rows[t.I0/2+ri], t.J0/2, out)
 		}
 	})
 }
@@ -321,8 +322,8 @@ func pairV(ks, kt []float64, qi int) float64 {
 
 // pairKernel returns V_rq = ⟨φ(s_r) − φ(t_r), φ(s_q) − φ(t_q)⟩ for the pairs
 // pr and pq, in O(d).
-func pairKernel(src, tgt Matrix, kern *rbf.Mixture, pr, pq Pair) float64 {
-	k := func(a Matrix, i int, b Matrix, j int) float64 { return kern.Eval(sqDist(a, i, nil, b, j)) }
+func pairKernel(src, tgt feat.Matrix, kern *rbf.Mixture, pr, pq feat.Pair) float64 {
+	k := func(a feat.Matrix, i int, b feat.Matrix, j int) float64 { return kern.Eval(sqDist(a, i, nil, b, j)) }
 	return k(src, pr.S, src, pq.S) - k(src, pr.S, tgt, pq.T) - k(tgt, pr.T, src, pq.S) + k(tgt, pr.T, tgt, pq.T)
 }
 
@@ -335,9 +336,9 @@ var factorMin = 4
 // with the larger side A in order (pair r holds row r of A, every row of A
 // once) and the smaller side B at least factorMin times smaller. It returns
 // A, B and the B row of each pair.
-func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool) {
+func factorable(src, tgt feat.Matrix, pairs []feat.Pair) (a, b feat.Matrix, bIdx []int, ok bool) {
 	p := len(pairs)
-	inOrder := func(side func(Pair) int) bool {
+	inOrder := func(side func(feat.Pair) int) bool {
 		for r, pr := range pairs {
 			if side(pr) != r {
 				return false
@@ -347,18 +348,18 @@ func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool
 	}
 	bIdx = make([]int, p)
 	switch {
-	case src.N == p && tgt.N*factorMin <= p && inOrder(func(pr Pair) int { return pr.S }):
+	case src.N == p && tgt.N*factorMin <= p && inOrder(func(pr feat.Pair) int { return pr.S }):
 		for r, pr := range pairs {
 			bIdx[r] = pr.T
 		}
 		return src, tgt, bIdx, true
-	case tgt.N == p && src.N*factorMin <= p && inOrder(func(pr Pair) int { return pr.T }):
+	case tgt.N == p && src.N*factorMin <= p && inOrder(func(pr feat.Pair) int { return pr.T }):
 		for r, pr := range pairs {
 			bIdx[r] = pr.S
 		}
 		return tgt, src, bIdx, true
 	}
-	return Matrix{}, Matrix{}, nil, false
+	return feat.Matrix{}, feat.Matrix{}, nil, false
 }
 
 // rbf2Factored is rbf2 for pairs (a_r, b_{bIdx[r]}) where a covers
@@ -374,10 +375,10 @@ func factorable(src, tgt Matrix, pairs []Pair) (a, b Matrix, bIdx []int, ok bool
 // the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
 // Memory: the result plus 2·P·n_b + n_b² float64.
 type rbf2Factored struct {
-	a, b  Matrix
+	a, b  feat.Matrix
 	bIdx  []int
 	kern  *rbf.Mixture
-	mon   *Monitor
+	mon   gram.Progress
 	p, nb int
 	A, B  gram.Vectors
 	// Set by the pass: K_bb, K_ab row-major and transposed, the row sums
@@ -385,7 +386,7 @@ type rbf2Factored struct {
 	kbb, kab, kba, rowAB, colAB, rowAA []float64
 }
 
-func newRBF2Factored(a, b Matrix, bIdx []int, kern *rbf.Mixture, mon *Monitor) *rbf2Factored {
+func newRBF2Factored(a, b feat.Matrix, bIdx []int, kern *rbf.Mixture, mon gram.Progress) *rbf2Factored {
 	return &rbf2Factored{a: a, b: b, bIdx: bIdx, kern: kern, mon: mon, p: a.N, nb: b.N,
 		A: rowsOf(a, nil, nil), B: rowsOf(b, nil, nil)}
 }
@@ -393,13 +394,13 @@ func newRBF2Factored(a, b Matrix, bIdx []int, kern *rbf.Mixture, mon *Monitor) *
 // at returns V_rq: V is symmetric in the roles of the two sides, so A may
 // pose as the source.
 func (m *rbf2Factored) at(r, q int) float64 {
-	return pairKernel(m.a, m.b, m.kern, Pair{r, m.bIdx[r]}, Pair{q, m.bIdx[q]})
+	return pairKernel(m.a, m.b, m.kern, feat.Pair{S: r, T: m.bIdx[r]}, feat.Pair{S: q, T: m.bIdx[q]})
 }
 
-func (m *rbf2Factored) pass(_ scope, emit func(r, q0 int, v []float64)) {
+func (m *rbf2Factored) pass(_ Scope, emit func(r, q0 int, v []float64)) {
 	A, B, bIdx, kern, mon, p, nb := m.A, m.B, m.bIdx, m.kern, m.mon, m.p, m.nb
 	kbb := make([]float64, nb*nb)
-	gram.Gram(B, B, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(B, B, true, gram.SqDists, mon, func(t *gram.Tile) {
 		e := make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
 			j0 := upperFrom(t, i)
@@ -414,7 +415,7 @@ func (m *rbf2Factored) pass(_ scope, emit func(r, q0 int, v []float64)) {
 	// V_rq are read along rows (a strided read misses the cache per entry).
 	kab, kba := make([]float64, p*nb), make([]float64, nb*p)
 	rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
-	gram.Gram(A, B, false, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(A, B, false, gram.SqDists, mon, func(t *gram.Tile) {
 		rsum, csum := rs.Slot(t.BJ), cs.Slot(t.BI)
 		e := make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
@@ -432,7 +433,7 @@ func (m *rbf2Factored) pass(_ scope, emit func(r, q0 int, v []float64)) {
 	})
 	rowAB, colAB := rs.Total(), cs.Total()
 	pa := gram.NewPartials(gram.NBlocks(p), p)
-	gram.Gram(A, A, true, gram.SqDists, progress{mon}, func(t *gram.Tile) {
+	gram.Gram(A, A, true, gram.SqDists, mon, func(t *gram.Tile) {
 		rsum, csum := pa.Slot(t.BJ), pa.Slot(t.BI)
 		kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {

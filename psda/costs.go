@@ -1,0 +1,42 @@
+package psda
+
+import (
+	"github.com/psda-dev/psda/psda/internal/cost"
+)
+
+// This file builds the cost models of internal/cost (the paper's section
+// "Cost computation") from a Config, for the dense stages (match.go) and
+// the sparse ones (sparse1.go, sparse.go).
+
+// costSpec returns the cost model c selects.
+func (c Config) costSpec() cost.Spec {
+	switch {
+	case c.Discrepancy == CORAL:
+		return cost.Spec{Kind: cost.CORAL, K: c.BatchSize}
+	case c.Kernel == Linear:
+		return cost.Spec{Kind: cost.LinearMMD, K: c.BatchSize}
+	}
+	return cost.Spec{Kind: cost.RBFMMD, K: c.BatchSize, Gammas: c.gammas()}
+}
+
+// newStage1Model returns the split of C^st for cfg's discrepancy, its Gram
+// passes followed and cancelled by cfg.Monitor; deferSums is
+// cost.NewStage1's (Matching.sumsPending).
+func newStage1Model(src, tgt Matrix, cfg Config, deferSums bool) *cost.Stage1 {
+	return cost.NewStage1(src, tgt, cfg.costSpec(), deferSums, progress{cfg.Monitor})
+}
+
+// newStage2Model returns the split of C^MM over pairs for cfg's
+// discrepancy, its Gram passes followed and cancelled by cfg.Monitor;
+// factored allows the RBF mixture's factored model (dense path only).
+func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, factored bool) *cost.Stage2 {
+	return cost.NewStage2(src, tgt, cfg.costSpec(), pairs, factored, progress{cfg.Monitor})
+}
+
+// stage2Dense returns the dense matrix C^MM over the pairs, its size m
+// (cost.Stage2.Dense) and the model, whose sums Match reads after the pass.
+func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *cost.Stage2) {
+	md := newStage2Model(src, tgt, cfg, pairs, true)
+	c, m := md.Dense()
+	return c, m, md
+}

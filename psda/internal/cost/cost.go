@@ -1,0 +1,304 @@
+package cost
+
+import (
+	"github.com/psda-dev/psda/psda/internal/feat"
+	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/rbf"
+)
+
+// This file holds the split every model shares (Stage1, Stage2) and the
+// dense matrices built from it; the models are in linear.go, rbf.go and
+// coral.go.
+
+// Kind is a discrepancy with its kernel.
+type Kind int
+
+// The discrepancies of the paper.
+const (
+	LinearMMD Kind = iota // the MMD with the linear kernel
+	RBFMMD                // the MMD with an RBF mixture
+	CORAL                 // CORAL
+)
+
+// Spec selects a cost model.
+type Spec struct {
+	Kind Kind
+	// K is the per-domain batch size k.
+	K int
+	// Gammas is the RBF mixture's set of γ (RBFMMD only; non-empty).
+	Gammas []float64
+}
+
+// Stage1 is the paper's Stage 1 cost C^st split as
+// c_ij = (row[i] + col[j] + X_ij)·Scale, where only the cross part X needs
+// a Gram pass over all (i, j): the dense path stores X (Dense), the sparse
+// path keeps a few entries per row and column and runs the pass again to
+// price. The discrepancy's model (linear1, rbf1, coral1) computes the
+// parts.
+type Stage1 struct {
+	model  stage1Cost
+	ns, nt int
+	mon    gram.Progress
+
+	// Scale multiplies every entry.
+	Scale float64
+	// Bounded reports that Err32 holds (the model has a float32 bound and
+	// the features are float32Safe): float32 passes may then price.
+	Bounded bool
+	// DeferSums reports that the RBF mixture's kernel sums are left out of
+	// the terms (see NewStage1).
+	DeferSums bool
+}
+
+// stage1Cost is the model of one discrepancy behind Stage1; its methods
+// are Stage1's.
+type stage1Cost interface {
+	pass(sc Scope, emit func(i, j0 int, x []float64))
+	terms() (row, col []float64)
+	at(i, j int) float64
+	err32() (es, et []float64)
+}
+
+// NewStage1 returns the split of C^st over the sources src and the targets
+// tgt for the discrepancy s. mon receives the progress of its Gram passes
+// and stops them when cancelled (nil: none).
+//
+// deferSums, for the RBF mixture, leaves every kernel sum out of the
+// terms: the self-kernel sums Σ_i' κ(s_i, s_i') and Σ_j' κ(t_j, t_j'),
+// which cost a Gram pass over each domain, and the cross sums
+// Σ_j κ(s_i, t_j) and Σ_i κ(s_i, t_j), which tie the pass to float64. When
+// n_s = n_t they only shift rows and columns, so the optimal assignment is
+// the same (and the sparse path's candidate pass may run in float32); the
+// objective misses (2ΣST − ΣSS − ΣTT)/n·Scale, which Stage 2's float64
+// pass supplies (Stage2.KernelSums).
+//
+// The time complexity is that of the model's precomputation: O((n_s+n_t)·d)
+// for the MMD, O(N·d·min(N, d)) for CORAL, N = n_s+n_t (see covForm); the
+// RBF mixture's self-kernel sums wait for the first full pass.
+func NewStage1(src, tgt feat.Matrix, s Spec, deferSums bool, mon gram.Progress) *Stage1 {
+	mon = orNone(mon)
+	md := &Stage1{ns: src.N, nt: tgt.N, mon: mon, Scale: 1 / float64(s.K*s.K)}
+	switch s.Kind {
+	case CORAL:
+		md.model, md.Scale = newCoral1(src, tgt, s.K, mon), 1
+	case LinearMMD:
+		md.model, md.Bounded = newLinear1(src, tgt, mon), true
+	default:
+		md.model, md.Bounded = newRBF1(src, tgt, rbf.New(s.Gammas), deferSums, mon), true
+		md.DeferSums = deferSums
+	}
+	md.Bounded = md.Bounded && float32Safe(src, tgt)
+	return md
+}
+
+// Pass runs one Gram pass over the sources sc.Rows and targets sc.Cols and
+// calls emit(i, j0, x) with x[j] = X_{i,j0+j}, i and j indexing sc.Rows and
+// sc.Cols, for every tile row, concurrently from several goroutines (two
+// calls never share an i at the same time); x is only valid during the
+// call.
+func (md *Stage1) Pass(sc Scope, emit func(i, j0 int, x []float64)) { md.model.pass(sc, emit) }
+
+// Terms returns row and col; valid once a full pass has completed.
+func (md *Stage1) Terms() (row, col []float64) { return md.model.terms() }
+
+// At returns X_ij from the features alone, in O(d), for single entries;
+// safe for concurrent use.
+func (md *Stage1) At(i, j int) float64 { return md.model.at(i, j) }
+
+// Err32 returns es and et with |X̃_ij − X_ij| <= es[i] + et[j] for X̃ from
+// a float32 pass and X from At; call it only when md is Bounded.
+func (md *Stage1) Err32() (es, et []float64) { return md.model.err32() }
+
+// Dense returns the n_s×n_t row-major matrix C^st_ij of the paper
+// (equation after "Thus, we have" for the MMD; the Stage 1 conditional
+// covariances for CORAL), after one full pass. After a cancellation it
+// returns an unfinished matrix, which the caller discards.
+//
+// The time complexity is O(n_s·n_t·d) for the linear kernel,
+// O((n_s+n_t)²·d) for the RBF mixture (the self-kernel means are part of
+// the full cost) and O(n_s·n_t·d) for CORAL; memory is the result plus
+// O(N·n/tileSize).
+func (md *Stage1) Dense() []float64 {
+	ns, nt := md.ns, md.nt
+	c := make([]float64, ns*nt)
+	md.Pass(Scope{}, func(i, j0 int, x []float64) { copy(c[i*nt+j0:], x) })
+	if md.mon.Err() != nil {
+		return c
+	}
+	row, col := md.Terms()
+	par.Rows(ns, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			r := c[i*nt : (i+1)*nt]
+			for j, x := range r {
+				r[j] = (row[i] + col[j] + x) * md.Scale
+			}
+		}
+	})
+	return c
+}
+
+// Stage2 is the paper's Stage 2 cost C^MM over the P pairs, split as
+// c_rq = (node[r] + node[q] + Coef·V_rq)·Scale, where the cross part V
+// needs a Gram pass over all pairs; single[r]·Scale is the cost of leaving
+// pair r alone (the dummy node when P is odd). The discrepancy's model
+// (linear2, rbf2, rbf2Factored, coral2) computes the parts; CORAL's cross
+// part takes two Gram products per block of pairs (coral2).
+type Stage2 struct {
+	model stage2Cost
+	mon   gram.Progress
+
+	// P is the number of pairs, M that of the matching's nodes: P, plus a
+	// dummy node when P is odd.
+	P, M int
+	// Scale and Coef are the factors of the split.
+	Scale, Coef float64
+	// Bounded reports that Err32 holds (the model has a float32 bound and
+	// the features are float32Safe): float32 passes may then price.
+	Bounded bool
+}
+
+// stage2Cost is the model of one discrepancy behind Stage2; its methods
+// are Stage2's.
+type stage2Cost interface {
+	pass(sc Scope, emit func(r, q0 int, v []float64))
+	finish() (node, single []float64)
+	at(r, q int) float64
+	err32() []float64
+}
+
+// NewStage2 returns the split of C^MM over pairs, which may repeat a
+// source or a target but must use every source and every target at least
+// once, as Stage 1's pairs do (the RBF mixture takes the domain kernel
+// means from the pairs' own Gram matrix). factored allows the RBF mixture
+// to store the kernel against the smaller side when that saves work
+// (rbf2Factored: dense path only, it holds P·n_small values). mon receives
+// the progress of the Gram passes and stops them when cancelled (nil:
+// none).
+//
+// The time complexity is that of the model's precomputation: O(P·d) for
+// the MMD and O(P·d + N·d·min(N, d)) for CORAL, N = n_s+n_t (see covForm).
+func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, factored bool, mon gram.Progress) *Stage2 {
+	mon = orNone(mon)
+	k := s.K
+	p := len(pairs)
+	md := &Stage2{mon: mon, P: p, M: stage2Size(p), Scale: 1 / float64(k*k), Coef: 2}
+	switch s.Kind {
+	case CORAL:
+		md.model, md.Scale, md.Coef = newCoral2(src, tgt, k, pairs, mon), 1, 1
+	case LinearMMD:
+		md.model, md.Coef, md.Bounded = newLinear2(src, tgt, pairs, mon), 1, true
+	default:
+		kern := rbf.New(s.Gammas)
+		if a, b, bIdx, ok := factorable(src, tgt, pairs); ok && factored {
+			md.model = newRBF2Factored(a, b, bIdx, kern, mon)
+		} else {
+			md.model, md.Bounded = newRBF2(src, tgt, kern, pairs, mon), true
+		}
+	}
+	md.Bounded = md.Bounded && float32Safe(src, tgt)
+	return md
+}
+
+// Pass runs one Gram pass and calls emit(r, q0, v) with v[k] = V_{r,q0+k},
+// concurrently from several goroutines (two calls never share an r at the
+// same time); v is only valid during the call. A full pass (sc.Rows nil)
+// emits the upper triangle q0+k > r only; with sc.Rows it emits every q
+// (r itself included) for the pairs r of sc.Rows. sc.Cols must be nil, and
+// so must sc.Rows for the factored model (dense path only).
+func (md *Stage2) Pass(sc Scope, emit func(r, q0 int, v []float64)) { md.model.pass(sc, emit) }
+
+// Finish returns node and single; valid once a full pass has completed
+// (approximate after a float32 one).
+func (md *Stage2) Finish() (node, single []float64) { return md.model.finish() }
+
+// At returns V_rq from the features alone, in O(d), for single entries;
+// safe for concurrent use.
+func (md *Stage2) At(r, q int) float64 { return md.model.at(r, q) }
+
+// Err32 returns e with |Ṽ_rq − V_rq| <= e[r] + e[q] for Ṽ from a float32
+// pass and V from At; call it only when md is Bounded.
+func (md *Stage2) Err32() []float64 { return md.model.err32() }
+
+// KernelSums returns the sums over all pairs of the kernel sums of their
+// sources with all sources, of their sources with all targets and of their
+// targets with all targets, each weighted by 1/uses (ΣSS, ΣST and ΣTT:
+// every source and target counted once); valid once a float64 full pass
+// has completed. Only the RBF mixture's unfactored model has them (rbf2);
+// any other model panics.
+func (md *Stage2) KernelSums() (ss, st, tt float64) {
+	return md.model.(*rbf2).kernelSums()
+}
+
+// Dense returns the M×M symmetric row-major matrix C^MM_rq of the paper
+// over the pairs, and M, after one full pass. When P is odd, node M−1 is a
+// dummy pair sitting at the domain means (for the MMD w_∅ = 0; for CORAL
+// centred vectors a_∅ = b_∅ = 0), so that C(r, ∅) is the cost of leaving
+// pair r single. The diagonal is 0 (ignored by the matching). After a
+// cancellation it returns an unfinished matrix, which the caller discards.
+//
+// The time complexity is O(P²·d) for the linear kernel, O(P²·d) with a 4×
+// larger constant for the RBF mixture (the Gram matrix of the 2P paired
+// vectors) and O(P²·d) for CORAL; memory is the result plus O(P·P/tileSize)
+// for the RBF mixture.
+func (md *Stage2) Dense() ([]float64, int) {
+	m := md.M
+	c := make([]float64, m*m)
+	md.Pass(Scope{}, func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
+	if md.mon.Err() != nil {
+		return c, m
+	}
+	node, single := md.Finish()
+	finishStage2(c, m, md.P, md.Scale, func(r, q int, v float64) float64 {
+		return node[r] + node[q] + md.Coef*v
+	}, single, md.mon)
+	return c, m
+}
+
+// finishStage2 replaces every off-diagonal entry (r, q) of the first p nodes
+// by cost(r, q, entry)·scale, sets the dummy row and column (when m > p) to
+// single[r]·scale and the diagonal to 0.
+// Only the upper triangle is evaluated and then mirrored, so the result is
+// exactly symmetric.
+//
+// After mon is cancelled it does nothing: the caller discards the matrix, and
+// this pass over it would only delay the return.
+func finishStage2(c []float64, m, p int, scale float64, cost func(r, q int, v float64) float64, single []float64, mon gram.Progress) {
+	if mon.Err() != nil {
+		return
+	}
+	par.Rows(p, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			row := c[r*m : r*m+p]
+			for q := r + 1; q < p; q++ {
+				row[q] = cost(r, q, row[q]) * scale
+			}
+			row[r] = 0
+			if m > p {
+				c[r*m+p] = single[r] * scale
+			}
+		}
+	})
+	c[(m-1)*m+m-1] = 0
+	mirrorUpper(c, m)
+}
+
+// mirrorUpper copies the strict upper triangle of the m×m matrix c into its
+// lower triangle, block by block to stay in cache.
+func mirrorUpper(c []float64, m int) {
+	const b = 64
+	par.Rows((m+b-1)/b, func(b0, b1 int) {
+		for bi := b0; bi < b1; bi++ {
+			for bj := bi; bj*b < m; bj++ {
+				for r := bi * b; r < min(m, (bi+1)*b); r++ {
+					for q := max(r+1, bj*b); q < min(m, (bj+1)*b); q++ {
+						c[q*m+r] = c[r*m+q]
+					}
+				}
+			}
+		}
+	})
+}
+
+// stage2Size returns the number of nodes of the Stage 2 matching.
+func stage2Size(p int) int { return p + p%2 }
