@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import psda
-from psda import _matching, _native
+from psda import _inputs, _matching, _native
 
 from conftest import (
     COSTS,
@@ -236,8 +236,8 @@ def test_integer_and_float16_inputs(rng):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_contiguous_float_input_is_not_copied(rng, dtype):
     s = rng.normal(size=(10, 3)).astype(dtype)
-    assert _matching._as_features(s, "source") is s
-    f = _matching._as_features(np.asfortranarray(s), "source")
+    assert _inputs._as_features(s, "source") is s
+    f = _inputs._as_features(np.asfortranarray(s), "source")
     assert f.flags.c_contiguous and f.dtype == dtype
     np.testing.assert_array_equal(f, s)
 
@@ -249,7 +249,7 @@ def test_torch_tensors(rng):
     ts, tt = torch.from_numpy(s), torch.from_numpy(t)
     assert psda.match(ts, tt, batch_size=4).fingerprint == want.fingerprint
     # Zero copy for a contiguous CPU float32 tensor.
-    assert np.shares_memory(_matching._as_features(ts, "source"), s)
+    assert np.shares_memory(_inputs._as_features(ts, "source"), s)
     # requires_grad, non-contiguous, float64, bfloat16/float16.
     g = torch.from_numpy(s.copy()).requires_grad_(True)
     assert psda.match(g * 1, tt, batch_size=4).fingerprint == want.fingerprint

@@ -20,16 +20,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ._matching import (
-    DEFAULT_GAMMAS,
-    Matching,
-    _as_pair,
-    _check_batch_fits,
-    _check_bool,
-    _check_config,
-    _check_int,
-    _match_arrays,
-)
+from ._inputs import _as_pair, _check_batch_fits, _check_bool, _check_config, _check_int
+from ._matching import DEFAULT_GAMMAS, Matching, _match_arrays
 
 try:  # torch is optional: subclass its Sampler when it is there.
     from torch.utils.data import Sampler as _TorchSampler

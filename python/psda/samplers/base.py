@@ -30,7 +30,7 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .._matching import _as_pair, _check_bool, _check_int
+from .._inputs import _as_pair, _check_bool, _check_int
 from ..sampler import PairedBatchSampler, _Base, _check_ranks, _check_same_examples, _check_state_settings
 
 __all__ = ["DABatchSampler"]
