@@ -1,4 +1,8 @@
-"""Tests of psda.PairedBatchSampler with the real torch DataLoader."""
+"""Tests of psda.PairedBatchSampler with the real torch DataLoader.
+
+One file of about 600 lines: one public object, its contract as a batch
+sampler, and its state; the comparison samplers are in test_samplers.py.
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ Every sampler of psda.SAMPLERS is checked against PairedBatchSampler's contract
 with a real DataLoader (workers, mid-epoch resume, sharding, update). Each
 set-up search is checked against an independent reference on tiny inputs:
 explicit evaluation of its objective, enumeration (k-DPP inclusion
-probabilities, k-means++ seeding probabilities) or random partitions.
+probabilities, k-means++ seeding probabilities) or random partitions. One
+file of about 550 lines: the contract is shared, and each sampler's
+references are a few dozen lines.
 """
 
 import copy

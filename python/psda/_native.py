@@ -17,6 +17,10 @@ for :class:`psda.Matching`; each epoch's batches come out of
 ``Schedule.fill``. The rules (validation, defaults, the solver choice, the
 batch counts) live in Go; this module passes arguments through and turns
 Go's messages into Python exceptions.
+
+One file of about 500 lines on purpose: everything that knows the library's
+symbols, status codes and threading (cancellation, progress, the GIL) is
+here, so that no other module depends on how Go is reached.
 """
 
 from __future__ import annotations

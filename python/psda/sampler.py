@@ -10,6 +10,10 @@ The epoch's batches come from the Go core's schedule (``psda/schedule.go``):
 the matching's units (quadruplets, then single pairs) shuffled by a PCG seeded
 with (seed, epoch), cut into batches and interleaved over the ranks. Python
 only slices the filled index buffer into lists.
+
+One file of about 600 lines on purpose: it holds one object whose parts
+(construction, epochs and ranks, ``update``, ``state_dict``) share one lock
+and the same fields, and ``_SideView``, its view of one domain.
 """
 
 from __future__ import annotations
