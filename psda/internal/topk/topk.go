@@ -77,8 +77,8 @@ func newLists(n, k int, byIndex bool) *Lists {
 }
 
 // Bound returns a value that every entry item i does not hold is at least:
-// the worst kept at its last cut (+Inf before). Cheap, for the passes'
-// sinks, under i's lock.
+// the worst kept at its last cut, or in its full sorted list (+Inf
+// before). Cheap, for the passes' sinks, under i's lock.
 func (s *Lists) Bound(i int) float64 { return s.bv[i] }
 
 // worse orders the entries of item i by value, then by key.
