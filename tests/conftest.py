@@ -80,9 +80,17 @@ class CoralRef:
     def __init__(self, s, t, k):
         s, t = np.asarray(s, np.float64), np.asarray(t, np.float64)
         self.ns, self.nt, self.k = len(s), len(t), k
-        self.a, self.b = s - s.mean(0), t - t.mean(0)
+        self.a, self.b = s - self._mean(s), t - self._mean(t)
         self.Ss, self.St = self._cov(s), self._cov(t)
         self.D = self.Ss - self.St
+
+    @staticmethod
+    def _mean(x):
+        """The column means, correctly rounded (exact sums of Fractions), so
+        that identical rows centre to exactly 0."""
+        from fractions import Fraction
+
+        return np.array([float(sum(map(Fraction, col.tolist()), Fraction(0)) / len(x)) for col in x.T])
 
     @staticmethod
     def _cov(x):
