@@ -74,10 +74,11 @@ type Pricing struct {
 	// IndexTies keeps, among edges of equal reduced cost, those of smaller
 	// column (topk.NewByIndex) instead of a pseudo-random choice (topk.New),
 	// which spreads duplicated rows over distinct tied columns so that the
-	// kept edges can form a matching. For problems without duplicated rows
-	// (the dense warm start): a model that offers each row in index order
-	// then has an edge that ties the bound refused at one comparison, and
-	// on tie-heavy costs most edges tie it (BenchmarkWarmAttempt).
+	// kept edges can form a matching. A speed trade-off for the dense warm
+	// start, whose exact phase makes it correct whatever it keeps: a model
+	// that offers each row in index order then has an edge that ties the
+	// bound refused at one comparison, and on tie-heavy costs most edges
+	// tie it (BenchmarkWarmAttempt).
 	IndexTies bool
 	// MaxPasses, when positive, stops the loop after that many pricing
 	// passes whether or not the potentials hold everywhere (a warm start

@@ -58,8 +58,9 @@ func New(n, k int) *Lists { return newLists(n, k, false) }
 // the smaller index. On tie-heavy values an offer tying the bound then
 // costs a comparison instead of a hash, and when an item's offers come in
 // index order it never enters the list; but tied items keep the same
-// partners, which suits only problems without duplicated rows (the dense
-// warm start, whose candidates break ties this way too).
+// partners. That is a speed trade-off for the dense warm start, whose
+// candidates break ties this way too and whose correctness rests on the
+// exact phase: duplicated rows there only make it give up sooner.
 func NewByIndex(n, k int) *Lists { return newLists(n, k, true) }
 
 func newLists(n, k int, byIndex bool) *Lists {
@@ -244,8 +245,8 @@ func (s *Lists) Entries(i int) (t0, t1 int) {
 
 // Limit returns the value an entry must beat to enter item i's settled
 // list: the largest it keeps when the list is full, +Inf otherwise (the
-// list then holds every value offered). Every value offered and not kept is
-// at least Limit(i).
+// list then holds every finite value offered). Every value offered and not
+// kept is at least Limit(i).
 func (s *Lists) Limit(i int) float64 {
 	s.Settle(i)
 	if int(s.cnt[i]) < s.k {

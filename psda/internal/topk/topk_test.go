@@ -2,6 +2,7 @@ package topk
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -72,6 +73,41 @@ func testLists(t *testing.T, byIndex bool) {
 				}
 				if s.Limit(3) != lim || s.Limit(0) != math.Inf(1) {
 					t.Fatalf("k=%d n=%d: limit %v (empty item %v), want %v", k, n, s.Limit(3), s.Limit(0), lim)
+				}
+			}
+		}
+	}
+}
+
+// TestCopyRow copies a list half-way through its offers, offers the rest to
+// the copy, and checks it against a list that took every offer, for both
+// tie rules and for sorted and buffered lists. The rest all tie the copy's
+// bound, so that a copy without the bound's tie key keeps other entries.
+func TestCopyRow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	for trial := 0; trial < 20; trial++ {
+		for _, k := range []int{4, 20} {
+			for _, newLists := range []func(n, k int) *Lists{New, NewByIndex} {
+				const n = 300
+				whole, half, copied := newLists(2, k), newLists(2, k), newLists(2, k)
+				offer := func(l *Lists, q int, v float64) { l.Offer(1, v, int32(q), v) }
+				order := rng.Perm(n)
+				for _, q := range order[:n/2] {
+					v := float64(rng.IntN(20))
+					offer(whole, q, v)
+					offer(half, q, v)
+				}
+				copied.CopyRow(half, 1)
+				tie := half.Limit(1)
+				for _, q := range order[n/2:] {
+					offer(whole, q, tie)
+					offer(copied, q, tie)
+				}
+				got, want := map[int]float64{}, map[int]float64{}
+				copied.Each(1, func(j int, v, _ float64) { got[j] = v })
+				whole.Each(1, func(j int, v, _ float64) { want[j] = v })
+				if len(got) != k || fmt.Sprint(got) != fmt.Sprint(want) || copied.Limit(1) != whole.Limit(1) {
+					t.Fatalf("k=%d: copy kept %v (limit %v), want %v (limit %v)", k, got, copied.Limit(1), want, whole.Limit(1))
 				}
 			}
 		}
