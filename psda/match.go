@@ -208,7 +208,7 @@ func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	// The dual certificate costs one pass over c and turns "the solver says
 	// optimal" into a checked fact; a failure would be a solver bug.
-	if err := assign.Certify(c, nr, nc, sol, priceTol(c)); err != nil {
+	if err := assign.Certify(c, nr, nc, sol, assign.PriceTol(c)); err != nil {
 		return fmt.Errorf("psda: stage 1 optimality certificate failed (a bug: please report it): %w", err)
 	}
 	m.Pairs = make([]Pair, nr)
@@ -241,7 +241,7 @@ func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	// As in Stage 1, the vertex and blossom duals turn "the solver says
 	// optimal" into a checked fact in one pass over c.
 	em := &assign.ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
-	if err := assign.CertifyMatching(c, n, em, priceTol(c)); err != nil {
+	if err := assign.CertifyMatching(c, n, em, assign.PriceTol(c)); err != nil {
 		return fmt.Errorf("psda: stage 2 optimality certificate failed (a bug: please report it): %w", err)
 	}
 	m.group(pm.Mate)

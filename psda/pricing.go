@@ -1,7 +1,5 @@
 package psda
 
-import "github.com/psda-dev/psda/psda/assign"
-
 // This file holds the sparse stages' settings of the pricing loop,
 // assign.Pricing (docs/design.md, "The pricing loop"), which the dense
 // LSAP's warm start runs too. psda's side of the loop is the models
@@ -27,9 +25,6 @@ func trace(format string, args ...any) {
 		sparseTrace(format, args...)
 	}
 }
-
-// priceTol is the pricing loop's tolerance, assign.PriceTol.
-func priceTol(c []float64) float64 { return assign.PriceTol(c) }
 
 // lowerBy sets tau[i] −= e[i] + emax.
 func lowerBy(tau, e []float64, emax float64) {

@@ -218,7 +218,7 @@ func stage2Blossom(st *assign.Pricing, adj assign.Edges, sol *assign.Solution, r
 	for round := 0; ; round++ {
 		adj.Normalise()
 		g := st.Model.Graph(adj)
-		tol := priceTol(g.Cost)
+		tol := assign.PriceTol(g.Cost)
 		em, err := assign.BlossomSparse(g, &assign.BlossomStart{Y: y0, Mate: start.Mate}, hooks)
 		if err != nil {
 			return nil, err

@@ -63,7 +63,7 @@ func TestPriceBlossom(t *testing.T) {
 			if len(d.Z) == 0 {
 				t.Fatal("no blossom in the optimum's duals: the test needs Shared")
 			}
-			tol := priceTol(c)
+			tol := assign.PriceTol(c)
 			scale := 0.0
 			for _, x := range c {
 				scale = max(scale, math.Abs(x))

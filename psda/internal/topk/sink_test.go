@@ -36,12 +36,7 @@ func testSinks(t *testing.T, k int) {
 	const c = 2.0
 	skip := func(a, b int) bool { return (a*7+b)%11 == 0 }
 	for _, byIndex := range []bool{false, true} {
-		key := func(a int, j int32) uint64 { return tieKey(a, j) }
-		newLists := New
-		if byIndex {
-			key = func(_ int, j int32) uint64 { return uint64(j) }
-			newLists = NewByIndex
-		}
+		newLists, key := tieRule(byIndex)
 		for _, way := range []string{"rows", "tiles", "cols"} {
 			s := newLists(n, k)
 			row, col := s.Sinks(c, z, w, true, skip)

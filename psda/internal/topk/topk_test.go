@@ -19,14 +19,19 @@ func TestLists(t *testing.T) {
 	}
 }
 
+// tieRule returns the constructor of lists with the tie rule byIndex and,
+// written out independently of the lists' own, the key that rule orders
+// ties of item i by.
+func tieRule(byIndex bool) (func(n, k int) *Lists, func(i int, j int32) uint64) {
+	if byIndex {
+		return NewByIndex, func(_ int, j int32) uint64 { return uint64(j) }
+	}
+	return New, tieKey
+}
+
 func testLists(t *testing.T, byIndex bool) {
 	rng := rand.New(rand.NewPCG(8, 1))
-	key := func(j int32) uint64 { return tieKey(3, j) }
-	newLists := New
-	if byIndex {
-		key = func(j int32) uint64 { return uint64(j) }
-		newLists = NewByIndex
-	}
+	newLists, key := tieRule(byIndex)
 	for _, k := range []int{1, 2, 5, 64} {
 		for _, n := range []int{0, 1, k - 1, k, k + 1, 3 * k, 40 * k} {
 			type entry struct {
@@ -42,7 +47,7 @@ func testLists(t *testing.T, byIndex bool) {
 				if c := cmp.Compare(a.v, b.v); c != 0 {
 					return c
 				}
-				return cmp.Compare(key(a.j), key(b.j))
+				return cmp.Compare(key(3, a.j), key(3, b.j))
 			})
 			want = want[:min(k, n)]
 			inOrder := make([]int, n)
