@@ -155,19 +155,7 @@ func (s *sparse2) Terms() ([]float64, []float64) {
 
 func (s *sparse2) ColPot(v []float64) []float64 { return slices.Clone(v[:s.p]) }
 
-func (s *sparse2) Graph(adj assign.Edges) *assign.Graph {
-	n := s.n
-	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
-	for a, row := range adj {
-		g.Lo[a] = len(g.Col)
-		for _, e := range row {
-			g.Col = append(g.Col, e.B)
-			g.Cost = append(g.Cost, s.cost(a, int(e.B), e.X))
-		}
-		g.Hi[a] = len(g.Col)
-	}
-	return g
-}
+func (s *sparse2) Graph(adj assign.Edges) *assign.Graph { return adj.Graph(s.cost) }
 
 func (s *sparse2) PassCols(cols []int, visit func(a, b int, x float64)) {
 	// V is symmetric: the rows of cols give the edges into them.

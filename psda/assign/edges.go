@@ -51,6 +51,26 @@ func (e Edges) Has(a, b int) bool {
 	return lo < len(row) && row[lo].B == t
 }
 
+// Graph returns the sparse problem on e, one row per row of e: edge (a, b)
+// with cross part x costs cost(a, b, x). The pricing models whose graph is
+// e itself build it so (the dense warm start, psda's Stage 2).
+func (e Edges) Graph(cost func(a, b int, x float64) float64) *Graph {
+	n, m := len(e), 0
+	for _, row := range e {
+		m += len(row)
+	}
+	g := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n), Col: make([]int32, 0, m), Cost: make([]float64, 0, m)}
+	for a, row := range e {
+		g.Lo[a] = len(g.Col)
+		for _, ed := range row {
+			g.Col = append(g.Col, ed.B)
+			g.Cost = append(g.Cost, cost(a, int(ed.B), ed.X))
+		}
+		g.Hi[a] = len(g.Col)
+	}
+	return g
+}
+
 // increasing reports whether row's columns strictly increase.
 func increasing(row []Edge) bool {
 	for k := 1; k < len(row); k++ {

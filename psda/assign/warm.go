@@ -124,20 +124,7 @@ func (m *denseModel) Terms() (r, c []float64) {
 func (m *denseModel) ColPot(v []float64) []float64 { return slices.Clone(v) }
 
 func (m *denseModel) Graph(adj Edges) *Graph {
-	n, e := m.n, 0
-	for _, row := range adj {
-		e += len(row)
-	}
-	g := &Graph{N: n, Lo: make([]int, n), Hi: make([]int, n), Col: make([]int32, 0, e), Cost: make([]float64, 0, e)}
-	for i, row := range adj {
-		g.Lo[i] = len(g.Col)
-		for _, e := range row {
-			g.Col = append(g.Col, e.B)
-			g.Cost = append(g.Cost, e.X)
-		}
-		g.Hi[i] = len(g.Col)
-	}
-	return g
+	return adj.Graph(func(_, _ int, x float64) float64 { return x })
 }
 
 func (m *denseModel) Pass(sub []int, _ bool, row func(a, b0 int, xs []float64), _ func(b, a0 int, xs []float64, idx []int)) {
