@@ -315,7 +315,9 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 			r := cs*x - z[a] - w[b]
 			mu := best.Stripe(a / topk.LockBlock)
 			mu.Lock()
-			if r <= best.Bound(a) && !pr.adj.Has(a, b) {
+			// Beats before Has, as in the sinks: ties with the bound are
+			// refused without a search.
+			if best.Beats(a, r, int32(b)) && !pr.adj.Has(a, b) {
 				best.Offer(a, r, int32(b), x)
 			}
 			mu.Unlock()
