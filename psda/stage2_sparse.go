@@ -1,18 +1,8 @@
 package psda
 
-// This file is the sparse exact path (docs/method.md, "The sparse exact path"):
-// for sizes whose dense cost matrices do not fit, each stage keeps only
-// candidate edges (the sparseK cheapest of every row and column under the
-// cross part of the cost, found in one float64 Gram pass that also yields
-// the exact row and column terms), solves the assignment on them, checks
-// every other edge against the lists' thresholds, and prices the rows that
-// check cannot clear from the features in further passes, adding the
-// violators until the duals are feasible for the full problem. The
-// result is then the dense optimum, certified, and no n_s×n_t or P×P matrix
-// is ever stored: memory is O((n_s+n_t)·(d + sparseK)). This file holds
-// the two stages; the pricing loop they share is assign.Pricing (pricing.go
-// ties them to it), the cost models are internal/cost's, the candidate
-// lists internal/topk's and the edge set is assign.Edges (edges.go).
+// This file is Stage 2 on the sparse exact path (sparse.go describes the
+// path): the relaxation on candidate edges, then the exact blossom
+// algorithm priced against every dense edge.
 
 import (
 	"fmt"
@@ -28,7 +18,7 @@ import (
 )
 
 // stage2K is the number of Stage 2 candidates per row and column for
-// features of dimension d: sparseK, and three times that (Stage 1's) when
+// features of dimension d: pl.sparseK, and three times that (Stage 1's) when
 // d <= directDim, where the candidate pass costs little and 64 nearest
 // reflections −w_r miss the partners of the points at the rim of the cloud,
 // so that a seed can need several full pricing rounds (one seed of six needed
@@ -36,11 +26,11 @@ import (
 // slower, not faster, than 192 (docs/performance.md, "Design decisions and
 // the measurements behind them"; BenchmarkMatchGauss times the whole
 // matching, not this choice).
-func stage2K(d int) int {
+func (pl *plan) stage2K(d int) int {
 	if d <= gram.DirectDim {
-		return 3 * sparseK
+		return 3 * pl.sparseK
 	}
-	return sparseK
+	return pl.sparseK
 }
 
 // stage2Sparse is stage2 on the sparse path: the symmetric assignment
@@ -49,7 +39,7 @@ func stage2K(d int) int {
 // the exact blossom algorithm on the candidate graph from the relaxation's
 // halved potentials, priced against every dense edge in turn
 // (stage2Blossom).
-func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
+func (pl *plan) stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage2Costs)
 	md := newStage2Model(src, tgt, cfg, m.Pairs, false)
@@ -59,7 +49,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		adj.Add(r, q, v)
 		adj.Add(q, r, v)
 	}
-	near := topk.New(p, min(stage2K(src.D), p-1))
+	near := topk.New(p, min(pl.stage2K(src.D), p-1))
 	toRow, toCol := near.Candidates(p, p)
 	md.Pass(cost.Scope{}, func(r, q0 int, v []float64) {
 		toRow(r, q0, v)
@@ -68,7 +58,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err := mon.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 candidates: %w", err)
 	}
-	trace("stage 2: candidate pass done")
+	pl.tracef("stage 2: candidate pass done")
 	for r := 0; r < p; r++ {
 		near.Each(r, func(q int, v, _ float64) { both(r, q, v) })
 	}
@@ -88,7 +78,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	adj.Normalise()
 	st := &assign.Pricing{Model: s2, Rows: p, Cols: p, Scale: md.Scale, Coef: md.Coef, NoDiag: true, Symmetric: true,
-		TauR: tau, TauC: tau, Keep: sparseAdd, Hooks: mon.hooks(PhaseStage2Match), Trace: sparseTrace}
+		TauR: tau, TauC: tau, Keep: pl.sparseAdd, Hooks: mon.hooks(PhaseStage2Match), Trace: pl.trace}
 	if md.Bounded {
 		st.ER = md.Err32()
 		st.EC = st.ER
@@ -105,7 +95,7 @@ func stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 		return cost(r, q, md.At(r, q))
 	}
-	em, err := stage2Blossom(st, adj, sol, relax, n, p, md, s2.node, cost, oracle, mon)
+	em, err := pl.stage2Blossom(st, adj, sol, relax, n, p, md, s2.node, cost, oracle, mon)
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
@@ -197,7 +187,7 @@ func (s *sparse2) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 // thus feasible for every dense edge up to tol, tight on the matching, and
 // their objective is the certified Stage2Bound; CertifyMatchingGraph checks
 // them on the final graph.
-func stage2Blossom(st *assign.Pricing, adj assign.Edges, sol *assign.Solution, relax *assign.RowBounds, n, p int, md *cost.Stage2, node []float64,
+func (pl *plan) stage2Blossom(st *assign.Pricing, adj assign.Edges, sol *assign.Solution, relax *assign.RowBounds, n, p int, md *cost.Stage2, node []float64,
 	cost func(r, q int, v float64) float64, oracle func(r, q int) float64, mon *Monitor) (*assign.ExactMatching, error) {
 	hooks := mon.hooks(PhaseStage2Match)
 	start := assign.RelaxationStart(sol.Col4Row, sol.U, sol.V, oracle)
@@ -232,35 +222,30 @@ func stage2Blossom(st *assign.Pricing, adj assign.Edges, sol *assign.Solution, r
 			st.Screen(z, z, tail, nil)
 			rise = slices.DeleteFunc(rise, func(a int) bool { return tail[a] >= -tol })
 		}
-		if recordsHook != nil {
-			recordsHook(rec, md, adj.Has, y0, cost)
+		if pl.records != nil {
+			pl.records(rec, md, adj.Has, y0, cost)
 		}
 		price, kept := rec.split(rise, d.Y, y0, tol)
-		trace("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price, %d cleared by their records",
+		pl.tracef("stage 2 blossom round %d: %d edges, cost %.12g, %d rows to price, %d cleared by their records",
 			round, len(g.Col), em.Cost, len(price), len(kept))
 		if len(price) == 0 && len(kept) == 0 {
 			return em, nil
 		}
 		found, cross := rec.check(kept, d, adj.Has, cost, tol)
 		if len(price) > 0 {
-			f, x, err := priceBlossom(md, price, d, y0, rec, st.ER, adj.Has, cost, tol, mon)
+			f, x, err := pl.priceBlossom(md, price, d, y0, rec, st.ER, adj.Has, cost, tol, mon)
 			if err != nil {
 				return nil, err
 			}
 			found, cross = append(found, f...), append(cross, x...)
 		}
 		added := st.AddEdges(adj, found, cross)
-		trace("  %d violating edges added", added)
+		pl.tracef("  %d violating edges added", added)
 		if added == 0 {
 			return em, nil
 		}
 	}
 }
-
-// blossomBudget: a float32 blossom pricing pass recomputes at most
-// p/blossomBudget edges of a row exactly (each costs a pass over the d
-// features) before the row is priced again in float64.
-var blossomBudget = 32
 
 // priceBlossom returns the edges (r, q) outside the graph (has), r in rows,
 // whose reduced cost under the blossom duals d is below −tol, with their
@@ -269,14 +254,14 @@ var blossomBudget = 32
 // only looked up for edges negative without it. With error bounds e
 // (|Ṽ_rq − V_rq| <= e[r] + e[q] for a float32 pass, cost.Stage2.Err32)
 // the pass runs in float32, and an edge the bound cannot clear is
-// recomputed exactly (md.At); a row where more than 1/blossomBudget of the
+// recomputed exactly (md.At); a row where more than 1/pl.blossomBudget of the
 // edges need that is priced again in float64.
-func priceBlossom(md *cost.Stage2, rows []int, d *assign.MatchingDuals, y0 []float64, rec *rowRecords, e []float64,
+func (pl *plan) priceBlossom(md *cost.Stage2, rows []int, d *assign.MatchingDuals, y0 []float64, rec *rowRecords, e []float64,
 	has func(r, q int) bool, costOf func(r, q int, v float64) float64, tol float64, mon *Monitor) (found [][2]int, cross []float64, err error) {
 	p := md.P
 	cs := math.Abs(md.Coef * md.Scale)
-	budget := int32(max(p/blossomBudget, 16))
-	if blossomBudget > p {
+	budget := int32(max(p/pl.blossomBudget, 16))
+	if pl.blossomBudget > p {
 		budget = 0
 	}
 	checks := make([]int32, p) // exact recomputations per row; past budget: row handed to float64
@@ -337,10 +322,10 @@ func priceBlossom(md *cost.Stage2, rows []int, d *assign.MatchingDuals, y0 []flo
 		for _, c := range checks {
 			n += int(min(max(c, 0), budget))
 		}
-		trace("  float32 pass: %d edges recomputed exactly", n)
+		pl.tracef("  float32 pass: %d edges recomputed exactly", n)
 	}
 	if len(redo) > 0 {
-		trace("  %d rows priced again in float64", len(redo))
+		pl.tracef("  %d rows priced again in float64", len(redo))
 		price(redo, false)
 	}
 	if err := mon.err(); err != nil {
