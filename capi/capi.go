@@ -277,19 +277,26 @@ func (c *context) compute(b binding.Buffers) *failure {
 	c.res, c.sched = nil, nil
 	m, e := binding.Compute(b, c.cfg, &c.mon, c.view.Load())
 	if e != nil {
-		return fail(kindStatus[e.Kind], "%s", bindingMessage(e))
+		return fail(kindStatus(e.Kind), "%s", bindingMessage(e))
 	}
 	c.res = m
 	return nil
 }
 
-// kindStatus maps binding's kinds of failure to psda.h's status codes.
-var kindStatus = map[binding.Kind]C.int{
-	binding.Null:      errNull,
-	binding.Size:      errSize,
-	binding.Invalid:   errInvalid,
-	binding.Cancelled: errCancelled,
-	binding.Internal:  errInternal,
+// kindStatus maps binding's kinds of failure to psda.h's status codes; a
+// kind it does not know is a bug, never PSDA_OK.
+func kindStatus(k binding.Kind) C.int {
+	switch k {
+	case binding.Null:
+		return errNull
+	case binding.Size:
+		return errSize
+	case binding.Invalid:
+		return errInvalid
+	case binding.Cancelled:
+		return errCancelled
+	}
+	return errInternal
 }
 
 // bindingMessage is e's message, with the C ABI's own advice for a cancel.
