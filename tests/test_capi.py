@@ -171,3 +171,22 @@ def test_bindings_agree(dtype, ns, nt, settings):
     np.testing.assert_array_equal(quads, m.quads)
     np.testing.assert_array_equal(singles, m.singles)
     assert objectives == [m.stage1_cost, m.stage2_cost, m.stage2_bound]
+
+
+def test_every_export_is_declared():
+    """Every psda_* function the library exports is declared in psda.h, the
+    one header of the C ABI (issue 25: psda_kmeans_f64 was exported, and
+    called by the Python package through ctypes, but not declared)."""
+    import re
+
+    from psda import _native
+
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm is not on PATH (binutils)")
+    lib = Path(_native._gopy.__file__).resolve()
+    out = subprocess.run([nm, "-D", "--defined-only", str(lib)], capture_output=True, text=True, check=True).stdout
+    exported = set(re.findall(r" T (psda_\w+)$", out, re.M))
+    declared = set(re.findall(r"^int (psda_\w+)\(", (ROOT / "capi" / "psda.h").read_text(), re.M))
+    assert exported, "nm found no psda_* function in " + str(lib)
+    assert sorted(exported - declared) == []
