@@ -8,7 +8,6 @@ package capi
 import "C"
 
 import (
-	"errors"
 	"math"
 	"runtime/cgo"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/psda-dev/psda/internal/binding"
 	"github.com/psda-dev/psda/psda"
 )
 
@@ -253,76 +253,58 @@ func psda_set_gammas(h C.uintptr_t, gammas *C.double, n C.size_t) C.int {
 //export psda_compute_f32
 func psda_compute_f32(h C.uintptr_t, src *C.float, ns C.int64_t, tgt *C.float, nt C.int64_t, d C.int64_t) C.int {
 	return onContext(h, "psda_compute_f32", func(c *context) *failure {
-		c.res, c.sched = nil, nil // a failed call must not leave the previous result readable
-		s, f := view((*float32)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
-		if f != nil {
-			return f
-		}
-		t, f := view((*float32)(unsafe.Pointer(tgt)), int64(nt), int64(d), "target")
-		if f != nil {
-			return f
-		}
-		return c.compute(psda.Matrix{N: int(ns), D: int(d), F32: s}, psda.Matrix{N: int(nt), D: int(d), F32: t})
+		return c.compute(binding.Buffers{Source: unsafe.Pointer(src), Target: unsafe.Pointer(tgt),
+			NSource: int64(ns), NTarget: int64(nt), Dim: int64(d), F32: true})
 	})
 }
 
 //export psda_compute_f64
 func psda_compute_f64(h C.uintptr_t, src *C.double, ns C.int64_t, tgt *C.double, nt C.int64_t, d C.int64_t) C.int {
 	return onContext(h, "psda_compute_f64", func(c *context) *failure {
-		c.res, c.sched = nil, nil // a failed call must not leave the previous result readable
-		s, f := view((*float64)(unsafe.Pointer(src)), int64(ns), int64(d), "source")
-		if f != nil {
-			return f
-		}
-		t, f := view((*float64)(unsafe.Pointer(tgt)), int64(nt), int64(d), "target")
-		if f != nil {
-			return f
-		}
-		return c.compute(psda.Matrix{N: int(ns), D: int(d), F64: s}, psda.Matrix{N: int(nt), D: int(d), F64: t})
+		return c.compute(binding.Buffers{Source: unsafe.Pointer(src), Target: unsafe.Pointer(tgt),
+			NSource: int64(ns), NTarget: int64(nt), Dim: int64(d)})
 	})
 }
 
-// maxBytes bounds the bytes of a caller's array: no process has more
-// (amd64 and arm64 address at most 2^48 bytes), and unsafe.Slice panics
-// beyond Go's own limit, which is no smaller.
-const maxBytes = 1 << 47
+// maxBytes bounds the bytes of a caller's array (binding.MaxBytes).
+const maxBytes = binding.MaxBytes
 
-// view returns the n×d values at p, C memory, as a slice that must not
-// outlive the call; name is "source" or "target".
-func view[T float32 | float64](p *T, n, d int64, name string) ([]T, *failure) {
-	switch {
-	case p == nil:
-		return nil, fail(errNull, "psda: %s is NULL: pass the address of n_%s*dim values", name, name)
-	case n < 1:
-		return nil, fail(errSize, "psda: n_%s = %d: need at least one row", name, n)
-	case d < 1:
-		return nil, fail(errSize, "psda: dim = %d: need at least one feature column", d)
-	case n > maxBytes/int64(unsafe.Sizeof(*p))/d:
-		return nil, fail(errSize, "psda: n_%s*dim = %d*%d values: too large (over %d bytes)", name, n, d, int64(maxBytes))
-	}
-	return unsafe.Slice(p, n*d), nil
-}
-
-// compute sets c's result to the matching of src and tgt; on failure c holds
-// no result, so that a stale one is never mistaken for the new one.
-func (c *context) compute(src, tgt psda.Matrix) *failure {
-	cfg := c.cfg
-	cfg.Monitor = &c.mon
-	// The caller holds mu, so the context and its view are not freed meanwhile.
-	stop := c.mon.Mirror(c.view.Load())
-	m, err := psda.Match(src, tgt, cfg)
-	stop()
-	// A cancel that arrived after the last poll concerned this computation,
-	// which is over: it must not stop the next one.
-	c.mon.Reset()
-	if errors.Is(err, psda.ErrCancelled) {
-		return fail(errCancelled, "psda: cancelled by psda_cancel: the context holds no result and can compute again")
-	}
-	if err != nil {
-		return fail(errInvalid, "%s", err.Error())
+// compute sets c's result to the matching of b's features, computed by
+// binding.Compute, the code pyapi's Matching.Compute runs too; on failure
+// c holds no result, so that a stale one is never mistaken for the new one.
+// The caller holds mu, so the context and its view are not freed meanwhile.
+func (c *context) compute(b binding.Buffers) *failure {
+	c.res, c.sched = nil, nil
+	m, e := binding.Compute(b, c.cfg, &c.mon, c.view.Load())
+	if e != nil {
+		return fail(kindStatus(e.Kind), "%s", bindingMessage(e))
 	}
 	c.res = m
 	return nil
+}
+
+// kindStatus maps binding's kinds of failure to psda.h's status codes; a
+// kind it does not know is a bug, never PSDA_OK.
+func kindStatus(k binding.Kind) C.int {
+	switch k {
+	case binding.Null:
+		return errNull
+	case binding.Size:
+		return errSize
+	case binding.Invalid:
+		return errInvalid
+	case binding.Cancelled:
+		return errCancelled
+	}
+	return errInternal
+}
+
+// bindingMessage is e's message, with the C ABI's own advice for a cancel.
+func bindingMessage(e *binding.Error) string {
+	if e.Kind == binding.Cancelled {
+		return "psda: cancelled by psda_cancel: the context holds no result and can compute again"
+	}
+	return e.Error()
 }
 
 // result returns c's last matching.

@@ -28,14 +28,22 @@ func psda_exchange_f64(x *C.double, m, d C.int64_t, w *C.double, group, class *C
 		case historyCap < passes+1:
 			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), int64(passes)+1)
 		}
+		md, f := elems(m, d, "m*d")
+		if f != nil {
+			return f
+		}
+		gd, f := elems(g, d, "g*d")
+		if f != nil {
+			return f
+		}
 		p := &diverse.Problem{
-			X:      unsafe.Slice((*float64)(unsafe.Pointer(x)), int(m)*int(d)),
+			X:      unsafe.Slice((*float64)(unsafe.Pointer(x)), md),
 			M:      int(m),
 			D:      int(d),
 			W:      unsafe.Slice((*float64)(unsafe.Pointer(w)), int(m)),
 			Group:  unsafe.Slice((*int64)(unsafe.Pointer(group)), int(m)),
 			Class:  unsafe.Slice((*int64)(unsafe.Pointer(class)), int(m)),
-			Centre: unsafe.Slice((*float64)(unsafe.Pointer(centre)), int(g)*int(d)),
+			Centre: unsafe.Slice((*float64)(unsafe.Pointer(centre)), gd),
 			Omega:  unsafe.Slice((*float64)(unsafe.Pointer(omega)), int(g)),
 		}
 		o := diverse.Options{Sign: float64(sign), Passes: int(passes), Partners: int(partners), Seed: uint64(seed)}
@@ -55,8 +63,19 @@ func psda_kdpp_sample_f64(lam *C.double, nEig C.int64_t, v *C.double, n, k, nb C
 		case nEig < 1 || n < 1 || k < 1 || nb < 0:
 			return fail(errSize, "psda: n_eig = %d, n = %d, k = %d, nb = %d: want n_eig, n, k >= 1 and nb >= 0",
 				int64(nEig), int64(n), int64(k), int64(nb))
-		case outCap < nb*k:
-			return fail(errSize, "psda: out_cap = %d: need nb·k = %d int64 values", int64(outCap), int64(nb*k))
+		}
+		// The products are checked before use: in int64 arithmetic they
+		// can wrap to a small number that the buffers would seem to hold.
+		nv, f := elems(n, nEig, "n*n_eig")
+		if f != nil {
+			return f
+		}
+		need, f := elems(nb, k, "nb*k")
+		if f != nil {
+			return f
+		}
+		if int64(outCap) < int64(need) {
+			return fail(errSize, "psda: out_cap = %d: need nb*k = %d int64 values", int64(outCap), need)
 		}
 		var stop func() bool
 		if cancel != nil {
@@ -70,7 +89,7 @@ func psda_kdpp_sample_f64(lam *C.double, nEig C.int64_t, v *C.double, n, k, nb C
 		}
 		err := diverse.SampleKDPP(
 			unsafe.Slice((*float64)(unsafe.Pointer(lam)), int(nEig)),
-			unsafe.Slice((*float64)(unsafe.Pointer(v)), int(n)*int(nEig)),
+			unsafe.Slice((*float64)(unsafe.Pointer(v)), nv),
 			int(n), int(k), int(nb), uint64(seed),
 			unsafe.Slice((*int64)(unsafe.Pointer(out)), int(outCap)), stop, progress)
 		if errors.Is(err, diverse.ErrCancelled) {
@@ -98,8 +117,12 @@ func psda_kmeans_f64(x *C.double, m, d C.int64_t, w *C.double, group *C.int64_t,
 		case historyCap < passes+1:
 			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), int64(passes)+1)
 		}
+		md, f := elems(m, d, "m*d")
+		if f != nil {
+			return f
+		}
 		c := &diverse.Clustering{
-			X:       unsafe.Slice((*float64)(unsafe.Pointer(x)), int(m)*int(d)),
+			X:       unsafe.Slice((*float64)(unsafe.Pointer(x)), md),
 			M:       int(m),
 			D:       int(d),
 			W:       unsafe.Slice((*float64)(unsafe.Pointer(w)), int(m)),
@@ -112,6 +135,17 @@ func psda_kmeans_f64(x *C.double, m, d C.int64_t, w *C.double, group *C.int64_t,
 		h, err := diverse.WeightedKMeans(c, o)
 		return searchEnd(h, err, history, historyCap, historyLen, "weighted k-means cancelled; group holds the clustering reached")
 	})
+}
+
+// elems returns a*b, the number of 8-byte values of an array the caller
+// sized by a >= 0 and b >= 1, or a PSDA_ERR_SIZE failure naming what (the
+// product's expression, "m*d") when their bytes exceed maxBytes: checked
+// before multiplying, since the int64 product may wrap to a small number.
+func elems(a, b C.int64_t, what string) (int, *failure) {
+	if int64(a) > maxBytes/8/int64(b) {
+		return 0, fail(errSize, "psda: %s = %d*%d values: too large (over %d bytes)", what, int64(a), int64(b), int64(maxBytes))
+	}
+	return int(a) * int(b), nil
 }
 
 // searchHooks turns a caller's cancel flag and pass counter (either may be

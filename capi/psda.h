@@ -285,7 +285,9 @@ int psda_lsap_ctx_f64(psda_ctx ctx, const double *cost, int64_t nr, int64_t nc,
  * the start and after each pass, history_len their number. cancel (may be
  * NULL) is polled: a nonzero value stops the search with PSDA_ERR_CANCELLED,
  * group holding the partition reached. done (may be NULL) receives the
- * number of passes completed, for progress. O(passes m C d) for C candidates. */
+ * number of passes completed, for progress. PSDA_ERR_SIZE when m*d or g*d
+ * values would not fit in memory (also where the int64 product overflows;
+ * issue 25). O(passes m C d) for C candidates. */
 int psda_exchange_f64(const double *x, int64_t m, int64_t d, const double *w, int64_t *group, const int64_t *class_,
                       const double *centre, int64_t g, const double *omega, double sign, int64_t passes,
                       int64_t partners, uint64_t seed, double *history, int64_t history_cap, int64_t *history_len,
@@ -297,10 +299,27 @@ int psda_exchange_f64(const double *x, int64_t m, int64_t d, const double *w, in
  * row-major); Kulesza & Taskar 2011, Algorithm 1 (package psda/diverse).
  * seed seeds the draws. cancel (may be NULL) is polled after every draw
  * (PSDA_ERR_CANCELLED); done (may be NULL) receives the draws finished.
- * PSDA_ERR_INVALID when fewer than k eigenvalues are positive.
- * O(n_eig k + nb (n_eig + n k^2)). */
+ * PSDA_ERR_INVALID when fewer than k eigenvalues are positive, or when an
+ * eigenvalue is NaN, negative or +Inf or an entry of v is NaN or +-Inf (the
+ * message names the entry, "v[i]"; issue 25). PSDA_ERR_SIZE when n*n_eig or
+ * nb*k values would not fit in memory (also where the int64 product
+ * overflows) or out_cap < nb*k. O(n_eig k + nb (n_eig + n k^2)). */
 int psda_kdpp_sample_f64(const double *lam, int64_t n_eig, const double *v, int64_t n, int64_t k, int64_t nb,
                          uint64_t seed, int64_t *out, int64_t out_cap, const int32_t *cancel, int64_t *done);
+
+/* psda_kmeans_f64 improves the clustering group (m slots in [0, k), updated
+ * in place) of m rows of d features x (row-major) with weights w (finite,
+ * > 0) by weighted k-means single-row moves (Hartigan & Wong, AS 136;
+ * package psda/diverse), every cluster keeping at least min_size rows, for
+ *     SSE = sum_h sum_{i in h} w[i] || x[i] - c_h ||^2.
+ * At most passes passes; seed seeds the visiting order. history, history_len,
+ * cancel (may be NULL) and done (may be NULL) as for psda_exchange_f64.
+ * PSDA_ERR_SIZE when m*d values would not fit in memory. O(passes m k d).
+ * Declared here since ABI version 1 (issue 25: the function was exported but
+ * missing from this header). */
+int psda_kmeans_f64(const double *x, int64_t m, int64_t d, const double *w, int64_t *group, int64_t k,
+                    int64_t min_size, int64_t passes, uint64_t seed, double *history, int64_t history_cap,
+                    int64_t *history_len, const int32_t *cancel, int64_t *done);
 
 #ifdef __cplusplus
 }

@@ -5,8 +5,8 @@ import (
 )
 
 // This file builds the cost models of internal/cost (the paper's section
-// "Cost computation") from a Config, for the dense stages (match.go) and
-// the sparse ones (sparse1.go, sparse.go).
+// "Cost computation") from a Config, for the dense stages (stage1.go,
+// stage2.go) and the sparse ones (stage1_sparse.go, stage2_sparse.go).
 
 // costSpec returns the cost model c selects.
 func (c Config) costSpec() cost.Spec {

@@ -12,9 +12,10 @@
 //
 // Solvers live in the sub-package assign; this package owns the public API
 // (match.go, config.go, schedule.go, monitor.go), the plan of a matching
-// (plan.go), the two stages (dense: match.go; sparse, for sizes whose cost
-// matrices do not fit: sparse.go, with the pricing loop of pricing.go) and
-// the batch schedule. The cost models (internal/cost, built from a Config
+// (plan.go: each stage's path and the sparse path's settings), the two
+// stages on the dense path (stage1.go, stage2.go) and on the sparse path,
+// for sizes whose cost matrices do not fit (sparse.go, stage1_sparse.go,
+// stage2_sparse.go, stage2_sparse_records.go), and the batch schedule. The cost models (internal/cost, built from a Config
 // in costs.go), the Matrix and Pair types they read (internal/feat), the
 // Gram engine and its SIMD kernels (internal/gram), the RBF mixture
 // (internal/rbf), the k-best lists (internal/topk) and the parallel loops

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"runtime/debug"
 
-	"github.com/psda-dev/psda/psda/assign"
-	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
@@ -100,8 +98,9 @@ func (m *Matching) checkUnits() error {
 	return nil
 }
 
-// checkSizes validates the inputs of Match that depend on the data.
-func checkSizes(src, tgt Matrix, cfg Config) error {
+// checkSizes validates the inputs of Match that depend on the data, the
+// memory under pl.
+func (pl *plan) checkSizes(src, tgt Matrix, cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -117,7 +116,7 @@ func checkSizes(src, tgt Matrix, cfg Config) error {
 	if err := cfg.fits(src.N, tgt.N); err != nil {
 		return err
 	}
-	return checkMemory(src.N, tgt.N, src.D, cfg)
+	return pl.checkMemory(src.N, tgt.N, src.D, cfg)
 }
 
 // Match computes the PSDA matching of src and tgt: Stage 1 pairs by an exact
@@ -134,10 +133,16 @@ func checkSizes(src, tgt Matrix, cfg Config) error {
 // wrapping ErrCancelled soon after the Monitor is cancelled; a cancelled
 // Match leaves no state behind, so the next one starts afresh.
 func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
-	if err := checkSizes(src, tgt, cfg); err != nil {
+	return defaultPlan().match(src, tgt, cfg)
+}
+
+// match is Match under pl. The stages are in stage1.go and stage2.go
+// (dense) and stage1_sparse.go and stage2_sparse.go (sparse).
+func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
+	if err := pl.checkSizes(src, tgt, cfg); err != nil {
 		return nil, err
 	}
-	sparse1, sparse2 := SparseStages(src, tgt, cfg)
+	sparse1, sparse2 := pl.stages(src, tgt, cfg)
 	mon := cfg.Monitor
 	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2)
 	defer func() {
@@ -151,9 +156,9 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	// Gram pass over each domain and lets the sparse path's candidate pass
 	// run in float32.
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
-	run1 := stage1
+	run1 := pl.stage1
 	if sparse1 {
-		run1 = stage1Sparse
+		run1 = pl.stage1Sparse
 	}
 	if err := run1(src, tgt, cfg, m); err != nil {
 		return nil, err
@@ -172,9 +177,9 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	if int64(src.N)*int64(tgt.N) >= freeAbove {
 		debug.FreeOSMemory()
 	}
-	run2 := stage2
+	run2 := pl.stage2
 	if sparse2 {
-		run2 = stage2Sparse
+		run2 = pl.stage2Sparse
 	}
 	if err := run2(src, tgt, cfg, m); err != nil {
 		return nil, err
@@ -186,105 +191,3 @@ func Match(src, tgt Matrix, cfg Config) (*Matching, error) {
 // freeAbove is the number of Stage 1 cost entries from which Match returns
 // memory to the OS between the stages (a forced GC costs milliseconds).
 const freeAbove = 1 << 22
-
-// stage1 solves the paper's eqs. 3–5 with the larger side as rows, so that the
-// assignment uses every row once and spreads the rows evenly over the columns.
-func stage1(src, tgt Matrix, cfg Config, m *Matching) error {
-	cfg.Monitor.enter(PhaseStage1Costs)
-	md := newStage1Model(src, tgt, cfg, m.sumsPending)
-	c := md.Dense()
-	if err := cfg.Monitor.err(); err != nil {
-		return fmt.Errorf("psda: stage 1 costs: %w", err)
-	}
-	cfg.Monitor.enter(PhaseStage1Assign)
-	nr, nc := src.N, tgt.N
-	if tgt.N > src.N {
-		c = transpose(c, src.N, tgt.N)
-		nr, nc = tgt.N, src.N
-	}
-	sol, err := assign.ImbalancedWith(c, nr, nc, cfg.Monitor.hooks(PhaseStage1Assign))
-	if err != nil {
-		return fmt.Errorf("psda: stage 1: %w", err)
-	}
-	// The dual certificate costs one pass over c and turns "the solver says
-	// optimal" into a checked fact; a failure would be a solver bug.
-	if err := assign.Certify(c, nr, nc, sol, assign.PriceTol(c)); err != nil {
-		return fmt.Errorf("psda: stage 1 optimality certificate failed (a bug: please report it): %w", err)
-	}
-	m.Pairs = make([]Pair, nr)
-	for r, col := range sol.Col4Row {
-		if tgt.N > src.N {
-			m.Pairs[r] = Pair{S: col, T: r}
-		} else {
-			m.Pairs[r] = Pair{S: r, T: col}
-		}
-	}
-	m.Stage1Cost = sol.Cost
-	return nil
-}
-
-// stage2 groups the pairs into quadruplets. With an odd number of pairs, the
-// cost matrix carries a dummy node (a pair whose w is zero) so that the left
-// over pair is chosen optimally, not arbitrarily.
-func stage2(src, tgt Matrix, cfg Config, m *Matching) error {
-	cfg.Monitor.enter(PhaseStage2Costs)
-	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs)
-	if err := cfg.Monitor.err(); err != nil {
-		return fmt.Errorf("psda: stage 2 costs: %w", err)
-	}
-	m.addDeferred(md)
-	cfg.Monitor.enter(PhaseStage2Match)
-	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
-	if err != nil {
-		return fmt.Errorf("psda: stage 2: %w", err)
-	}
-	// As in Stage 1, the vertex and blossom duals turn "the solver says
-	// optimal" into a checked fact in one pass over c.
-	em := &assign.ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
-	if err := assign.CertifyMatching(c, n, em, assign.PriceTol(c)); err != nil {
-		return fmt.Errorf("psda: stage 2 optimality certificate failed (a bug: please report it): %w", err)
-	}
-	m.group(pm.Mate)
-	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound
-	return nil
-}
-
-// group fills Quads and Singles from a perfect matching of the pairs (and
-// the dummy node len(Pairs) when their number is odd).
-func (m *Matching) group(mate []int) {
-	p := len(m.Pairs)
-	for r, q := range mate {
-		switch {
-		case r >= p:
-		case q >= p:
-			m.Singles = append(m.Singles, r)
-		case r < q:
-			m.Quads = append(m.Quads, [2]int{r, q})
-		}
-	}
-}
-
-// addDeferred completes a Stage1Cost computed without the kernel sums
-// (cost.NewStage1's deferSums) from the sums of md's last float64 full pass: with
-// n_s = n_t = n, the terms' sums over all rows and columns are
-// 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
-// deferred terms kept 2n·nterms.
-func (m *Matching) addDeferred(md *cost.Stage2) {
-	if !m.sumsPending || md == nil {
-		return
-	}
-	ss, st, tt := md.KernelSums()
-	m.Stage1Cost += (2*st - ss - tt) / float64(md.P) * md.Scale
-	m.sumsPending = false
-}
-
-// transpose returns the nc×nr transpose of the row-major nr×nc matrix c.
-func transpose(c []float64, nr, nc int) []float64 {
-	t := make([]float64, len(c))
-	for i := 0; i < nr; i++ {
-		for j := 0; j < nc; j++ {
-			t[j*nr+i] = c[i*nc+j]
-		}
-	}
-	return t
-}

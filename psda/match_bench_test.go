@@ -12,7 +12,7 @@ import (
 // `python benchmarks/bench.py`, which runs both in one process.
 func BenchmarkStage1(b *testing.B) {
 	benchStages(b, func(src, tgt Matrix, cfg Config, _ *Matching) {
-		if err := stage1(src, tgt, cfg, &Matching{}); err != nil {
+		if err := defaultPlan().stage1(src, tgt, cfg, &Matching{}); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -21,7 +21,7 @@ func BenchmarkStage1(b *testing.B) {
 func BenchmarkStage2(b *testing.B) {
 	benchStages(b, func(src, tgt Matrix, cfg Config, m1 *Matching) {
 		m := &Matching{Pairs: m1.Pairs}
-		if err := stage2(src, tgt, cfg, m); err != nil {
+		if err := defaultPlan().stage2(src, tgt, cfg, m); err != nil {
 			b.Fatal(err)
 		}
 	})
@@ -44,7 +44,7 @@ func benchStages(b *testing.B, f func(src, tgt Matrix, cfg Config, m1 *Matching)
 			cfg.Stages = 2
 			b.Run(size+"/"+bc.name, func(b *testing.B) {
 				m1 := &Matching{}
-				if err := stage1(src, tgt, cfg, m1); err != nil {
+				if err := defaultPlan().stage1(src, tgt, cfg, m1); err != nil {
 					b.Fatal(err)
 				}
 				testref.LoopCPU(b, func() { f(src, tgt, cfg, m1) })

@@ -1,8 +1,9 @@
 package psda
 
 // This file is the plan of a Match: which path each stage takes (Config's
-// Solver rule, useSparse and lowDimSparse, in one place) and whether its
-// memory fits (checkMemory). docs/design.md explains the two paths.
+// Solver rule, useSparse and lowDimSparse, in one place), whether its
+// memory fits (checkMemory), and the settings of the sparse path, all held
+// by the plan struct. docs/design.md explains the two paths.
 
 import (
 	"bufio"
@@ -16,6 +17,44 @@ import (
 	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
 )
+
+// plan is how Match runs: the limits that choose each stage's path, the
+// memory it may count on, and the sparse path's settings. Match runs
+// defaultPlan; a test runs its own (pl.match) to pose as a smaller machine
+// or to force pricing rounds, without changing what other tests see.
+type plan struct {
+	// denseLimit is the size in bytes of the largest dense cost matrix that
+	// Auto builds; beyond it the stage goes sparse (useSparse).
+	denseLimit int64
+	// available reports the bytes a new allocation can use, or 0 where it
+	// cannot tell (availableBytes).
+	available func() int64
+	// sparseK is the number of candidate edges kept per row and per column
+	// by the first pass of Stage 2, and a third of that of Stage 1, whose
+	// nearest neighbours predict the optimal partners less well (at n =
+	// 50,000, d = 512, 64 per row left 100,000 violated edges and a second
+	// full pricing pass; at n = 20,000, 192 left 3,500 and a pass over 2% of
+	// the rows). sparseAdd is the number of edges a pricing pass keeps per
+	// row (96: clustered data can have dozens of violated edges per row
+	// after the first solve).
+	sparseK, sparseAdd int
+	// blossomBudget: a float32 blossom pricing pass recomputes at most
+	// p/blossomBudget edges of a row exactly (each costs a pass over the d
+	// features) before the row is priced again in float64 (priceBlossom).
+	blossomBudget int
+	// trace, when set (benchmarks), receives one line per sparse round.
+	trace func(format string, args ...any)
+	// records, when set (tests), sees the row records at the start of every
+	// blossom round of the sparse Stage 2 (stage2Blossom).
+	records func(rec *rowRecords, md *cost.Stage2, has func(a, b int) bool, y0 []float64,
+		cost func(a, b int, x float64) float64)
+}
+
+// defaultPlan returns the plan Match runs: the settings measured in
+// docs/performance.md, on this machine's memory.
+func defaultPlan() *plan {
+	return &plan{denseLimit: 3 << 30, available: availableBytes, sparseK: 64, sparseAdd: 96, blossomBudget: 32}
+}
 
 // denseBytes returns the peak bytes of the dense path's cost matrices:
 // Stage 1's n_s×n_t float64 matrix (twice while it is transposed, when
@@ -46,8 +85,8 @@ func stageBytes(ns, nt int) (s1, s2 int64) {
 // (MemAvailable) and what the address-space limit (RLIMIT_AS, `ulimit -v`,
 // common on clusters) leaves above the process's current size (VmSize).
 // Past either, the Go runtime cannot map memory and aborts the process.
-// A variable so tests can pose as a smaller machine.
-var availableBytes = func() int64 {
+// It is defaultPlan's available.
+func availableBytes() int64 {
 	avail := procKB("/proc/meminfo", "MemAvailable:") << 10
 	if room, ok := addressSpaceRoom(); ok && (avail <= 0 || room < avail) {
 		// room may be <= 0: the process is already at its limit.
@@ -94,9 +133,9 @@ func coralBytes(n, d int) int64 {
 // gets an error instead of the process being killed by the kernel's
 // out-of-memory handler, or aborted by the Go runtime at an address-space
 // limit, part-way through.
-func checkMemory(ns, nt, dim int, cfg Config) error {
+func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	s1, s2 := stageBytes(ns, nt)
-	sparse1, sparse2 := sparseStages(ns, nt, cfg)
+	sparse1, sparse2 := pl.sparseStages(ns, nt, cfg)
 	need := int64(0)
 	if !sparse1 {
 		need = s1
@@ -114,7 +153,7 @@ func checkMemory(ns, nt, dim int, cfg Config) error {
 		need += cb
 		what = fmt.Sprintf("its dense cost matrices and CORAL's %d×%d covariances", dim, dim)
 	}
-	avail := availableBytes()
+	avail := pl.available()
 	if avail <= 0 || need+need/8 <= avail {
 		return nil
 	}
@@ -146,38 +185,39 @@ const (
 // stage2 is false with one stage. It is the one statement of the
 // solver-choice rule (docs/design.md, "The two exact paths"): Dense and
 // Sparse force the path; Auto (or "") takes the sparse path for a stage
-// whose dense cost matrix would exceed 3 GiB (useSparse), and for the
+// whose dense cost matrix would exceed 3 GiB (plan.useSparse), and for the
 // Stage 2 of a linear-kernel MMD with at most 16 features, at least 2,000
 // pairs and at most 1% duplicated rows per domain, where it is faster
 // (lowDimSparse). cfg is not validated. Time O((n_s + n_t)·d) for the
 // duplicate count, which only that Stage 2 case needs.
 func SparseStages(src, tgt Matrix, cfg Config) (stage1, stage2 bool) {
-	stage1, stage2 = sparseStages(src.N, tgt.N, cfg)
+	return defaultPlan().stages(src, tgt, cfg)
+}
+
+// stages is SparseStages under pl.
+func (pl *plan) stages(src, tgt Matrix, cfg Config) (stage1, stage2 bool) {
+	stage1, stage2 = pl.sparseStages(src.N, tgt.N, cfg)
 	return stage1, stage2 || lowDimSparse(src, tgt, cfg)
 }
 
-// denseLimit is the size in bytes of the largest dense cost matrix that
-// Auto builds; beyond it the stage goes sparse.
-var denseLimit int64 = 3 << 30
-
 // useSparse reports whether a stage whose dense matrix takes bytes runs on
 // the sparse path.
-func useSparse(cfg Config, bytes int64) bool {
+func (pl *plan) useSparse(cfg Config, bytes int64) bool {
 	switch cfg.Solver {
 	case Dense:
 		return false
 	case Sparse:
 		return true
 	}
-	return bytes > denseLimit
+	return bytes > pl.denseLimit
 }
 
 // sparseStages is SparseStages by the sizes alone (the cost matrices'
 // bytes), without the low-dimensional Stage 2 case, which only applies
 // where the dense matrix fits: the memory plan (checkMemory) needs no more.
-func sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
+func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 	s1, s2 := stageBytes(ns, nt)
-	return useSparse(cfg, s1), cfg.Stages == 2 && useSparse(cfg, s2)
+	return pl.useSparse(cfg, s1), cfg.Stages == 2 && pl.useSparse(cfg, s2)
 }
 
 // lowDimPairs is the least number of pairs from which Auto solves the

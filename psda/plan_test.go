@@ -32,16 +32,15 @@ func TestMatchRefusesWhatCannotFit(t *testing.T) {
 	if availableBytes() <= 0 {
 		t.Skip("this system does not report available memory")
 	}
-	saved := availableBytes
-	defer func() { availableBytes = saved }()
-	availableBytes = func() int64 { return 1 << 30 } // pose as a machine with 1 GiB free
+	pl := defaultPlan()
+	pl.available = func() int64 { return 1 << 30 } // pose as a machine with 1 GiB free
 	big := Matrix{N: 20000, D: 1, F32: make([]float32, 20000)}
 	small := Matrix{N: 100, D: 1, F32: make([]float32, 100)}
-	_, err := Match(big, big, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
+	_, err := pl.match(big, big, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
 	if err == nil || !strings.Contains(err.Error(), "3.2 GB for its dense cost matrices") {
 		t.Fatalf("20000×20000 on 1 GiB: got %v, want an out-of-memory refusal", err)
 	}
-	if _, err := Match(small, small, Config{BatchSize: 2, Stages: 2, Discrepancy: MMD, Kernel: Linear}); err != nil {
+	if _, err := pl.match(small, small, Config{BatchSize: 2, Stages: 2, Discrepancy: MMD, Kernel: Linear}); err != nil {
 		t.Fatalf("100×100 refused: %v", err)
 	}
 }
@@ -50,22 +49,21 @@ func TestMatchRefusesWhatCannotFit(t *testing.T) {
 // refused instead of aborting the process; with fewer rows than features
 // there are none (cost.CORALLowRank), and n = 8, d = 16,000 runs in little memory.
 func TestMatchRefusesCoralCovariancesThatCannotFit(t *testing.T) {
-	saved := availableBytes
-	defer func() { availableBytes = saved }()
-	availableBytes = func() int64 { return 150e6 }
+	pl := defaultPlan()
+	pl.available = func() int64 { return 150e6 }
 	const n, d = 3000, 2000 // n_s+n_t > d: the dense form, 4·8·d² = 128 MB
 	x := Matrix{N: n, D: d, F32: make([]float32, n*d)}
-	_, err := Match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: CORAL, Kernel: Linear})
+	_, err := pl.match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: CORAL, Kernel: Linear})
 	if err == nil || !strings.Contains(err.Error(), "2000×2000 covariances") || !strings.Contains(err.Error(), "feature dimension") {
 		t.Fatalf("CORAL at n = %d, d = %d on 150 MB: got %v, want a refusal naming the covariances", n, d, err)
 	}
-	availableBytes = func() int64 { return 6 << 30 } // the 6 GB limit
+	pl.available = func() int64 { return 6 << 30 } // the 6 GB limit
 	const wn, wd = 8, 16000
 	w := Matrix{N: wn, D: wd, F32: make([]float32, wn*wd)}
 	for i := range w.F32 {
 		w.F32[i] = float32(i%13) - 6
 	}
-	m, err := Match(w, w, Config{BatchSize: 2, Stages: 2, Discrepancy: CORAL, Kernel: Linear})
+	m, err := pl.match(w, w, Config{BatchSize: 2, Stages: 2, Discrepancy: CORAL, Kernel: Linear})
 	if err != nil || len(m.Pairs) != wn {
 		t.Fatalf("CORAL at n = %d, d = %d: %v", wn, wd, err)
 	}
@@ -125,23 +123,23 @@ func TestSparseStages(t *testing.T) {
 		name         string
 		src, tgt     Matrix
 		cfg          Config
-		limit        int64 // denseLimit during the case
+		limit        int64 // the plan's denseLimit
 		want1, want2 bool
 	}{
-		{"auto small", small, smallT, rbf2, denseLimit, false, false},
+		{"auto small", small, smallT, rbf2, defaultPlan().denseLimit, false, false},
 		{"auto over the limit", small, smallT, rbf2, 8*300*300 - 1, true, true},
 		{"auto stage 1 over the limit only (its transpose)", gaussFeatures(200, 2, 1), gaussFeatures(300, 2, 2), rbf2, 8 * 300 * 300, true, false},
-		{"forced sparse", small, smallT, with(rbf2, func(c *Config) { c.Solver = Sparse }), denseLimit, true, true},
-		{"forced sparse, one stage", small, smallT, with(rbf2, func(c *Config) { c.Solver, c.Stages = Sparse, 1 }), denseLimit, true, false},
+		{"forced sparse", small, smallT, with(rbf2, func(c *Config) { c.Solver = Sparse }), defaultPlan().denseLimit, true, true},
+		{"forced sparse, one stage", small, smallT, with(rbf2, func(c *Config) { c.Solver, c.Stages = Sparse, 1 }), defaultPlan().denseLimit, true, false},
 		{"forced dense over the limit", small, smallT, with(rbf2, func(c *Config) { c.Solver = Dense }), 1, false, false},
-		{"auto low-dimensional linear", low, lowT, lin2, denseLimit, false, true},
-		{"low-dimensional linear, forced dense", low, lowT, with(lin2, func(c *Config) { c.Solver = Dense }), denseLimit, false, false},
+		{"auto low-dimensional linear", low, lowT, lin2, defaultPlan().denseLimit, false, true},
+		{"low-dimensional linear, forced dense", low, lowT, with(lin2, func(c *Config) { c.Solver = Dense }), defaultPlan().denseLimit, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func(l int64) { denseLimit = l }(denseLimit)
-			denseLimit = tc.limit
-			if s1, s2 := SparseStages(tc.src, tc.tgt, tc.cfg); s1 != tc.want1 || s2 != tc.want2 {
-				t.Fatalf("SparseStages = (%v, %v), want (%v, %v)", s1, s2, tc.want1, tc.want2)
+			pl := defaultPlan()
+			pl.denseLimit = tc.limit
+			if s1, s2 := pl.stages(tc.src, tc.tgt, tc.cfg); s1 != tc.want1 || s2 != tc.want2 {
+				t.Fatalf("plan.stages = (%v, %v), want (%v, %v)", s1, s2, tc.want1, tc.want2)
 			}
 		})
 	}

@@ -84,11 +84,11 @@ func TestScaleTrace(t *testing.T) {
 		t.Fatalf("PSDA_SCALE=%q: DATA is gauss or classes", spec)
 	}
 	w0, c0 := time.Now(), testref.CPUTime()
-	defer func(f func(string, ...any)) { sparseTrace = f }(sparseTrace)
-	sparseTrace = func(format string, args ...any) {
+	pl := defaultPlan()
+	pl.trace = func(format string, args ...any) {
 		fmt.Printf("%8.1f %8.1f  %s\n", time.Since(w0).Seconds(), (testref.CPUTime() - c0).Seconds(), fmt.Sprintf(format, args...))
 	}
-	m, err := Match(src, tgt, Config{BatchSize: k, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse})
+	m, err := pl.match(src, tgt, Config{BatchSize: k, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse})
 	if err != nil {
 		t.Fatal(err)
 	}

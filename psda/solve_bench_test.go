@@ -49,7 +49,7 @@ func BenchmarkSolve(b *testing.B) {
 					})
 					b.Run(name+"/stage2", func(b *testing.B) {
 						m1 := &Matching{}
-						if err := stage1(src, tgt, cfg, m1); err != nil {
+						if err := defaultPlan().stage1(src, tgt, cfg, m1); err != nil {
 							b.Fatal(err)
 						}
 						c2, m := stage2Costs(src, tgt, cfg, m1.Pairs)

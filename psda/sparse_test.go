@@ -32,8 +32,8 @@ func TestSparseEqualsDense(t *testing.T) {
 	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
 	gram.TileSize = 48
 	for _, kc := range [][2]int{{32, 32}, {2, 1}} {
-		defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
-		sparseK, sparseAdd = kc[0], kc[1]
+		pl := defaultPlan()
+		pl.sparseK, pl.sparseAdd = kc[0], kc[1]
 		for _, sh := range shapes {
 			for _, dt := range data {
 				for _, cc := range cfgs {
@@ -42,12 +42,12 @@ func TestSparseEqualsDense(t *testing.T) {
 						src, tgt := dt.feat(sh[0], dt.d, 1), dt.feat(sh[1], dt.d, 2)
 						cfg := cc.cfg
 						cfg.Solver = Dense
-						want, err := Match(src, tgt, cfg)
+						want, err := pl.match(src, tgt, cfg)
 						if err != nil {
 							t.Fatal(err)
 						}
 						cfg.Solver = Sparse
-						got, err := Match(src, tgt, cfg)
+						got, err := pl.match(src, tgt, cfg)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -60,7 +60,7 @@ func TestSparseEqualsDense(t *testing.T) {
 						}
 						// Stage 1 may have tied optima: compare Stage 2 on the dense pairs.
 						sp := &Matching{Pairs: want.Pairs}
-						if err := stage2Sparse(src, tgt, cfg, sp); err != nil {
+						if err := pl.stage2Sparse(src, tgt, cfg, sp); err != nil {
 							t.Fatal(err)
 						}
 						// Both paths are exact (blossom algorithm, certified):
@@ -78,7 +78,7 @@ func TestSparseEqualsDense(t *testing.T) {
 						// Sparse Match's Stage 2 (candidates from Stage 1's lists)
 						// against the dense Stage 2 on the same pairs.
 						dm := &Matching{Pairs: got.Pairs}
-						if err := stage2(src, tgt, cfg, dm); err != nil {
+						if err := pl.stage2(src, tgt, cfg, dm); err != nil {
 							t.Fatal(err)
 						}
 						if testref.Rel(got.Stage2Bound, dm.Stage2Bound) > 1e-9 || testref.Rel(got.Stage2Cost, dm.Stage2Cost) > 1e-9 {

@@ -22,12 +22,12 @@
 package pyapi
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"sync"
 	"unsafe"
 
+	"github.com/psda-dev/psda/internal/binding"
 	"github.com/psda-dev/psda/psda"
 )
 
@@ -99,60 +99,33 @@ func (m *Matching) Validate(nSource, nTarget int) string {
 // Compute computes the matching of the nSource×dim source and nTarget×dim
 // target features at the given addresses (float32 when f32, else float64;
 // row-major, read in place, not retained) and returns a Status code; Err
-// holds the message. The features are viewed, not copied. Time and memory
-// as psda.Match.
+// holds the message. The features are viewed, not copied. The work is
+// binding.Compute's, the code the C ABI's psda_compute_* runs too. Time and
+// memory as psda.Match.
 func (m *Matching) Compute(src uintptr, nSource int, tgt uintptr, nTarget, dim int, f32 bool) (status int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	defer func() {
-		if r := recover(); r != nil {
-			m.m, m.err = nil, fmt.Sprintf("psda: internal error computing the matching: %v (please report this bug)", r)
-			status = StatusInternal
-		}
-	}()
 	m.m, m.err = nil, ""
 	if m.bad != "" {
 		m.err = m.bad
 		return StatusInvalid
 	}
-	s, err := matrix(src, nSource, dim, f32, "source")
-	if err == nil {
-		var t psda.Matrix
-		t, err = matrix(tgt, nTarget, dim, f32, "target")
-		if err == nil {
-			cfg := m.cfg
-			cfg.Monitor = &m.mon
-			stop := m.mon.Mirror(m.view)
-			m.m, err = psda.Match(s, t, cfg)
-			stop()
-			// A cancel that arrived after the last poll concerned this
-			// computation, which is over: it must not stop the next one.
-			m.mon.Reset()
+	b := binding.Buffers{Source: pointer(src), Target: pointer(tgt),
+		NSource: int64(nSource), NTarget: int64(nTarget), Dim: int64(dim), F32: f32}
+	res, e := binding.Compute(b, m.cfg, &m.mon, m.view)
+	if e != nil {
+		m.err = e.Error()
+		switch e.Kind {
+		case binding.Cancelled:
+			m.err = "psda: matching cancelled"
+			return StatusCancelled
+		case binding.Internal:
+			return StatusInternal
 		}
-	}
-	switch {
-	case errors.Is(err, psda.ErrCancelled):
-		m.err = "psda: matching cancelled"
-		return StatusCancelled
-	case err != nil:
-		m.err = err.Error()
 		return StatusInvalid
 	}
-	m.nSource, m.nTarget = nSource, nTarget
+	m.m, m.nSource, m.nTarget = res, nSource, nTarget
 	return StatusOK
-}
-
-// matrix views n×d values at addr as a psda.Matrix; name is "source" or "target".
-func matrix(addr uintptr, n, d int, f32 bool, name string) (psda.Matrix, error) {
-	if n < 1 || d < 1 {
-		return psda.Matrix{}, fmt.Errorf("psda: %s has shape (%d, %d): need at least one row and one feature column", name, n, d)
-	}
-	if f32 {
-		v, err := view[float32](addr, n*d, name)
-		return psda.Matrix{N: n, D: d, F32: v}, err
-	}
-	v, err := view[float64](addr, n*d, name)
-	return psda.Matrix{N: n, D: d, F64: v}, err
 }
 
 // Err returns why the last construction or Compute failed, or "". It
@@ -426,9 +399,13 @@ func view[T int64 | float32 | float64](addr uintptr, n int, name string) ([]T, e
 	if addr == 0 {
 		return nil, fmt.Errorf("psda: %s has %d values but its address is NULL", name, n)
 	}
+	return unsafe.Slice((*T)(pointer(addr)), n), nil
+}
+
+// pointer returns the address addr, memory that Python owns, as a pointer.
+func pointer(addr uintptr) unsafe.Pointer {
 	// Reinterpret the uintptr's bits instead of converting it: the memory is
 	// not Go's, so the garbage collector never needs to track it, and go vet's
 	// unsafeptr check rightly flags uintptr->unsafe.Pointer conversions.
-	p := *(*unsafe.Pointer)(unsafe.Pointer(&addr))
-	return unsafe.Slice((*T)(p), n), nil
+	return *(*unsafe.Pointer)(unsafe.Pointer(&addr))
 }

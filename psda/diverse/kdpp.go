@@ -62,12 +62,19 @@ func SampleKDPP(lam []float64, v []float64, n, k, nb int, seed uint64, out []int
 		return fmt.Errorf("diverse: out has %d values, want nb·k = %d", len(out), nb*k)
 	}
 	pos := 0
-	for _, l := range lam {
-		if l < 0 || math.IsNaN(l) {
-			return fmt.Errorf("diverse: eigenvalue %g: want >= 0", l)
+	for m, l := range lam {
+		if !(l >= 0) || math.IsInf(l, 1) {
+			return fmt.Errorf("diverse: lam[%d] = %g: the eigenvalues must be finite and >= 0", m, l)
 		}
 		if l > 0 {
 			pos++
+		}
+	}
+	// A NaN or Inf in v would turn the row probabilities into NaN, and the
+	// draws into whatever the comparisons with NaN pick (issue 25).
+	for i, x := range v {
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("diverse: v[%d] = %g (row %d, eigenvector %d): the eigenvectors must be finite", i, x, i/N, i%N)
 		}
 	}
 	if pos < k {

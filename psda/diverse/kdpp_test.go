@@ -3,6 +3,7 @@ package diverse
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"gonum.org/v1/gonum/mat"
@@ -106,5 +107,33 @@ func BenchmarkSampleKDPP(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSampleKDPPRefuses checks that non-finite eigenvalues and eigenvectors
+// are refused with a message naming the entry (issue 25: a NaN in v was
+// accepted and gave draws decided by comparisons with NaN).
+func TestSampleKDPPRefuses(t *testing.T) {
+	lam, v := []float64{1, 2}, []float64{1, 0, 0, 1}
+	with := func(s []float64, i int, x float64) []float64 {
+		s = append([]float64(nil), s...)
+		s[i] = x
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		lam, v []float64
+		want   string
+	}{
+		{"NaN in v", lam, with(v, 2, math.NaN()), "v[2] = NaN (row 1, eigenvector 0)"},
+		{"-Inf in v", lam, with(v, 1, math.Inf(-1)), "v[1] = -Inf"},
+		{"+Inf eigenvalue", with(lam, 1, math.Inf(1)), v, "lam[1] = +Inf"},
+		{"NaN eigenvalue", with(lam, 0, math.NaN()), v, "lam[0] = NaN"},
+		{"negative eigenvalue", with(lam, 0, -1), v, "lam[0] = -1"},
+	} {
+		err := SampleKDPP(tc.lam, tc.v, 2, 1, 3, 0, make([]int64, 3), nil, nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want it to mention %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -62,6 +62,57 @@ static double lcg(unsigned *st) {
     return (double)((*st >> 8) & 0xffff) / 65536.0;
 }
 
+/* last_error_has reports whether the global last-error message contains
+ * want (the calls without a context record theirs there). */
+static int last_error_has(const char *want) {
+    char msg[512];
+    return psda_last_error(0, msg, sizeof msg) == PSDA_OK && strstr(msg, want) != NULL;
+}
+
+/* test_hostile_searches calls the comparison samplers' searches with sizes
+ * whose product overflows (PSDA_ERR_SIZE, as psda.h promises for sizes, not
+ * an internal error) and with non-finite eigenvectors (PSDA_ERR_INVALID, the
+ * message naming v); issue 25. */
+static void test_hostile_searches(void) {
+    double lam[2] = {1, 2}, v[4] = {1, 0, 0, 1}, hist[4];
+    int64_t out[8], n_hist = 0;
+    const int64_t big = (int64_t)1 << 62;
+
+    /* n * n_eig = 2^64 wraps to 0 in int64 arithmetic. */
+    WANT(psda_kdpp_sample_f64(lam, 4, v, big, 1, 1, 0, out, 8, NULL, NULL), PSDA_ERR_SIZE);
+    CHECK(last_error_has("n*n_eig"), "kdpp: the message does not name n*n_eig");
+    WANT(psda_kdpp_sample_f64(lam, 2, v, INT64_MAX, 1, 1, 0, out, 8, NULL, NULL), PSDA_ERR_SIZE);
+    /* nb * k = 2^64 wraps to 0, which out_cap = 8 would satisfy. */
+    WANT(psda_kdpp_sample_f64(lam, 2, v, 2, 4, big, 0, out, 8, NULL, NULL), PSDA_ERR_SIZE);
+    CHECK(last_error_has("nb*k"), "kdpp: the message does not name nb*k");
+    WANT(psda_kdpp_sample_f64(lam, 2, v, 2, INT64_MAX, INT64_MAX, 0, out, 8, NULL, NULL), PSDA_ERR_SIZE);
+    /* Non-finite eigenvectors are refused, naming v. */
+    double vnan[4] = {1, 0, NAN, 1}, vinf[4] = {1, -INFINITY, 0, 1}, laminf[2] = {1, INFINITY};
+    WANT(psda_kdpp_sample_f64(lam, 2, vnan, 2, 1, 2, 0, out, 8, NULL, NULL), PSDA_ERR_INVALID);
+    CHECK(last_error_has("v[2]"), "kdpp: the message does not name v[2]");
+    WANT(psda_kdpp_sample_f64(lam, 2, vinf, 2, 1, 2, 0, out, 8, NULL, NULL), PSDA_ERR_INVALID);
+    CHECK(last_error_has("v[1]"), "kdpp: the message does not name v[1]");
+    WANT(psda_kdpp_sample_f64(laminf, 2, v, 2, 1, 2, 0, out, 8, NULL, NULL), PSDA_ERR_INVALID);
+    CHECK(last_error_has("lam[1]"), "kdpp: the message does not name lam[1]");
+    WANT(psda_kdpp_sample_f64(lam, 2, v, 2, 1, 2, 0, out, 8, NULL, NULL), PSDA_OK);
+
+    /* The other searches' size products: m*d and g*d. */
+    double x[4] = {0, 1, 2, 3}, w[2] = {1, 1}, centre[2] = {0, 0}, omega[1] = {1};
+    int64_t group[2] = {0, 0}, class_[2] = {0, 0};
+    WANT(psda_exchange_f64(x, big, 4, w, group, class_, centre, 1, omega, 1, 1, 0, 0, hist, 4, &n_hist, NULL, NULL),
+         PSDA_ERR_SIZE);
+    CHECK(last_error_has("m*d"), "exchange: the message does not name m*d");
+    WANT(psda_exchange_f64(x, 2, big, w, group, class_, centre, 4, omega, 1, 1, 0, 0, hist, 4, &n_hist, NULL, NULL),
+         PSDA_ERR_SIZE);
+    WANT(psda_exchange_f64(x, 2, 2, w, group, class_, centre, INT64_MAX, omega, 1, 1, 0, 0, hist, 4, &n_hist, NULL,
+                           NULL),
+         PSDA_ERR_SIZE);
+    CHECK(last_error_has("g*d"), "exchange: the message does not name g*d");
+    WANT(psda_kmeans_f64(x, big, 4, w, group, 1, 1, 1, 0, hist, 4, &n_hist, NULL, NULL), PSDA_ERR_SIZE);
+    CHECK(last_error_has("m*d"), "kmeans: the message does not name m*d");
+    WANT(psda_kmeans_f64(x, 2, 2, w, group, 1, 1, 1, 0, hist, 4, &n_hist, NULL, NULL), PSDA_OK);
+}
+
 /* test_hostile_arguments calls each entry point with NULLs, zero, negative
  * and overflowing sizes, special values and bad strings. */
 static void test_hostile_arguments(void) {
@@ -209,6 +260,8 @@ static void test_hostile_arguments(void) {
     WANT(psda_lsap_f64(infc, 2, 3, col, 4, &obj), PSDA_ERR_INFEASIBLE);
     double bigc[6] = {1e308, -1e308, 1e308, -1e308, 1e308, -1e308};
     STATUS(psda_lsap_f64(bigc, 2, 3, col, 4, &obj));
+
+    test_hostile_searches();
 
     WANT(psda_ctx_free(ctx), PSDA_OK);
     WANT(psda_ctx_free(ctx), PSDA_ERR_HANDLE);

@@ -40,11 +40,6 @@ import (
 // against the former heuristic"), so the records clear nearly every row
 // and the blossom rounds need almost no pass.
 
-// recordsHook, when set (tests), sees the records at the start of every
-// blossom round.
-var recordsHook func(rec *rowRecords, md *cost.Stage2, has func(a, b int) bool, y0 []float64,
-	cost func(a, b int, x float64) float64)
-
 // rowRecords are the rows' records (see the file comment).
 type rowRecords struct {
 	kept *topk.Lists // per row: its edges of least s0, with exact cross parts (aux)

@@ -108,12 +108,12 @@ func TestPriceBlossom(t *testing.T) {
 				name string
 				e    []float64
 			}{{"float64", nil}, {"float32", e}, {"float32 redo", e}} {
+				pl := defaultPlan()
 				if run.name == "float32 redo" {
-					defer func(b int) { blossomBudget = b }(blossomBudget)
-					blossomBudget = 1 << 30 // 1/2^30 of a row: every row with a violator goes to float64
+					pl.blossomBudget = 1 << 30 // 1/2^30 of a row: every row with a violator goes to float64
 				}
 				rec := newRowRecords(make([]float64, p), topk.New(p, 16))
-				found, cross, err := priceBlossom(md, rows, d, y0, rec, run.e, has, cost, tol, nil)
+				found, cross, err := pl.priceBlossom(md, rows, d, y0, rec, run.e, has, cost, tol, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -175,14 +175,11 @@ func checkRecords(t *testing.T, name string, rec *rowRecords, rows []int, md *co
 // s0 of every edge of the row outside the graph and its kept list, computed
 // exactly, and that Match's result is still certified.
 func TestRowRecords(t *testing.T) {
-	defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
-	sparseK, sparseAdd = 4, 8
+	pl := defaultPlan()
+	pl.sparseK, pl.sparseAdd = 4, 8
 	checked := 0
-	defer func(h func(*rowRecords, *cost.Stage2, func(a, b int) bool, []float64, func(a, b int, x float64) float64)) {
-		recordsHook = h
-	}(recordsHook)
 	var fail error
-	recordsHook = func(rec *rowRecords, md *cost.Stage2, has func(a, b int) bool, y0 []float64, cost func(a, b int, x float64) float64) {
+	pl.records = func(rec *rowRecords, md *cost.Stage2, has func(a, b int) bool, y0 []float64, cost func(a, b int, x float64) float64) {
 		p := md.P
 		scale := 0.0
 		for a := 0; a < p; a++ {
@@ -228,7 +225,7 @@ func TestRowRecords(t *testing.T) {
 				} else {
 					src, tgt = gaussFeatures(300, 5, seed), gaussFeatures(260, 5, seed+10)
 				}
-				m, err := Match(src, tgt, tc.cfg)
+				m, err := pl.match(src, tgt, tc.cfg)
 				if err != nil {
 					t.Fatalf("%s/%s/%d: %v", tc.name, data, seed, err)
 				}

@@ -16,7 +16,7 @@ import (
 // square model of eqs. 3–5, the larger side as rows, q or q+1 copies of each
 // column and dummy rows on the extra copies), solved on candidate edges and
 // certified against every dense edge by pricing passes.
-func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
+func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg, m.sumsPending)
@@ -27,7 +27,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// decisions and the measurements behind them").
 	f32 := md.DeferSums && md.Bounded
 	ns, nt := src.N, tgt.N
-	rows, cols := topk.New(ns, min(3*sparseK, nt)), topk.New(nt, min(3*sparseK, ns))
+	rows, cols := topk.New(ns, min(3*pl.sparseK, nt)), topk.New(nt, min(3*pl.sparseK, ns))
 	toRow, _ := rows.Candidates(ns, nt)
 	_, toCol := cols.Candidates(nt, ns)
 	md.Pass(cost.Scope{F32: f32}, func(i, j0 int, x []float64) {
@@ -48,7 +48,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		lowerBy(tauS, es, slices.Max(et))
 		lowerBy(tauT, et, slices.Max(es))
 	}
-	trace("stage 1: candidate pass done")
+	pl.tracef("stage 1: candidate pass done")
 	mon.enter(PhaseStage1Assign)
 	// Solver rows a are the larger side, solver columns b the smaller.
 	tr := nt > ns
@@ -97,7 +97,7 @@ func stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	st := &assign.Pricing{Model: s1, Rows: nl, Cols: nsm, Scale: md.Scale, Coef: 1,
-		TauR: tauR, TauC: tauC, Keep: sparseAdd, Hooks: mon.hooks(PhaseStage1Assign), Trace: sparseTrace}
+		TauR: tauR, TauC: tauC, Keep: pl.sparseAdd, Hooks: mon.hooks(PhaseStage1Assign), Trace: pl.trace}
 	if md.Bounded {
 		st.ER, st.EC = es, et
 		if tr {

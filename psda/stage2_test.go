@@ -43,11 +43,10 @@ func bruteStage2(c []float64, m int) float64 {
 // exhaustive enumeration over C^MM for P <= 12 pairs, odd P (one pair left
 // single) included, and that its bound equals its cost up to rounding.
 func TestStage2Brute(t *testing.T) {
-	defer func(k, a int) { sparseK, sparseAdd = k, a }(sparseK, sparseAdd)
-	sparseK, sparseAdd = 1, 1
+	pl := defaultPlan()
+	pl.sparseK, pl.sparseAdd = 1, 1
 	added, cleared := 0, 0
-	defer func(f func(string, ...any)) { sparseTrace = f }(sparseTrace)
-	sparseTrace = func(format string, args ...any) {
+	pl.trace = func(format string, args ...any) {
 		if format == "  %d violating edges added" {
 			added += args[0].(int)
 		}
@@ -79,12 +78,12 @@ func TestStage2Brute(t *testing.T) {
 							cfg := cc.cfg
 							cfg.BatchSize = min(cfg.BatchSize, p)
 							m1 := &Matching{}
-							if err := stage1(src, tgt, cfg, m1); err != nil {
+							if err := pl.stage1(src, tgt, cfg, m1); err != nil {
 								t.Fatal(err)
 							}
 							c, m := stage2Costs(src, tgt, cfg, m1.Pairs)
 							want := bruteStage2(c, m)
-							for _, run := range []func(src, tgt Matrix, cfg Config, m *Matching) error{stage2, stage2Sparse} {
+							for _, run := range []func(src, tgt Matrix, cfg Config, m *Matching) error{pl.stage2, pl.stage2Sparse} {
 								got := &Matching{Pairs: m1.Pairs}
 								if err := run(src, tgt, cfg, got); err != nil {
 									t.Fatal(name, err)

@@ -1,0 +1,58 @@
+package psda
+
+import (
+	"fmt"
+
+	"github.com/psda-dev/psda/psda/assign"
+)
+
+// This file is Stage 1 on the dense path: the paper's eqs. 3–5 as one
+// capacitated assignment on the full n_s×n_t cost matrix
+// (stage1_sparse.go is the sparse path's).
+
+// stage1 solves the paper's eqs. 3–5 with the larger side as rows, so that the
+// assignment uses every row once and spreads the rows evenly over the columns.
+func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
+	cfg.Monitor.enter(PhaseStage1Costs)
+	md := newStage1Model(src, tgt, cfg, m.sumsPending)
+	c := md.Dense()
+	if err := cfg.Monitor.err(); err != nil {
+		return fmt.Errorf("psda: stage 1 costs: %w", err)
+	}
+	cfg.Monitor.enter(PhaseStage1Assign)
+	nr, nc := src.N, tgt.N
+	if tgt.N > src.N {
+		c = transpose(c, src.N, tgt.N)
+		nr, nc = tgt.N, src.N
+	}
+	sol, err := assign.ImbalancedWith(c, nr, nc, cfg.Monitor.hooks(PhaseStage1Assign))
+	if err != nil {
+		return fmt.Errorf("psda: stage 1: %w", err)
+	}
+	// The dual certificate costs one pass over c and turns "the solver says
+	// optimal" into a checked fact; a failure would be a solver bug.
+	if err := assign.Certify(c, nr, nc, sol, assign.PriceTol(c)); err != nil {
+		return fmt.Errorf("psda: stage 1 optimality certificate failed (a bug: please report it): %w", err)
+	}
+	m.Pairs = make([]Pair, nr)
+	for r, col := range sol.Col4Row {
+		if tgt.N > src.N {
+			m.Pairs[r] = Pair{S: col, T: r}
+		} else {
+			m.Pairs[r] = Pair{S: r, T: col}
+		}
+	}
+	m.Stage1Cost = sol.Cost
+	return nil
+}
+
+// transpose returns the nc×nr transpose of the row-major nr×nc matrix c.
+func transpose(c []float64, nr, nc int) []float64 {
+	t := make([]float64, len(c))
+	for i := 0; i < nr; i++ {
+		for j := 0; j < nc; j++ {
+			t[j*nr+i] = c[i*nc+j]
+		}
+	}
+	return t
+}

@@ -1,0 +1,68 @@
+package psda
+
+import (
+	"fmt"
+
+	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/cost"
+)
+
+// This file is Stage 2 on the dense path: a minimum-weight perfect
+// matching of the pairs on the full P×P cost matrix, and the two steps
+// both paths end with, group and addDeferred (stage2_sparse.go is the
+// sparse path's).
+
+// stage2 groups the pairs into quadruplets. With an odd number of pairs, the
+// cost matrix carries a dummy node (a pair whose w is zero) so that the left
+// over pair is chosen optimally, not arbitrarily.
+func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
+	cfg.Monitor.enter(PhaseStage2Costs)
+	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs)
+	if err := cfg.Monitor.err(); err != nil {
+		return fmt.Errorf("psda: stage 2 costs: %w", err)
+	}
+	m.addDeferred(md)
+	cfg.Monitor.enter(PhaseStage2Match)
+	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
+	if err != nil {
+		return fmt.Errorf("psda: stage 2: %w", err)
+	}
+	// As in Stage 1, the vertex and blossom duals turn "the solver says
+	// optimal" into a checked fact in one pass over c.
+	em := &assign.ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
+	if err := assign.CertifyMatching(c, n, em, assign.PriceTol(c)); err != nil {
+		return fmt.Errorf("psda: stage 2 optimality certificate failed (a bug: please report it): %w", err)
+	}
+	m.group(pm.Mate)
+	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound
+	return nil
+}
+
+// group fills Quads and Singles from a perfect matching of the pairs (and
+// the dummy node len(Pairs) when their number is odd).
+func (m *Matching) group(mate []int) {
+	p := len(m.Pairs)
+	for r, q := range mate {
+		switch {
+		case r >= p:
+		case q >= p:
+			m.Singles = append(m.Singles, r)
+		case r < q:
+			m.Quads = append(m.Quads, [2]int{r, q})
+		}
+	}
+}
+
+// addDeferred completes a Stage1Cost computed without the kernel sums
+// (cost.NewStage1's deferSums) from the sums of md's last float64 full pass: with
+// n_s = n_t = n, the terms' sums over all rows and columns are
+// 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
+// deferred terms kept 2n·nterms.
+func (m *Matching) addDeferred(md *cost.Stage2) {
+	if !m.sumsPending || md == nil {
+		return
+	}
+	ss, st, tt := md.KernelSums()
+	m.Stage1Cost += (2*st - ss - tt) / float64(md.P) * md.Scale
+	m.sumsPending = false
+}
