@@ -4,6 +4,13 @@ Each follows the docstring of the psda.samplers function it mirrors, with
 NumPy's generator for the visiting order, so it agrees with the Go search in
 objective (not visit by visit). They were the ``engine="numpy"`` paths of
 psda.samplers; they live here, where only tests use them.
+
+Example:
+    >>> import numpy as np
+    >>> g, h = weighted_kmeans(np.array([[0.0], [0.1], [5.0], [5.1]]), np.ones(4), np.array([0, 1, 0, 1]), 2, 1,
+    ...                        rng=np.random.default_rng(0))
+    >>> g.tolist()
+    [0, 0, 1, 1]
 """
 
 from __future__ import annotations
@@ -18,12 +25,7 @@ from psda.samplers.kmeans import _check, sse
 def exchange(X: np.ndarray, w: np.ndarray, group: np.ndarray, cls: np.ndarray, centre: np.ndarray,
              omega: np.ndarray, *, sign: float = 1.0, passes: int = 10, partners: Optional[int] = None,
              rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None) -> Tuple[np.ndarray, List[float]]:
-    """Runs the exchange search; returns (group, history of F: the start and after each pass).
-
-    ``engine="go"`` (the default "auto" when the compiled core has it) runs
-    the Go core's psda/diverse.Exchange: the same search with the Go
-    generator's visiting order, Ctrl-C and per-pass progress; "numpy" runs the
-    reference implementation below.
+    """psda.samplers.exchange.exchange in NumPy: returns (group, history of F: the start and after each pass).
 
     Args:
         X: (m, D) slot features. w: (m,) slot weights. group: (m,) initial
@@ -91,65 +93,6 @@ def weighted_kmeans(X: np.ndarray, w: np.ndarray, group: np.ndarray, k: int, min
     w = np.asarray(w, dtype=np.float64)
     group = np.array(group, dtype=np.int64)
     _check(X, w, group, k, min_size)
-    W = np.bincount(group, weights=w, minlength=k)
-    S = np.zeros((k, X.shape[1]))
-    np.add.at(S, group, w[:, None] * X)
-    C = S / np.where(W > 0, W, 1.0)[:, None]
-    return float((w * ((X - C[group]) ** 2).sum(1)).sum())
-
-
-def _check(X, w, group, k, min_size):
-    m = len(X)
-    if not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"k = {k!r}: want an int >= 1 (clusters)")
-    if not isinstance(min_size, (int, np.integer)) or not 1 <= min_size <= m // k:
-        raise ValueError(f"min_size = {min_size!r}: want 1 <= min_size <= m // k = {m // k} ({m} rows, {k} clusters)")
-    if w.shape != (m,) or not np.all(np.isfinite(w)) or np.any(w <= 0):
-        raise ValueError("w: want one finite weight > 0 per row")
-    if group.shape != (m,) or group.min() < 0 or group.max() >= k:
-        raise ValueError(f"group: want one cluster in [0, {k}) per row")
-    small = np.flatnonzero(np.bincount(group, minlength=k) < min_size)
-    if len(small):
-        raise ValueError(f"group: cluster {int(small[0])} starts with fewer than min_size = {min_size} rows")
-
-
-def weighted_kmeans(X: np.ndarray, w: np.ndarray, group: np.ndarray, k: int, min_size: int, *, passes: int = 20,
-                    rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None,
-                    engine: str = "auto") -> Tuple[np.ndarray, List[float]]:
-    """Minimises (3) by the moves (4) from ``group``; returns (group, SSE at the start and after each pass).
-
-    Args:
-        X: (m, D) features phi. w: (m,) weights > 0. group: (m,) starting
-            clusters in [0, k), each with at least min_size rows (not modified).
-        k: clusters. min_size: the fewest rows a cluster may hold.
-        passes: most passes over the rows (a pass that moves nothing ends the search).
-        rng: the generator for the visiting order (and the Go core's seed).
-        on_pass: called with (pass, SSE) after each pass (the Go core reports NaN
-            for SSE while it runs: the history holds the values).
-        engine: "auto" (the Go core when built), "go" or "numpy".
-
-    Example:
-        >>> import numpy as np
-        >>> x = np.array([[0.0], [0.1], [0.2], [5.0], [5.1], [9.0]])
-        >>> g, h = weighted_kmeans(x, np.ones(6), np.array([0, 1, 0, 1, 0, 1]), 2, 2,
-        ...                        rng=np.random.default_rng(0), engine="numpy")
-        >>> g.tolist(), h[-1] < h[0]
-        ([0, 0, 0, 1, 1, 1], True)
-    """
-    if engine not in ("auto", "go", "numpy"):
-        raise ValueError(f"engine = {engine!r}: want 'auto', 'go' or 'numpy'")
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    group = np.array(group, dtype=np.int64)
-    _check(X, w, group, k, min_size)
-    if engine != "numpy":
-        from . import _core
-
-        if _core.available("psda_kmeans_f64"):
-            return _core.kmeans(X, w, group, k, min_size, passes=passes, seed=int(rng.integers(1 << 63)),
-                                on_pass=on_pass)
-        if engine == "go":
-            raise RuntimeError("engine = 'go': the compiled psda core has no psda_kmeans_f64; rebuild psda")
     W = np.bincount(group, weights=w, minlength=k)
     S = np.zeros((k, X.shape[1]))
     np.add.at(S, group, w[:, None] * X)

@@ -25,11 +25,12 @@ here, so that no other module depends on how Go is reached.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
 import threading
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -376,6 +377,23 @@ def _phase_name(phase: int) -> str:
     return PHASES[phase] if 0 <= phase < len(PHASES) else str(phase)
 
 
+# Events that cancel the Go work run by a given thread (cancel_when): how a
+# thread other than the waiting one (psda.refresh's wait(), on Ctrl-C) stops it.
+_CANCEL_EVENTS: Dict[int, threading.Event] = {}
+
+
+@contextlib.contextmanager
+def cancel_when(event: threading.Event) -> Iterator[None]:
+    """Within the block, Go work this thread runs (match, the searches, assignment) is
+    cancelled, raising KeyboardInterrupt here, within _POLL seconds of event being set."""
+    me = threading.get_ident()
+    _CANCEL_EVENTS[me] = event
+    try:
+        yield
+    finally:
+        _CANCEL_EVENTS.pop(me, None)
+
+
 def _run(call: Callable[[], int], cancel: Callable[[], Any], read: Optional[Callable[[], Tuple[int, int, str]]] = None,
          progress: Optional[Callable[[int, int, str], None]] = None) -> int:  # fmt: skip
     """Run call() in a worker thread, the GIL released by the binding; see match.
@@ -390,11 +408,14 @@ def _run(call: Callable[[], int], cancel: Callable[[], Any], read: Optional[Call
         out["status"] = call()
 
     worker = threading.Thread(target=work, name="psda-match", daemon=True)
+    stop = _CANCEL_EVENTS.get(threading.get_ident())
     worker.start()
     last = None
     try:
         while worker.is_alive():
             worker.join(_POLL)
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt  # cancel_when's event: handled as Ctrl-C
             if read is not None:
                 now = read()
                 if now != last and (worker.is_alive() or now[0] == now[1]):
@@ -404,6 +425,11 @@ def _run(call: Callable[[], int], cancel: Callable[[], Any], read: Optional[Call
         cancel()
         _join(worker)
         raise
+    if read is not None:
+        # A call that ended before the first poll has reported nothing yet.
+        now = read()
+        if now != last and now[0] == now[1]:
+            progress(*now)
     return out.get("status", -1)
 
 

@@ -216,6 +216,7 @@ class FeatureRefresher:
         self.stalls: list = []
         self.refreshes = 0
         self._thread: Optional[threading.Thread] = None
+        self._cancel = threading.Event()
         self._error: Optional[BaseException] = None
         self._restore_pending: Any = None
 
@@ -248,8 +249,8 @@ class FeatureRefresher:
         if st is None or not hasattr(self.sampler, "state_dict"):
             return
         state = self.sampler.state_dict()
-        if state.get("pending_matching") is None:
-            state["pending_matching"] = st
+        if state.get("pending_plan") is None:
+            state["pending_plan"] = st
             self.sampler.load_state_dict(state)
 
     def refresh(self) -> None:
@@ -263,6 +264,7 @@ class FeatureRefresher:
                                  self.distributed, **self.extract_kwargs)
         if self.background:
             self._error = None
+            self._cancel = threading.Event()
             self._thread = threading.Thread(target=self._run, args=(src, tgt),
                                             name="psda-refresh", daemon=True)
             self._thread.start()
@@ -274,8 +276,14 @@ class FeatureRefresher:
                   "background" if self.background else "foreground", self.stalls[-1])
 
     def _run(self, src: np.ndarray, tgt: np.ndarray) -> None:
+        from . import _native
+
         try:
-            self.sampler.update(src, tgt)
+            with _native.cancel_when(self._cancel):
+                self.sampler.update(src, tgt)
+        except KeyboardInterrupt:
+            if not self._cancel.is_set():
+                self._error = KeyboardInterrupt()
         except BaseException as e:  # re-raised in the training thread by wait()
             self._error = e
 
@@ -286,11 +294,29 @@ class FeatureRefresher:
     def wait(self) -> float:
         """wait joins a running background matching and returns the seconds spent
         waiting (0 when none is running); the stall is added to the last refresh's entry
-        in ``stalls``. It re-raises an error the matching raised."""
+        in ``stalls``. It re-raises an error the matching raised. Interrupted (Ctrl-C),
+        it cancels the matching and waits for it to stop before re-raising: the
+        refresh is dropped, :meth:`pending` is False and the sampler gets no update."""
         if self._thread is None:
             return 0.0
         t0 = time.perf_counter()
-        self._thread.join()
+        thread = self._thread
+        try:
+            while thread.is_alive():
+                thread.join(0.05)
+        except BaseException:
+            # Ctrl-C (or any exception) while waiting: cancel the Go work and
+            # wait the milliseconds it takes to stop, so that nothing lands
+            # in the sampler afterwards; this refresh is dropped (no pending
+            # matching), as the refresher then reports.
+            self._cancel.set()
+            while thread.is_alive():
+                try:
+                    thread.join(0.05)
+                except KeyboardInterrupt:
+                    pass
+            self._thread, self._error = None, None
+            raise
         self._thread = None
         waited = time.perf_counter() - t0
         if self.stalls:
@@ -302,14 +328,14 @@ class FeatureRefresher:
 
     def state_dict(self) -> dict:
         """state_dict joins a background matching and returns the schedule's counters
-        and the refreshed matching not yet in force (the sampler's ``pending_matching``
+        and the refreshed plan not yet in force (the sampler's ``pending_plan``
         state, or None). Save it next to the DataLoader's or sampler's state."""
         self.wait()
         pending = None
         if hasattr(self.sampler, "state_dict"):
-            pending = self.sampler.state_dict().get("pending_matching")
+            pending = self.sampler.state_dict().get("pending_plan")
         return {"schedule": self.schedule.state_dict(), "refreshes": self.refreshes,
-                "pending_matching": pending}
+                "pending_plan": pending}
 
     def load_state_dict(self, state: dict) -> None:
         """load_state_dict restores the counters saved by :meth:`state_dict`; a refreshed
@@ -319,4 +345,5 @@ class FeatureRefresher:
         uses it exactly as the uninterrupted run would."""
         self.schedule.load_state_dict(state["schedule"])
         self.refreshes = int(state["refreshes"])
-        self._restore_pending = state.get("pending_matching")
+        # "pending_matching": the key before every sampler shared one state format.
+        self._restore_pending = state.get("pending_plan", state.get("pending_matching"))

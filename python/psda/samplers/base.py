@@ -325,20 +325,21 @@ class BatchSampler(_Base):
         """Sets the epoch of the next pass; the shuffle depends on (seed, epoch).
 
         Optional: the epoch also advances by itself after every complete pass
-        (modulo 2**64), so calling ``set_epoch(e)`` at the start of epoch e
-        (the ``DistributedSampler`` idiom) gives the same batches as not
-        calling it. A pass already under way keeps its batches; the next one
-        starts epoch ``epoch`` at its first batch.
+        (modulo 2**64: after 2**64 - 1 comes 0), so calling ``set_epoch(e)`` at
+        the start of epoch e (the ``DistributedSampler`` idiom) gives the same
+        batches as not calling it; setting the epoch a resumed state is in
+        keeps the resume position. A pass already under way keeps its batches.
 
         Args:
-            epoch: any int >= 0, taken modulo 2**64.
+            epoch: 0 <= epoch < 2**64 (the shuffle's epoch counter is 64 bits).
         """
         epoch = _check_int(epoch, "epoch", "0")
-        if epoch < 0:
-            raise ValueError(f"epoch = {epoch}: must be >= 0")
+        if not 0 <= epoch < _EPOCHS:
+            raise ValueError(f"epoch = {epoch}: want 0 <= epoch < 2**64 (the shuffle's epoch counter is 64 bits)")
         with self._lock:
-            self._resume = 0
-            self._epoch = epoch % _EPOCHS
+            if epoch != self._epoch:
+                self._resume = 0
+            self._epoch = epoch
             self._generation += 1
 
     def update(self, source_features: Any, target_features: Any) -> None:

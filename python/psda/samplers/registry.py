@@ -24,11 +24,13 @@ class Entry(NamedTuple):
     options: Dict[str, Any]  #: options the name sets (e.g. stages for PSDA's two names)
     display: str  #: how result tables show it ("k-means++", "Double-paired")
     description: str  #: one line for ``psda variance``'s legend
+    distinct_rows: bool = True  #: a batch holds k distinct rows of each domain (so k <= min(n_s, n_t))
 
 
 #: Every sampler, in the order of the paper's tables: the comparison samplers, then PSDA.
 REGISTRY: Dict[str, Entry] = {
-    "uniform": Entry("simple", "UniformSampler", {}, "Uniform", "uniform random batches (independent permutations)"),
+    "uniform": Entry("simple", "UniformSampler", {}, "Uniform", "uniform random batches (independent permutations)",
+                     distinct_rows=False),
     "kmeans++": Entry("simple", "KMeansPPSampler", {}, "k-means++",
                       "diverse sampling: k-means++ seeding per minibatch"),
     "dpp": Entry("dpp", "DPPSampler", {}, "DPP", "diverse sampling: a k-DPP per minibatch (RBF-mixture kernel)"),
@@ -39,11 +41,12 @@ REGISTRY: Dict[str, Entry] = {
     "ordered": Entry("stratified", "OrderedSampler", {}, "ORDERED",
                      "ORDERED: weighted kernel k-means strata, order optimised within strata"),
     "random-pairs": Entry("paired", "RandomPairsSampler", {}, "Random pairs",
-                          "control: PSDA's units (random pairs and quadruplets) without the optimisation"),
+                          "control: PSDA's units (random pairs and quadruplets) without the optimisation",
+                          distinct_rows=False),
     "paired": Entry("paired", "PairedBatchSampler", {"stages": 1}, "Paired",
-                    "PSDA Paired (stages=1), psda.PairedBatchSampler"),
+                    "PSDA Paired (stages=1), psda.PairedBatchSampler", distinct_rows=False),
     "double-paired": Entry("paired", "PairedBatchSampler", {"stages": 2}, "Double-paired",
-                           "PSDA Double-paired (stages=2), psda.PairedBatchSampler"),
+                           "PSDA Double-paired (stages=2), psda.PairedBatchSampler", distinct_rows=False),
 }
 
 #: The names, in table order.

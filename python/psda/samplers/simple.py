@@ -91,7 +91,22 @@ def _augment(x: np.ndarray) -> np.ndarray:
 
 
 
-class UniformSampler(BatchSampler):
+class _NoKernel(BatchSampler):
+    """Accepts the loss options (discrepancy, kernel, gammas), checks and ignores them, so that one set of
+    options serves every name of psda.batch_sampler."""
+
+    def __init__(self, source_features: Any, target_features: Any, batch_size: int, *,
+                 discrepancy: Optional[str] = None, kernel: Optional[str] = None, gammas: Any = None,
+                 **kwargs: Any) -> None:
+        if discrepancy is not None and discrepancy not in ("mmd", "coral"):
+            raise ValueError(f"discrepancy = {discrepancy!r}: want 'mmd' or 'coral'")
+        if kernel is not None and kernel not in ("linear", "rbf"):
+            raise ValueError(f"kernel = {kernel!r}: want 'linear' or 'rbf'")
+        self.discrepancy = discrepancy
+        super().__init__(source_features, target_features, batch_size, **kwargs)
+
+
+class UniformSampler(_NoKernel):
     """UniformSampler yields uniformly random minibatches of k source and k target rows.
 
     Every epoch draws an independent permutation of each domain and cuts it
@@ -129,7 +144,7 @@ class UniformSampler(BatchSampler):
         return src, tgt
 
 
-class KMeansPPSampler(BatchSampler):
+class KMeansPPSampler(_NoKernel):
     """KMeansPPSampler draws every minibatch by k-means++ seeding (Arthur & Vassilvitskii 2007).
 
     Each batch's k source rows are a k-means++ seeding of the source
