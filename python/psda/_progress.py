@@ -35,10 +35,10 @@ class Progress:
     On a terminal it redraws one line in place (``\\r``) at most every
     ``interval`` seconds so that tight loops stay cheap. Elsewhere (a log file, a
     pipe, a batch job's output) it writes plain lines ``label: done/total (pct%)
-    elapsed``, the first after ``max(interval, LINE_INTERVAL)`` seconds and then
-    at most one per that interval, and a last one at the end if it wrote any:
-    a long run is never silent in a log, and work shorter than the interval
-    writes nothing there. Logs hold no carriage returns. It draws nothing when
+    elapsed``, at most one per ``max(interval, LINE_INTERVAL)`` seconds, the
+    first one interval after the start (at once when ``force``), and a last
+    one at the end if it wrote any: a long run is never silent in a log, and
+    work shorter than the interval writes nothing there unless forced. Logs hold no carriage returns. It draws nothing when
     ``enabled`` is False (``--no-progress``), and by default only on rank 0 of a
     distributed run (see :func:`process_rank`), so that N processes do not
     print N bars.
@@ -48,9 +48,8 @@ class Progress:
         label: text shown before the bar.
         enabled: False disables all output.
         stream: where to draw; defaults to ``sys.stderr``.
-        force: draw the terminal bar's first frame at once (and, elsewhere,
-            the plain lines as without it: kept for callers that asked for
-            lines in logs, which every bar now writes after LINE_INTERVAL).
+        force: when not on a terminal, write the first line at once and the
+            last one always (a caller that asked for progress explicitly).
         interval: minimum seconds between redraws.
         all_ranks: draw on every rank of a distributed run, not only rank 0.
 
@@ -86,8 +85,9 @@ class Progress:
         self.width = width
         self.done = 0
         self._start = time.monotonic()
-        # Plain lines wait one interval from the start: sub-second work writes none.
-        self._last = -1.0 if isatty else self._start
+        # Plain lines wait one interval from the start unless forced: short work writes none.
+        self._last = -1.0 if isatty or force else self._start
+        self._force = bool(force)
         self._drawn = False
         self._closed = False
         self._last_key: object = None
@@ -139,5 +139,5 @@ class Progress:
             if self._drawn:
                 self.stream.write("\n")
                 self.stream.flush()
-        elif self._drawn:
+        elif self._drawn or self._force:
             self._draw(force=True)

@@ -94,9 +94,10 @@ def extract_features(
                         collate_fn=collate_fn, drop_last=False)
     is_module = isinstance(model, torch.nn.Module)
     was_training = model.training if is_module else False
-    # Drawn on terminals every 0.1 s; into logs and pipes at most once a second.
-    tty = bool(getattr(stream if stream is not None else sys.stderr, "isatty", lambda: False)())
-    bar = Progress(len(loader), desc, enabled=progress, stream=stream, force=True, interval=0.1 if tty else 1.0)
+    # Drawn on terminals every 0.1 s; into logs and pipes every LINE_INTERVAL seconds.
+    # Not forced: in logs a line every LINE_INTERVAL seconds, none for a short pass
+    # (a sub-second extraction in every DDP run printed lines before).
+    bar = Progress(len(loader), desc, enabled=progress, stream=stream, interval=0.1)
     out: Optional[np.ndarray] = None
     row = 0
     try:
