@@ -214,7 +214,11 @@ def check_variance_args(parser: argparse.ArgumentParser, args) -> None:
         parser.error(f"--k {','.join(map(str, too_big))}: a batch size k must be at most max(n_source, n_target) "
                      f"= {p} (there are only {p} pairs); use smaller --k or larger --n-source/--n-target")
     if args.plot:
-        if importlib.util.find_spec("matplotlib") is None:
+        try:
+            has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+        except (ImportError, ValueError):  # a broken or blocked install
+            has_matplotlib = False
+        if not has_matplotlib:
             parser.error(f"--plot {args.plot}: needs matplotlib, which is not installed; install it with "
                          "'pip install \"psda[plot]\"' or 'pip install matplotlib', or drop --plot "
                          "(checked now so that the run is not lost at the end)")

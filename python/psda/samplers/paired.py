@@ -268,6 +268,8 @@ class RandomPairsSampler(PairedBatchSampler):
         (5, (20, 2), (10, 2))
     """
 
+    uses_features = False  # only their number: the pairs are drawn from the seed
+
     @property
     def name(self) -> str:  # type: ignore[override]
         """'random-pairs', its name in psda.SAMPLERS."""

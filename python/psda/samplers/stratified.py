@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from .._matching import DEFAULT_GAMMAS
-from .base import BatchSampler, stream
+from .base import BatchSampler, check_rows, stream
 from .fixed import check_partition, redraw_extras, sit_out
 from .exchange import exchange
 from .features import feature_map, pack_groups, unpack_groups
@@ -573,6 +573,8 @@ class OrderedSampler(_FeatureSampler):
                                  "unmodified state_dict()")
             check_partition(np.concatenate([b.ravel(), spare]), n, f"{where}[{side!r}]",
                             extra=np.concatenate([extra.ravel(), np.zeros(len(spare), bool)]))
+            # The strata hold the slots (the smaller domain's repeats too): rows in range.
+            check_rows(np.asarray(plan[side + "_strata"]["rows"]), n, f"{where}[{side + '_strata'!r}]")
 
     def _draw(self, plan, rng, count):
         N = max(self.n_source, self.n_target)
