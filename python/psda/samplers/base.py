@@ -584,8 +584,7 @@ class BatchSampler(_Base):
     def __setstate__(self, st: Dict[str, Any]) -> None:
         self.__dict__.update(st["attributes"])
         self._generation = 0
-        plan = self._plan_from_state(st["state"]["plan"], "plan")
-        self._reset(plan)
+        self._reset(None)  # load_state_dict decodes and checks the plan, then replaces it
         self.load_state_dict(st["state"])
 
     def __repr__(self) -> str:
