@@ -19,7 +19,6 @@ when it is initialised, and to 1 and 0 otherwise.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Optional, Tuple
 
 import numpy as np

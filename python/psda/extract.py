@@ -7,7 +7,6 @@ import each other.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Callable, Optional, Sequence, TextIO
 
 import numpy as np

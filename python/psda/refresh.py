@@ -29,10 +29,9 @@ deterministic Go core and holds the identical matching.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence, TextIO
+from typing import Any, Callable, Optional
 
 import numpy as np
 
