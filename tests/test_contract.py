@@ -237,20 +237,38 @@ def test_fixed_batch_samplers_serve_every_row_equally_often(name, ns, nt):
         assert np.all(np.abs(c - want) <= tol), (name, n, want, c.min(), c.max())
 
 
-def test_sit_out_is_a_uniform_subset():
-    """psda.samplers.fixed.sit_out: every row sits out with probability r / (G k + r), exactly in law."""
+def test_sit_out_gives_every_row_the_same_probability():
+    """psda.samplers.fixed.sit_out: every row sits out with probability r / (G k + r), whatever the chain
+    order and the pairing by features (systematic sampling along the chain)."""
     from psda.samplers.fixed import sit_out
 
     batches, spare = np.arange(12).reshape(3, 4), np.array([12, 13])
     rng = np.random.default_rng(0)
+    chain = rng.permutation(14)
+    x = rng.normal(size=(14, 2))
     E = 20000
     out = np.zeros(14)
-    for _ in range(E):
-        b, o = sit_out(batches, spare, rng)
+    for e in range(E):
+        b, o = sit_out(batches, spare, rng, chain, x if e % 2 else None)
         assert sorted(np.concatenate([b.ravel(), o]).tolist()) == list(range(14))
         out[o] += 1
     p = 2 / 14
-    assert np.all(np.abs(out / E - p) <= 5 * np.sqrt(p * (1 - p) / E))
+    assert np.all(np.abs(out / E - p) <= 5 * np.sqrt(p * (1 - p) / E)), out / E
+
+
+def test_systematic_sampling_is_exact_and_spread():
+    from psda.samplers.fixed import systematic
+
+    chain = np.arange(10)
+    rng = np.random.default_rng(1)
+    E, m = 20000, 3
+    counts = np.zeros(10)
+    for _ in range(E):
+        picks = systematic(chain, m, rng)
+        assert len(set(picks.tolist())) == m and np.all(np.diff(picks) >= 3)  # one per stretch of 10/3
+        counts[picks] += 1
+    p = m / 10
+    assert np.all(np.abs(counts / E - p) <= 5 * np.sqrt(p * (1 - p) / E)), counts / E
 
 
 # -- extreme feature scales ------------------------------------------------------------------

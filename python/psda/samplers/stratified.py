@@ -62,6 +62,13 @@ def _equal_strata(x: np.ndarray, idx: np.ndarray, m: int) -> List[np.ndarray]:
     return _equal_strata(x, order[:cut], m1) + _equal_strata(x, order[cut:], m - m1)
 
 
+def _chain(x: np.ndarray) -> np.ndarray:
+    """The rows of x in an order where neighbours are similar: the leaves of balanced principal cuts
+    into cells of about two rows (psda.samplers.fixed's systematic sampling walks it). O(n D log n)."""
+    n = len(x)
+    return np.concatenate(_equal_strata(x, np.arange(n), max(1, n // 2))).astype(np.int64)
+
+
 def _principal_split(x: np.ndarray, idx: np.ndarray, m: int) -> List[np.ndarray]:
     """m balanced cells (sizes differ by <= 1) by recursive cuts along principal directions."""
     return _equal_strata(x, idx, m)
@@ -217,6 +224,20 @@ class VaRDASSSampler(_FeatureSampler):
         return tuple(out)
 
 
+def _check_mover(plan: Dict[str, Any], side: str, n: int, need: bool, where: str) -> None:
+    """Checks the chain and features the rows that do not fit need (psda.samplers.fixed), present iff need."""
+    chain, x = np.asarray(plan[side + "_chain"]), np.asarray(plan[side + "_phi"])
+    if not need:
+        if len(chain) or len(x):
+            raise ValueError(f"{where}[{side + '_chain'!r}] is not empty where every row fits the batches: pass an "
+                             "unmodified state_dict()")
+        return
+    if x.ndim != 2 or len(x) != n:
+        raise ValueError(f"{where}[{side + '_phi'!r}] has shape {x.shape}, not ({n}, D): pass an unmodified "
+                         "state_dict()")
+    check_partition(chain, n, f"{where}[{side + '_chain'!r}]")
+
+
 def _strata_batches(strata: List[np.ndarray], count: int, rng: np.random.Generator) -> np.ndarray:
     """count batches with one row from each stratum: column h walks back-to-back permutations of stratum h."""
     cols = [st[stream(rng, len(st), count)] for st in strata]
@@ -231,14 +252,18 @@ class AnticlusteringSampler(_FeatureSampler):
     as possible to the domain mean in the discrepancy's feature space, the
     k-means anticlustering criterion (maximal within-group sum of squares),
     found by the exchange method from a random balanced partition. Each epoch,
-    a uniform random n mod k rows sit out and the spare rows take their places
-    (psda.samplers.fixed.sit_out, so that every row is served equally often
-    over epochs), and the groups are served in a random order (source and
+    n mod k rows sit out, drawn so that every row sits out with probability
+    (n mod k)/n and spread over the domain, the spare rows take the places of
+    the most similar leaving ones, and ``epoch_passes`` exchange passes
+    restore the groups' balance (psda.samplers.fixed; every row is served
+    equally often over epochs), and the groups are served in a random order (source and
     target groups paired at random; the smaller domain's groups repeat in
     back-to-back random orders). With drop_last=False the larger domain's
     rows that sit out form the epoch's short last batch: each row exactly once.
 
-    Args: as VaRDASSSampler.
+    Args: as VaRDASSSampler, and
+        epoch_passes: exchange passes over each epoch's groups after the
+            left-over rows moved in (only when k does not divide n; 0: none).
 
     Example:
         >>> import numpy as np, psda
@@ -249,6 +274,16 @@ class AnticlusteringSampler(_FeatureSampler):
     """
 
     name = "anticlustering"
+
+    def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, epoch_passes: int = 2,
+                 **kwargs: Any) -> None:
+        if isinstance(epoch_passes, bool) or not isinstance(epoch_passes, int) or epoch_passes < 0:
+            raise ValueError(f"epoch_passes = {epoch_passes!r}: want an int >= 0 (exchange passes per epoch)")
+        self.epoch_passes = epoch_passes
+        super().__init__(source_features, target_features, batch_size, **kwargs)
+
+    def _config(self):
+        return {**super()._config(), "epoch_passes": self.epoch_passes}
 
     def _search(self, s, t):
         ps, pt = self._phi(s, t)
@@ -261,6 +296,11 @@ class AnticlusteringSampler(_FeatureSampler):
             plan[side] = np.array(groups[:-1], np.int64).reshape(-1, k)
             plan[side + "_spare"] = np.asarray(groups[-1], np.int64)
             plan[side + "_objective"] = np.array(hist)
+            # What the rows left over need to move every epoch (psda.samplers.fixed): kept only then.
+            need = len(phi) % k > 0
+            x = phi - phi.mean(0)
+            plan[side + "_chain"] = _chain(x) if need else np.zeros(0, np.int64)
+            plan[side + "_phi"] = x if need else x[:0]
         return plan
 
     def groups(self, side: str) -> List[np.ndarray]:
@@ -275,12 +315,27 @@ class AnticlusteringSampler(_FeatureSampler):
                 raise ValueError(f"{where}[{side!r}] holds groups of shape {g.shape} and {spare.shape} spare rows, "
                                  f"not ({n // k}, {k}) and {n % k}: pass an unmodified state_dict()")
             check_partition(np.concatenate([g.ravel(), spare]), n, f"{where}[{side!r}]")
+            _check_mover(plan, side, n, n % k > 0, where)
+
+    def _rebalance(self, groups: np.ndarray, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A few exchange passes over this epoch's served rows (swaps between groups: the rows served,
+        so every row's inclusion, stay as drawn), to restore the balance the incoming rows disturbed."""
+        G, k = groups.shape
+        rows = groups.ravel()
+        X = x[rows]
+        g, _ = exchange(X, np.ones(len(rows)), np.repeat(np.arange(G), k), np.zeros(len(rows), np.int64),
+                        np.zeros((G, X.shape[1])), np.full(G, 1.0 / k**2), sign=1.0, passes=self.epoch_passes,
+                        partners=self._partners(len(rows), X.shape[1]), rng=rng)
+        return rows[np.argsort(g, kind="stable")].reshape(G, k)
 
     def _draw(self, plan, rng, count):
         N = max(self.n_source, self.n_target)
         out = []
         for side, n in (("source", self.n_source), ("target", self.n_target)):
-            groups, spare = sit_out(plan[side], plan[side + "_spare"], rng)
+            x = plan[side + "_phi"] if len(plan[side + "_phi"]) else None
+            groups, spare = sit_out(plan[side], plan[side + "_spare"], rng, plan[side + "_chain"], x)
+            if x is not None and self.epoch_passes:
+                groups = self._rebalance(groups, x, rng)
             # Random column order: a short last batch takes a random part of its group.
             groups = rng.permuted(groups, axis=1)
             G = len(groups)
@@ -532,6 +587,11 @@ class OrderedSampler(_FeatureSampler):
             cs_.append(stratum + H0)  # exchange classes: (domain, stratum)
             rows_.append(rows[slots])
             extra_.append(slots >= n)  # the places of repeats, re-drawn every epoch
+            # What the rows that do not fit need to move every epoch (psda.samplers.fixed): kept only then.
+            need = n != G * k
+            xr = phi - phi.mean(0)
+            plan[side + "_chain"] = _chain(xr) if need else np.zeros(0, np.int64)
+            plan[side + "_phi"] = xr if need else xr[:0]
             H0 += H
         X = np.concatenate(xs_)
         omega = np.ones(G + 1)
@@ -573,6 +633,7 @@ class OrderedSampler(_FeatureSampler):
                                  "unmodified state_dict()")
             check_partition(np.concatenate([b.ravel(), spare]), n, f"{where}[{side!r}]",
                             extra=np.concatenate([extra.ravel(), np.zeros(len(spare), bool)]))
+            _check_mover(plan, side, n, n != G * k, where)
             # The strata hold the slots (the smaller domain's repeats too): rows in range.
             check_rows(np.asarray(plan[side + "_strata"]["rows"]), n, f"{where}[{side + '_strata'!r}]")
 
@@ -582,8 +643,10 @@ class OrderedSampler(_FeatureSampler):
         order = rng.permutation(G)
         out = []
         for side, n in (("source", self.n_source), ("target", self.n_target)):
-            b, out_rows = sit_out(plan[side], plan[side + "_spare"], rng)
-            b = redraw_extras(b, plan[side + "_extra"], n, rng)[order]
+            x = plan[side + "_phi"] if len(plan[side + "_phi"]) else None
+            chain = plan[side + "_chain"]
+            b, out_rows = sit_out(plan[side], plan[side + "_spare"], rng, chain, x)
+            b = redraw_extras(b, plan[side + "_extra"], n, rng, chain, x)[order]
             if count == G + 1:
                 # drop_last=False: the short last batch is the rows that sat
                 # out (each row exactly once), or for the smaller domain a
