@@ -244,7 +244,21 @@ def _strata_batches(strata: List[np.ndarray], count: int, rng: np.random.Generat
     return np.stack(cols, 1).astype(np.int64)
 
 
-class AnticlusteringSampler(_FeatureSampler):
+class _FixedBatches(_FeatureSampler):
+    """The option of the samplers whose batches are fixed at set-up (anticlustering, ORDERED)."""
+
+    def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, epoch_passes: int = 2,
+                 **kwargs: Any) -> None:
+        if isinstance(epoch_passes, bool) or not isinstance(epoch_passes, int) or epoch_passes < 0:
+            raise ValueError(f"epoch_passes = {epoch_passes!r}: want an int >= 0 (exchange passes per epoch)")
+        self.epoch_passes = epoch_passes
+        super().__init__(source_features, target_features, batch_size, **kwargs)
+
+    def _config(self):
+        return {**super()._config(), "epoch_passes": self.epoch_passes}
+
+
+class AnticlusteringSampler(_FixedBatches):
     """AnticlusteringSampler: fixed batches that are k-means anticlusters (Papenberg & Klau 2021).
 
     Each domain is partitioned into n // k groups of k rows (the n mod k rows
@@ -274,16 +288,6 @@ class AnticlusteringSampler(_FeatureSampler):
     """
 
     name = "anticlustering"
-
-    def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, epoch_passes: int = 2,
-                 **kwargs: Any) -> None:
-        if isinstance(epoch_passes, bool) or not isinstance(epoch_passes, int) or epoch_passes < 0:
-            raise ValueError(f"epoch_passes = {epoch_passes!r}: want an int >= 0 (exchange passes per epoch)")
-        self.epoch_passes = epoch_passes
-        super().__init__(source_features, target_features, batch_size, **kwargs)
-
-    def _config(self):
-        return {**super()._config(), "epoch_passes": self.epoch_passes}
 
     def _search(self, s, t):
         ps, pt = self._phi(s, t)
@@ -496,7 +500,7 @@ def _repair_duplicates(rows: np.ndarray, group: np.ndarray, cls: np.ndarray, G: 
             return  # no fix found: leave the duplicate (a batch still holds k rows)
 
 
-class OrderedSampler(_FeatureSampler):
+class OrderedSampler(_FixedBatches):
     """OrderedSampler: stratified batches in an optimised order (ORDERED, Napoli & White, arXiv 2605.05084).
 
     Per domain, with G = max(n_s, n_t) // k batches: (1) strata by weighted
@@ -587,8 +591,9 @@ class OrderedSampler(_FeatureSampler):
             cs_.append(stratum + H0)  # exchange classes: (domain, stratum)
             rows_.append(rows[slots])
             extra_.append(slots >= n)  # the places of repeats, re-drawn every epoch
-            # What the rows that do not fit need to move every epoch (psda.samplers.fixed): kept only then.
-            need = n != G * k
+            # What the rows that do not fit need to move every epoch (psda.samplers.fixed), and the
+            # rebalancing passes after them, which see both domains: kept only when some do not fit.
+            need = max(self.n_source, self.n_target) % k > 0 or self.n_source != self.n_target
             xr = phi - phi.mean(0)
             plan[side + "_chain"] = _chain(xr) if need else np.zeros(0, np.int64)
             plan[side + "_phi"] = xr if need else xr[:0]
@@ -633,20 +638,57 @@ class OrderedSampler(_FeatureSampler):
                                  "unmodified state_dict()")
             check_partition(np.concatenate([b.ravel(), spare]), n, f"{where}[{side!r}]",
                             extra=np.concatenate([extra.ravel(), np.zeros(len(spare), bool)]))
-            _check_mover(plan, side, n, n != G * k, where)
+            _check_mover(plan, side, n, max(self.n_source, self.n_target) % k > 0
+                         or self.n_source != self.n_target, where)
             # The strata hold the slots (the smaller domain's repeats too): rows in range.
             check_rows(np.asarray(plan[side + "_strata"]["rows"]), n, f"{where}[{side + '_strata'!r}]")
+
+    def _rebalance(self, plan, batches, rng):
+        """A few passes of the order search over this epoch's batches, after rows moved in: swaps of one
+        domain's rows of one stratum between batches, as at set-up (the rows served stay as drawn)."""
+        G, k = batches[0].shape
+        xs_, ws_, cs_, rows_ = [], [], [], []
+        H0 = 0
+        for dom, side in enumerate(("source", "target")):
+            x = plan[side + "_phi"]
+            strata = unpack_groups(plan[side + "_strata"])
+            of = np.zeros(len(x), np.int64)
+            for h, st in enumerate(strata[::-1]):  # a repeated row's first stratum wins
+                of[st] = len(strata) - 1 - h
+            rows = batches[dom].ravel()
+            xs_.append(x[rows])
+            ws_.append(np.full(len(rows), (1.0 if dom == 0 else -1.0) / k))
+            cs_.append(of[rows] + H0)
+            rows_.append(rows)
+            H0 += len(strata)
+        X, cls = np.concatenate(xs_), np.concatenate(cs_)
+        g0 = np.tile(np.repeat(np.arange(G), k), 2)
+        group, _ = exchange(X, np.concatenate(ws_), g0, cls, np.zeros((G, X.shape[1])), np.ones(G), sign=1.0,
+                            passes=self.epoch_passes, partners=self._partners(G, X.shape[1]), rng=rng)
+        out = []
+        for dom in range(2):
+            part = slice(0, G * k) if dom == 0 else slice(G * k, None)
+            rows, g = rows_[dom], group[part].copy()
+            _repair_duplicates(rows, g, cls[part], G)
+            out.append(rows[np.argsort(g, kind="stable")].reshape(G, k))
+        return out
 
     def _draw(self, plan, rng, count):
         N = max(self.n_source, self.n_target)
         G = len(plan["source"])
         order = rng.permutation(G)
-        out = []
+        moved, outs = [], []
         for side, n in (("source", self.n_source), ("target", self.n_target)):
             x = plan[side + "_phi"] if len(plan[side + "_phi"]) else None
             chain = plan[side + "_chain"]
             b, out_rows = sit_out(plan[side], plan[side + "_spare"], rng, chain, x)
-            b = redraw_extras(b, plan[side + "_extra"], n, rng, chain, x)[order]
+            moved.append(redraw_extras(b, plan[side + "_extra"], n, rng, chain, x))
+            outs.append(out_rows)
+        if self.epoch_passes and all(len(plan[side + "_phi"]) for side in ("source", "target")):
+            moved = self._rebalance(plan, moved, rng)
+        out = []
+        for side, n, b, out_rows in zip(("source", "target"), (self.n_source, self.n_target), moved, outs):
+            b = b[order]
             if count == G + 1:
                 # drop_last=False: the short last batch is the rows that sat
                 # out (each row exactly once), or for the smaller domain a
