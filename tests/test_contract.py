@@ -1,11 +1,13 @@
 """Issue 25: one sampler contract (psda.samplers.BatchSampler) and the silent failures it closes.
 
-Each test here failed on the code before the base class (checked against
-that tree once): the batch count drift, the epoch wrap, states with rows out
-of range or broken coverage, the bias of ORDERED and anticlustering when k
-does not divide n or the domains differ, extreme feature scales, features
-changed during psda.match, Ctrl-C in FeatureRefresher.wait(), bool/complex in
-broadcast_features, and the CLI's and DomainBed's tracebacks.
+The regression tests here fail on the code before the base class (run once
+against commit 07f199d): the batch count drift, the epoch wrap, states with
+rows out of range or broken coverage, the bias of ORDERED and anticlustering
+when k does not divide n or the domains differ, extreme feature scales,
+features changed during psda.match, Ctrl-C in FeatureRefresher.wait(),
+bool/complex in broadcast_features, and the CLI's and DomainBed's
+tracebacks. The others test what was added with it: systematic sampling and
+sit_out's law, and the random-pairs control.
 """
 
 import copy
@@ -194,6 +196,20 @@ def test_paired_load_state_dict_refuses_an_edited_matching():
     with pytest.raises(ValueError, match="serves source example 0 2 time"):
         b.load_state_dict(state)
     assert b.matching is before
+
+
+def test_paired_reads_the_state_format_before_the_common_one():
+    """Checkpoints written by psda before the common format (psda.PairedBatchSampler/1) still resume."""
+    s, t = _data(20, 14)
+    a = psda.PairedBatchSampler(s, t, 4, stages=1)
+    it = iter(a)
+    next(it)
+    st = a.state_dict()
+    old = {k: v for k, v in st.items() if k not in ("sampler", "plan", "pending_plan", "options")}
+    old.update(format="psda.PairedBatchSampler/1", matching=st["plan"], pending_matching=None, solver="auto")
+    b = psda.PairedBatchSampler(s, t, 4, stages=1, seed=5)
+    b.load_state_dict(old)
+    assert list(b) == list(it)
 
 
 def test_load_state_dict_refuses_non_finite_numbers():

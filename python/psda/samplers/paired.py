@@ -15,7 +15,10 @@ import numpy as np
 
 from .._inputs import _as_pair, _check_batch_fits, _check_config
 from .._matching import DEFAULT_GAMMAS, Matching, _match_arrays
-from .base import BatchSampler
+from .base import STATE_FORMAT, BatchSampler
+
+# The state format of PairedBatchSampler before every sampler shared one (read by load_state_dict).
+_OLD_FORMAT = "psda.PairedBatchSampler/1"
 
 __all__ = ["PairedBatchSampler", "check_matching"]
 
@@ -191,6 +194,16 @@ class PairedBatchSampler(BatchSampler):
             raise ValueError(f"state_dict[{where!r}] is {type(d).__name__}, not a matching: pass an unmodified "
                              "state_dict()")
         return Matching._from_state(d, where)
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        """As :meth:`BatchSampler.load_state_dict`; also reads the states of psda before the common
+        format (``"psda.PairedBatchSampler/1"``: ``matching``/``pending_matching`` for the plans)."""
+        if isinstance(state_dict, dict) and state_dict.get("format") == _OLD_FORMAT:
+            old = dict(state_dict)
+            m = old.pop("matching", None)
+            state_dict = {**old, "format": STATE_FORMAT, "plan": m, "pending_plan": old.pop("pending_matching", None),
+                          "sampler": "paired" if isinstance(m, dict) and m.get("stages") == 1 else "double-paired"}
+        super().load_state_dict(state_dict)
 
     def digest(self) -> str:
         """The matching's fingerprint (see :meth:`BatchSampler.digest`)."""
