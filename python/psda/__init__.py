@@ -38,16 +38,16 @@ import numpy as np
 from ._matching import DEFAULT_GAMMAS, Matching, match
 from .loader import paired_loader, split_batch
 
+from .samplers.registry import SAMPLERS
+
 if TYPE_CHECKING:  # pragma: no cover
-    from .sampler import PairedBatchSampler
+    from .samplers.paired import PairedBatchSampler
 
 logging.getLogger("psda").addHandler(logging.NullHandler())
 
 __all__ = ["match", "Matching", "PairedBatchSampler", "linear_sum_assignment", "DEFAULT_GAMMAS",
            "__version__", "core_version", "batch_sampler", "SAMPLERS", "paired_loader", "split_batch"]
 
-# The names of psda.batch_sampler, kept here so that listing them imports nothing.
-SAMPLERS = ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "paired", "double-paired")
 
 
 def batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int, **options: Any) -> Any:
@@ -138,7 +138,7 @@ def __getattr__(name: str) -> Any:
     # PEP 562: importing the sampler imports torch (when installed), which
     # takes a second or more; psda.match alone does not need it.
     if name == "PairedBatchSampler":
-        from .sampler import PairedBatchSampler
+        from .samplers.paired import PairedBatchSampler
 
         return PairedBatchSampler
     raise AttributeError(f"module 'psda' has no attribute {name!r}")
