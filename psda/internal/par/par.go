@@ -74,19 +74,15 @@ func Rows(n int, body func(i0, i1 int)) {
 	})
 }
 
-// maxParts is the number of parts Parts splits a large input into. It is
-// fixed, not the core count, so that results merged in part order are the
-// same on every machine and for every thread setting.
-const maxParts = 8
-
-// NParts returns the number of parts Parts splits n rows into: maxParts,
-// or one when n is small enough that a goroutine costs more. It depends on
-// n only.
+// NParts returns the number of parts Parts splits n rows into: one per
+// core (at most 8), or one when n is small enough that a goroutine costs
+// more. It reads GOMAXPROCS, never the thread setting, so that results
+// merged in part order do not change with SetWorkers.
 func NParts(n int) int {
 	if n < 1024 {
 		return 1
 	}
-	return maxParts
+	return min(runtime.GOMAXPROCS(0), 8)
 }
 
 // Parts splits the rows [0, n) into NParts(n) contiguous parts and runs f
