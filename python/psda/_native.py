@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["version", "match", "validate", "linear_sum_assignment", "Core", "Schedule"]
+__all__ = ["version", "match", "validate", "linear_sum_assignment", "num_threads", "Core", "Schedule"]
 
 # Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below.
 _ABI_VERSION = 1
@@ -118,6 +118,7 @@ for _name, _args in {
     "psda_schedule_num_batches": [_ctx_t, _ptr],
     "psda_schedule_batch_len": [_ctx_t, _i64, _i64, _ptr],
     "psda_schedule_fill": [_ctx_t, ctypes.c_uint64, _i64, _i64, _ptr, _i64, _ptr],
+    "psda_num_threads": [_i32, _ptr],
 }.items():
     _fn = getattr(_lib, _name)
     _fn.argtypes, _fn.restype = _args, _int
@@ -147,6 +148,19 @@ if _abi.value != _ABI_VERSION:
         "psda's library %s has ABI version %d, this module expects %d: reinstall psda (pip install .)"
         % (_gopy.__file__, _abi.value, _ABI_VERSION)
     )
+
+
+def num_threads(n: int = 0) -> int:
+    """Set the Go core's thread count to n when n > 0 (the caller checked
+    it), and return the count in effect (psda_num_threads)."""
+    out = ctypes.c_int32()
+    _check(_lib.psda_num_threads(n, ctypes.byref(out)))
+    return out.value
+
+
+# An invalid PSDA_NUM_THREADS, read when the library loaded, fails here, at
+# the first use of the core, with Go's message naming the variable.
+num_threads()
 
 
 # The Go runtime does not survive fork(): in a forked child its other threads
