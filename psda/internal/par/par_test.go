@@ -2,8 +2,8 @@ package par
 
 import (
 	"runtime"
-	"sync/atomic"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -106,7 +106,7 @@ func TestWorkersBound(t *testing.T) {
 			"For": func(body func()) {
 				For(400, func() func(int) { return func(int) { body() } })
 			},
-			"Rows": func(body func()) { Rows(64*400, func(_, _ int) { body() }) },
+			"Rows":  func(body func()) { Rows(64*400, func(_, _ int) { body() }) },
 			"Parts": func(body func()) { Parts(100000, func(_, _, _ int) { body() }) },
 		}
 		for name, loop := range loops {
