@@ -150,19 +150,6 @@ if _abi.value != _ABI_VERSION:
     )
 
 
-def num_threads(n: int = 0) -> int:
-    """Set the Go core's thread count to n when n > 0 (the caller checked
-    it), and return the count in effect (psda_num_threads)."""
-    out = ctypes.c_int32()
-    _check(_lib.psda_num_threads(n, ctypes.byref(out)))
-    return out.value
-
-
-# An invalid PSDA_NUM_THREADS, read when the library loaded, fails here, at
-# the first use of the core, with Go's message naming the variable.
-num_threads()
-
-
 # The Go runtime does not survive fork(): in a forked child its other threads
 # are gone and calls that need them hang. Refuse instead of hanging.
 _PID = os.getpid()
@@ -176,6 +163,20 @@ def _same_process() -> None:
             "e.g. iterate the sampler there as DataLoader does, or start workers with the "
             "'spawn' or 'forkserver' multiprocessing method"
         )
+
+
+def num_threads(n: int = 0) -> int:
+    """Set the Go core's thread count to n when n > 0 (the caller checked
+    it), and return the count in effect (psda_num_threads)."""
+    _same_process()
+    out = ctypes.c_int32()
+    _check(_lib.psda_num_threads(n, ctypes.byref(out)))
+    return out.value
+
+
+# An invalid PSDA_NUM_THREADS, read when the library loaded, fails here, at
+# the first use of the core, with Go's message naming the variable.
+num_threads()
 
 
 def version() -> str:
