@@ -99,7 +99,7 @@ int psda_last_error(psda_ctx ctx, char *buf, size_t cap);
  * is not a positive integer, every call that computes (psda_ctx_new,
  * psda_lsap_f64, ...) and psda_num_threads(0, ...) return PSDA_ERR_INVALID
  * naming it, until psda_num_threads sets a count. A negative set is
- * PSDA_ERR_INVALID. Added in psda 0.1.1. */
+ * PSDA_ERR_INVALID. */
 int psda_num_threads(int32_t set, int32_t *out);
 
 /* psda_ctx_new creates a context with the default options (stages 2, "mmd",
