@@ -46,7 +46,8 @@ if TYPE_CHECKING:  # pragma: no cover
 logging.getLogger("psda").addHandler(logging.NullHandler())
 
 __all__ = ["match", "Matching", "PairedBatchSampler", "linear_sum_assignment", "DEFAULT_GAMMAS",
-           "__version__", "core_version", "batch_sampler", "SAMPLERS", "paired_loader", "split_batch"]
+           "__version__", "core_version", "batch_sampler", "SAMPLERS", "paired_loader", "split_batch",
+           "set_num_threads", "get_num_threads"]
 
 
 
@@ -70,6 +71,54 @@ def core_version() -> str:
     from . import _native
 
     return _native.version()
+
+
+def set_num_threads(n: int) -> None:
+    """Sets the number of threads the Go core's parallel loops use at most,
+    for every later matching of the process, including those the refresher
+    computes in its background thread. Results do not depend on it.
+
+    The default is all cores (Go's GOMAXPROCS: the CPUs the process may
+    use), or the environment variable ``PSDA_NUM_THREADS``, read when the
+    core first loads. As ``torch.set_num_threads``, this is process-wide.
+
+    Args:
+        n: a positive int (at most 2**31 - 1).
+
+    Raises:
+        TypeError: when n is not an int.
+        ValueError: when n is not positive or too large.
+
+    Example:
+        >>> import psda
+        >>> before = psda.get_num_threads()
+        >>> psda.set_num_threads(1)
+        >>> psda.get_num_threads()
+        1
+        >>> psda.set_num_threads(before)
+    """
+    from . import _native
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int, the number of threads, got {type(n).__name__} {n!r}")
+    if not 1 <= n < 2**31:
+        raise ValueError(f"n must be a positive number of threads (at most 2**31 - 1), got {n}")
+    _native.num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    """Returns the number of threads the Go core's parallel loops use at
+    most: the count of :func:`set_num_threads`, else ``PSDA_NUM_THREADS``,
+    else all cores (GOMAXPROCS).
+
+    Example:
+        >>> import psda
+        >>> psda.get_num_threads() >= 1
+        True
+    """
+    from . import _native
+
+    return _native.num_threads()
 
 
 def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> Tuple[np.ndarray, np.ndarray]:

@@ -34,8 +34,8 @@ from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["version", "match", "validate", "linear_sum_assignment", "Core", "Schedule", "exchange", "kmeans",
-           "kdpp_sample"]
+__all__ = ["version", "match", "validate", "linear_sum_assignment", "num_threads", "Core", "Schedule", "exchange",
+           "kmeans", "kdpp_sample"]
 
 # Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below.
 _ABI_VERSION = 1
@@ -126,6 +126,7 @@ for _name, _args in {
     "psda_kdpp_sample_f64": [_ptr, _i64, _ptr, _i64, _i64, _i64, ctypes.c_uint64, _ptr, _i64, _ptr, _ptr],
     "psda_kmeans_f64": [_ptr, _i64, _i64, _ptr, _ptr, _i64, _i64, _i64, ctypes.c_uint64, _ptr, _i64, _ptr, _ptr,
                         _ptr],
+    "psda_num_threads": [_i32, _ptr],
 }.items():
     _fn = getattr(_lib, _name)
     _fn.argtypes, _fn.restype = _args, _int
@@ -170,6 +171,20 @@ def _same_process() -> None:
             "e.g. iterate the sampler there as DataLoader does, or start workers with the "
             "'spawn' or 'forkserver' multiprocessing method"
         )
+
+
+def num_threads(n: int = 0) -> int:
+    """Set the Go core's thread count to n when n > 0 (the caller checked
+    it), and return the count in effect (psda_num_threads)."""
+    _same_process()
+    out = ctypes.c_int32()
+    _check(_lib.psda_num_threads(n, ctypes.byref(out)))
+    return out.value
+
+
+# An invalid PSDA_NUM_THREADS, read when the library loaded, fails here, at
+# the first use of the core, with Go's message naming the variable.
+num_threads()
 
 
 def version() -> str:
