@@ -1,0 +1,94 @@
+"""Who takes the extra uses: PSDA's matching of domains of different sizes, unbiased.
+
+With n_s = q n_t + r (n_s > n_t; the other way round alike) the paper's
+Stage 1 (eqs 4-5) serves every target q or q + 1 times, and its cost chooses
+*which* r targets take the extra use. Over an epoch the batches' target mean
+is then sum_j c_j t_j / n_s, not mean(t): the estimator is biased, by the
+same amount every epoch (docs/method.md, "Unbiased imbalanced pairing").
+
+``imbalance`` chooses the r extra uses:
+
+- ``"cost"``: the paper's (the cost chooses; biased, least error at fixed plan);
+- ``"random"``: r distinct rows of the smaller domain drawn uniformly;
+- ``"systematic"``: r rows by systematic sampling along a chain of the smaller
+  domain's features (psda.samplers.fixed.systematic): each row with
+  probability r / n exactly, as ``"random"``, but spread over the domain, so
+  the drawn set's mean, the error's offset until the next draw, is closer to
+  the domain's.
+
+For the two drawn variants every row of the smaller domain is used
+q + r / n = P / n times in expectation over the draw, so the epoch's batch
+means are unbiased. The counts fixed, the rows of the smaller domain are
+repeated by their counts and the *balanced* problem is solved on
+(larger, smaller[rep]) by psda's core; for MMD that is exactly the paper's
+Stage 1 and Stage 2 restricted to those counts (docs/method.md). A new draw
+is made for every plan (at construction and at every ``update``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import numpy as np
+
+from .._matching import Matching, _match_arrays
+
+__all__ = ["IMBALANCE", "check_imbalance", "draw_uses", "match_with_uses"]
+
+#: The values of the samplers' ``imbalance`` option, the paper's first.
+IMBALANCE: Tuple[str, ...] = ("cost", "random", "systematic")
+
+
+def check_imbalance(imbalance: Any) -> str:
+    """Returns imbalance; ValueError naming the argument and the choices otherwise."""
+    if not isinstance(imbalance, str) or imbalance not in IMBALANCE:
+        raise ValueError(f"imbalance = {imbalance!r}: want one of {', '.join(map(repr, IMBALANCE))} ('cost': the "
+                         "paper's cost-chosen extra uses, biased when n_source != n_target; 'random' or "
+                         "'systematic': extra uses drawn, unbiased)")
+    return imbalance
+
+
+def draw_uses(x: np.ndarray, P: int, imbalance: str, rng: np.random.Generator) -> np.ndarray:
+    """The rows of the smaller domain x repeated by their use counts: every row floor(P / n) times, plus
+    P mod n distinct rows drawn with probability (P mod n) / n each (uniformly, or systematically along
+    a chain of x). Returns P row indices, sorted. O(n D log n) for "systematic", O(P) otherwise."""
+    n = len(x)
+    q, r = divmod(P, n)
+    if imbalance == "random":
+        extra = rng.choice(n, r, replace=False)
+    elif imbalance == "systematic":
+        from .fixed import systematic
+        from .stratified import _chain
+
+        extra = systematic(_chain(x), r, rng) if r else np.zeros(0, np.int64)
+    else:
+        raise ValueError(f"imbalance = {imbalance!r}: draw_uses draws for 'random' or 'systematic' only")
+    return np.sort(np.concatenate([np.repeat(np.arange(n, dtype=np.int64), q), np.asarray(extra, np.int64)]))
+
+
+def match_with_uses(s: np.ndarray, t: np.ndarray, batch_size: int, stages: int, discrepancy: str, kernel: str,
+                    gammas: Tuple[float, ...], *, imbalance: str, rng: np.random.Generator, solver: str = "auto",
+                    names: Tuple[str, str] = ("source", "target")) -> Matching:
+    """PSDA's matching with the smaller domain's use counts drawn (``draw_uses``), not cost-chosen.
+
+    Solves the balanced problem on the larger domain and the smaller one's
+    rows repeated by their counts, then maps the pairs back to the smaller
+    domain's rows. The result has PSDA's coverage (each row of the smaller
+    domain floor(P / n) or ceil(P / n) times) and costs of the repeated
+    problem (for MMD, the paper's objective at those counts). Balanced
+    inputs give psda.match's matching.
+    """
+    ns, nt = len(s), len(t)
+    if ns == nt:
+        return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas, solver=solver, names=names)
+    P = max(ns, nt)
+    small = 1 if ns > nt else 0
+    rep = draw_uses(t if small else s, P, imbalance, rng)
+    s2, t2 = (s, np.ascontiguousarray(t[rep])) if small else (np.ascontiguousarray(s[rep]), t)
+    m = _match_arrays(s2, t2, batch_size, stages, discrepancy, kernel, gammas, solver=solver, names=names)
+    pairs = np.array(m.pairs)
+    pairs[:, small] = rep[pairs[:, small]]
+    return Matching(pairs=pairs, quads=m.quads, singles=m.singles, stage1_cost=m.stage1_cost,
+                    stage2_cost=m.stage2_cost, stage2_bound=m.stage2_bound, n_source=ns, n_target=nt,
+                    batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel, gammas=gammas,
+                    imbalance=imbalance)
