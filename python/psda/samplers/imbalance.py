@@ -33,7 +33,7 @@ import numpy as np
 
 from .._matching import Matching, _match_arrays
 
-__all__ = ["IMBALANCE", "check_imbalance", "draw_uses", "match_with_uses"]
+__all__ = ["IMBALANCE", "check_imbalance", "draw_uses", "match_with_uses", "match_counts"]
 
 #: The values of the samplers' ``imbalance`` option, the paper's first.
 IMBALANCE: Tuple[str, ...] = ("cost", "random", "systematic")
@@ -81,9 +81,22 @@ def match_with_uses(s: np.ndarray, t: np.ndarray, batch_size: int, stages: int, 
     ns, nt = len(s), len(t)
     if ns == nt:
         return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas, solver=solver, names=names)
-    P = max(ns, nt)
+    rep = draw_uses(t if ns > nt else s, max(ns, nt), imbalance, rng)
+    return match_counts(s, t, rep, batch_size, stages, discrepancy, kernel, gammas, imbalance=imbalance,
+                        solver=solver, names=names)
+
+
+def match_counts(s: np.ndarray, t: np.ndarray, rep: np.ndarray, batch_size: int, stages: int, discrepancy: str,
+                 kernel: str, gammas: Tuple[float, ...], *, imbalance: str, solver: str = "auto",
+                 names: Tuple[str, str] = ("source", "target")) -> Matching:
+    """PSDA's matching with the smaller domain's rows used as listed in rep (P = max(n_s, n_t) row indices).
+
+    The balanced problem on the larger domain and smaller[rep]; the pairs
+    are mapped back to the smaller domain's rows. ``imbalance`` is recorded.
+    """
+    ns, nt = len(s), len(t)
     small = 1 if ns > nt else 0
-    rep = draw_uses(t if small else s, P, imbalance, rng)
+    rep = np.asarray(rep, np.int64)
     s2, t2 = (s, np.ascontiguousarray(t[rep])) if small else (np.ascontiguousarray(s[rep]), t)
     m = _match_arrays(s2, t2, batch_size, stages, discrepancy, kernel, gammas, solver=solver, names=names)
     pairs = np.array(m.pairs)
