@@ -163,3 +163,14 @@ def test_invalid_imbalance_names_the_argument(bad):
     with pytest.raises(ValueError, match=r"state_dict\['draws'\]"):
         s = psda.batch_sampler("paired", x + np.arange(10)[:, None], x[:6], 2, num_replicas=1, rank=0)
         s.load_state_dict({**s.state_dict(), "draws": -1})
+
+
+def test_domainbed_hparam_reaches_psda_only():
+    from psda.domainbed.samplers import make_batch_sampler
+
+    rng = np.random.default_rng(2)
+    s, t = rng.normal(size=(20, 2)), rng.normal(size=(12, 2))
+    smp = make_batch_sampler("double-paired", s, t, 4, seed=0, imbalance="systematic", num_replicas=1, rank=0)
+    assert smp.imbalance == "systematic" and smp.matching.imbalance == "systematic"
+    # Samplers without extra uses to assign take the hparam without complaint.
+    assert len(make_batch_sampler("uniform", s, t, 4, seed=0, imbalance="random", num_replicas=1, rank=0)) == 5
