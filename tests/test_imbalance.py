@@ -174,3 +174,20 @@ def test_domainbed_hparam_reaches_psda_only():
     assert smp.imbalance == "systematic" and smp.matching.imbalance == "systematic"
     # Samplers without extra uses to assign take the hparam without complaint.
     assert len(make_batch_sampler("uniform", s, t, 4, seed=0, imbalance="random", num_replicas=1, rank=0)) == 5
+
+
+def test_systematic_plans_rotate_the_extra_uses():
+    # Over m plans of the same features, every row's cumulative extra uses stay
+    # within a few of m r / n (low-discrepancy offsets); independent uniform
+    # draws wander by O(sqrt(m)) (binomial SD here ~6.9), which this bound excludes.
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(30, 2))
+    P, m = 41, 200  # r = 11 extra uses among n = 30 rows
+    from psda.samplers.imbalance import rotation
+
+    sys_counts = sum(np.bincount(draw_uses(x, P, "systematic", rng, rotation(7, p)), minlength=30) - 1
+                     for p in range(m))
+    rnd_counts = sum(np.bincount(draw_uses(x, P, "random", rng), minlength=30) - 1 for _ in range(m))
+    want = m * 11 / 30
+    assert np.abs(sys_counts - want).max() <= 3, sys_counts
+    assert np.abs(rnd_counts - want).max() > 3  # the bound is one independent draws break

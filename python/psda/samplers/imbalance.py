@@ -11,10 +11,12 @@ same amount every epoch (docs/method.md, "Unbiased imbalanced pairing").
 - ``"cost"``: the paper's (the cost chooses; biased, least error at fixed plan);
 - ``"random"``: r distinct rows of the smaller domain drawn uniformly;
 - ``"systematic"``: r rows by systematic sampling along a chain of the smaller
-  domain's features (psda.samplers.fixed.systematic): each row with
+  domain's features (as psda.samplers.fixed.systematic): each row with
   probability r / n exactly, as ``"random"``, but spread over the domain, so
   the drawn set's mean, the error's offset until the next draw, is closer to
-  the domain's.
+  the domain's. Successive plans rotate the offset U by the golden ratio
+  (:func:`rotation`), so the extra uses move along the chain and every row's
+  cumulative count over a run's plans stays close to its expectation.
 
 For the two drawn variants every row of the smaller domain is used
 q + r / n = P / n times in expectation over the draw, so the epoch's batch
@@ -33,7 +35,7 @@ import numpy as np
 
 from .._matching import Matching, _match_arrays
 
-__all__ = ["IMBALANCE", "check_imbalance", "draw_uses", "match_with_uses", "match_counts"]
+__all__ = ["IMBALANCE", "check_imbalance", "draw_uses", "rotation", "match_with_uses", "match_counts"]
 
 #: The values of the samplers' ``imbalance`` option, the paper's first.
 IMBALANCE: Tuple[str, ...] = ("cost", "random", "systematic")
@@ -48,27 +50,48 @@ def check_imbalance(imbalance: Any) -> str:
     return imbalance
 
 
-def draw_uses(x: np.ndarray, P: int, imbalance: str, rng: np.random.Generator) -> np.ndarray:
+def rotation(seed: int, plan: int) -> float:
+    """The systematic draw's U for the plan-th plan: frac(V + plan * golden ratio), V uniform from seed.
+
+    Each plan's U is uniform (V is), so each plan's counts are unbiased; successive
+    plans' U fill [0, 1) evenly (a low-discrepancy sequence), so the extra uses
+    rotate over the chain and every row's *cumulative* count over m plans is
+    within O(log m) of m r / n, where independent draws wander by O(sqrt(m)).
+    """
+    v = np.random.default_rng([seed, _ROTATION_TAG]).random()
+    return float((v + plan * _GOLDEN) % 1.0)
+
+
+_GOLDEN = (5 ** 0.5 - 1) / 2
+_ROTATION_TAG = 0x5EED_607A
+
+
+def draw_uses(x: np.ndarray, P: int, imbalance: str, rng: np.random.Generator, u: Any = None) -> np.ndarray:
     """The rows of the smaller domain x repeated by their use counts: every row floor(P / n) times, plus
     P mod n distinct rows drawn with probability (P mod n) / n each (uniformly, or systematically along
-    a chain of x). Returns P row indices, sorted. O(n D log n) for "systematic", O(P) otherwise."""
+    a chain of x, at offset u in [0, 1): None draws it from rng). Returns P row indices, sorted.
+    O(n D log n) for "systematic", O(P) otherwise."""
     n = len(x)
     q, r = divmod(P, n)
     if imbalance == "random":
         extra = rng.choice(n, r, replace=False)
     elif imbalance == "systematic":
-        from .fixed import systematic
         from .stratified import _chain
 
-        extra = systematic(_chain(x), r, rng) if r else np.zeros(0, np.int64)
+        if not r:
+            extra = np.zeros(0, np.int64)
+        else:
+            chain = _chain(x)
+            u = rng.random() if u is None else float(u)
+            extra = chain[np.floor((np.arange(r) + u) * n / r).astype(np.int64)]  # fixed.systematic at this u
     else:
         raise ValueError(f"imbalance = {imbalance!r}: draw_uses draws for 'random' or 'systematic' only")
     return np.sort(np.concatenate([np.repeat(np.arange(n, dtype=np.int64), q), np.asarray(extra, np.int64)]))
 
 
 def match_with_uses(s: np.ndarray, t: np.ndarray, batch_size: int, stages: int, discrepancy: str, kernel: str,
-                    gammas: Tuple[float, ...], *, imbalance: str, rng: np.random.Generator, solver: str = "auto",
-                    names: Tuple[str, str] = ("source", "target")) -> Matching:
+                    gammas: Tuple[float, ...], *, imbalance: str, rng: np.random.Generator, u: Any = None,
+                    solver: str = "auto", names: Tuple[str, str] = ("source", "target")) -> Matching:
     """PSDA's matching with the smaller domain's use counts drawn (``draw_uses``), not cost-chosen.
 
     Solves the balanced problem on the larger domain and the smaller one's
@@ -81,7 +104,7 @@ def match_with_uses(s: np.ndarray, t: np.ndarray, batch_size: int, stages: int, 
     ns, nt = len(s), len(t)
     if ns == nt:
         return _match_arrays(s, t, batch_size, stages, discrepancy, kernel, gammas, solver=solver, names=names)
-    rep = draw_uses(t if ns > nt else s, max(ns, nt), imbalance, rng)
+    rep = draw_uses(t if ns > nt else s, max(ns, nt), imbalance, rng, u)
     return match_counts(s, t, rep, batch_size, stages, discrepancy, kernel, gammas, imbalance=imbalance,
                         solver=solver, names=names)
 

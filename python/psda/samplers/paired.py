@@ -16,7 +16,7 @@ import numpy as np
 from .._inputs import _as_pair, _check_batch_fits, _check_config
 from .._matching import DEFAULT_GAMMAS, Matching, _match_arrays
 from .base import STATE_FORMAT, BatchSampler
-from .imbalance import check_imbalance, match_with_uses
+from .imbalance import check_imbalance, match_with_uses, rotation
 
 # The state format of PairedBatchSampler before every sampler shared one (read by load_state_dict).
 _OLD_FORMAT = "psda.PairedBatchSampler/1"
@@ -194,9 +194,10 @@ class PairedBatchSampler(BatchSampler):
                                  solver=self.solver, names=names)
         # Its own generator: every rank, and a resumed run, draws the same uses for the same plan.
         rng = np.random.default_rng([self.seed, _DRAW_TAG, self._draws])
+        u = rotation(self.seed, self._draws) if self.imbalance == "systematic" else None
         self._draws += 1
         m = match_with_uses(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
-                            imbalance=self.imbalance, rng=rng, solver=self.solver, names=names)
+                            imbalance=self.imbalance, rng=rng, u=u, solver=self.solver, names=names)
         return m
 
     def _check_plan(self, plan: Any, where: str) -> None:
