@@ -70,7 +70,22 @@ def draw_uses(x: np.ndarray, P: int, imbalance: str, rng: np.random.Generator, u
     """The rows of the smaller domain x repeated by their use counts: every row floor(P / n) times, plus
     P mod n distinct rows drawn with probability (P mod n) / n each (uniformly, or systematically along
     a chain of x, at offset u in [0, 1): None draws it from rng). Returns P row indices, sorted.
-    O(n D log n) for "systematic", O(P) otherwise."""
+    O(n D log n) for "systematic", O(P) otherwise.
+
+    Args:
+        x: (n, D) features of the smaller domain (the chain's order for "systematic").
+        P: max(n_source, n_target), the number of pairs.
+        imbalance: "random" or "systematic".
+        rng: the generator of the draw.
+        u: the systematic offset (see :func:`rotation`); None draws it from rng.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.arange(10.0)[:, None]
+        >>> rep = draw_uses(x, 13, "random", np.random.default_rng(0))
+        >>> len(rep), sorted(set(np.bincount(rep).tolist()))
+        (13, [1, 2])
+    """
     n = len(x)
     q, r = divmod(P, n)
     if imbalance == "random":
@@ -99,7 +114,16 @@ def match_with_uses(s: np.ndarray, t: np.ndarray, batch_size: int, stages: int, 
     domain's rows. The result has PSDA's coverage (each row of the smaller
     domain floor(P / n) or ceil(P / n) times) and costs of the repeated
     problem (for MMD, the paper's objective at those counts). Balanced
-    inputs give psda.match's matching.
+    inputs give psda.match's matching. Arguments as :func:`psda.match`'s,
+    plus ``imbalance``, ``rng`` and ``u`` as :func:`draw_uses`'s.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> s, t = rng.normal(size=(10, 2)), rng.normal(size=(4, 2))
+        >>> m = match_with_uses(s, t, 2, 2, "mmd", "linear", (), imbalance="random", rng=rng)
+        >>> m.imbalance, sorted(np.bincount(m.pairs[:, 1]).tolist())  # which two get 3 uses is drawn
+        ('random', [2, 2, 3, 3])
     """
     ns, nt = len(s), len(t)
     if ns == nt:
