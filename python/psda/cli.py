@@ -369,6 +369,8 @@ def run_variance(args) -> int:
     for m in rows:
         method, _, imbalance = m.partition("/")
         extra = f"; extra uses drawn '{imbalance}' per plan" if imbalance else ""
+        if imbalance and args.n_source == args.n_target:
+            extra += " (n_s = n_t: there are no extra uses, so the same matching as the paper's)"
         print(f"  {m}: {_DESCRIPTIONS[method]}{extra}")
     err = {key: f"{r.mean:.3e}" for key, r in results.items()}
     print()
