@@ -76,8 +76,10 @@ def list_jobs(args):
               "--n_hparams", str(args.n_hparams), "--n_trials", str(args.n_trials), "--steps", str(args.steps),
               "--output_dir", args.output_dir, "--command_launcher", "local", "--skip_confirmation",
               "--hparams", json.dumps(args.fixed), "--test_envs", *map(str, args.test_envs)]
-    jobs = make_jobs(_parser().parse_args(common + ["--algorithms", *args.baselines]))
-    jobs += make_jobs(_parser().parse_args(common + ["--algorithms", *args.algorithms, "--samplers", *args.samplers]))
+    jobs = make_jobs(_parser().parse_args(common + ["--algorithms", *args.baselines])) if args.baselines else []
+    if args.algorithms:
+        jobs += make_jobs(_parser().parse_args(common + ["--algorithms", *args.algorithms,
+                                                         "--samplers", *args.samplers]))
     rows = _rows(args)
 
     def key(job):
