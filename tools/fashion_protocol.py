@@ -181,23 +181,22 @@ def _load(output_dir):
     in-split), with its hparams; chosen[(algorithm, test env, trial)] is the draw with
     the best validation accuracy (as the method's sweep_acc; ties: the lowest draw)."""
     from domainbed import model_selection
-    from domainbed.lib import reporting
 
     method = model_selection.IIDAccuracySelectionMethod
-    records = reporting.load_records(output_dir)
-    runs, chosen = {}, {}
     by = collections.defaultdict(list)
-    for r in records:
-        a = r["args"]
-        by[(a["algorithm"], a["test_envs"][0], a["trial_seed"], a["hparams_seed"])].append(r)
-    from domainbed.lib.query import Q
-
+    for d in sorted(os.listdir(output_dir)):  # finished jobs only: a running job's records are partial
+        if os.path.exists(os.path.join(output_dir, d, "done")):
+            with open(os.path.join(output_dir, d, "results.jsonl")) as f:
+                for line in f:
+                    r = json.loads(line)
+                    a = r["args"]
+                    if len(a["test_envs"]) == 1:
+                        by[(a["algorithm"], a["test_envs"][0], a["trial_seed"], a["hparams_seed"])].append(r)
+    runs, chosen = {}, {}
     for key, rs in by.items():
-        acc = method.run_acc(Q(rs))
-        if acc is None:
-            continue
-        best = max(rs, key=lambda r: method._step_acc(r)["val_acc"])
-        runs[key] = dict(test_acc=100 * acc["test_acc"], val_acc=100 * acc["val_acc"], step=best["step"],
+        accs = [method._step_acc(r) for r in rs]  # as run_acc: argmax of val_acc over checkpoints (first max)
+        i = max(range(len(rs)), key=lambda j: accs[j]["val_acc"])
+        runs[key] = dict(test_acc=100 * accs[i]["test_acc"], val_acc=100 * accs[i]["val_acc"], step=rs[i]["step"],
                          hparams=rs[0]["hparams"], hparams_seed=key[3])
     units = collections.defaultdict(list)
     for (alg, env, trial, hs), v in runs.items():
@@ -216,8 +215,6 @@ def _p(v):
 
 
 def analyze(args):
-    import glob
-
     from psda.domainbed import install
     from psda.domainbed.samplers import DISPLAY, display_name
 
@@ -282,7 +279,7 @@ def analyze(args):
     # 3. failures against ERM.
     out += ["## Failures: selected runs below ERM's selected run of the same (test env, trial)", "",
             "| Row | units | below ERM | below ERM − 5 points |", "|---|---|---|---|"]
-    for r in rows[1:]:
+    for r in (rows[1:] if rows and rows[0] == "ERM" else []):
         u = [(e, t) for e, t in complete]
         below = sum(chosen[(r, e, t)]["test_acc"] < chosen[("ERM", e, t)]["test_acc"] for e, t in u)
         far = sum(chosen[(r, e, t)]["test_acc"] < chosen[("ERM", e, t)]["test_acc"] - 5 for e, t in u)
@@ -290,9 +287,7 @@ def analyze(args):
     out.append("")
 
     # 4. time per sampler.
-    recs = []
-    for p in sorted(glob.glob(os.path.join(args.output_dir, "records-shard*.jsonl"))):
-        recs += [json.loads(line) for line in open(p) if line.strip()]
+    recs = _records(args.output_dir)
     out += ["## Time per job (s, mean ± SE over jobs; every draw, env and trial)", "",
             "Wall and CPU: the whole job (data, %d steps, evaluation at every checkpoint). Set-up: the sampler's first "
             "feature pass and matching; refresh: the training thread's time in the refreshes (every "
@@ -312,11 +307,49 @@ def analyze(args):
             _fmt(*mean_se(su)) if has else "–", _fmt(*mean_se(rf)) if has else "–",
             "%.1f%%" % (100 * sum(su) / sum(w)) if has else "–", "%.1f%%" % (100 * sum(rf) / sum(w)) if has else "–"))
     out.append("")
+    if args.background:
+        out += background_table(args.background)
     text = "\n".join(out) + "\n"
     with open(os.path.join(args.output_dir, "tables.md"), "w") as f:
         f.write(text)
     print(text, flush=True)
     figure(args, runs, chosen, rows, envs)
+
+
+def _records(d):
+    import glob
+
+    recs = []
+    for p in sorted(glob.glob(os.path.join(d, "records-shard*.jsonl"))):
+        recs += [json.loads(line) for line in open(p) if line.strip()]
+    return recs
+
+
+def background_table(dirs):
+    """Rows of the time table for the background-refresh run: ``dirs`` = (off, on), the
+    same jobs (UDA_MMD + Double-paired) with psda_background False and True. Jobs are
+    matched by (test env, trial, draw); the refresh column is the training thread's stall."""
+    off, on = ({(r["test_env"], r["trial_seed"], r["hparams_seed"]): r for r in _records(d)} for d in dirs)
+    keys = sorted(set(off) & set(on))
+    lines = ["## Background refresh (UDA_MMD + Double-paired; the same jobs with psda_background off and on)", "",
+             "Jobs matched by (test env, trial, draw): %d. Refresh: the seconds the training thread waited in "
+             "refreshes (with background on, the matching runs in a thread and is installed at the next epoch "
+             "boundary)." % len(keys), "",
+             "| psda_background | jobs | wall | CPU | set-up | refresh stall | refresh share |", "|---|---|---|---|---|---|---|"]
+    for name, recs in (("False", off), ("True", on)):
+        rr = [recs[k] for k in keys]
+        if not rr:
+            continue
+        w, c = [x["wall_s"] for x in rr], [x["cpu_s"] for x in rr]
+        su, rf = [x["setup_s"] or 0.0 for x in rr], [sum(x["refresh_s"]) for x in rr]
+        lines.append("| %s | %d | %s | %s | %s | %s | %.1f%% |" % (
+            name, len(rr), _fmt(*mean_se(w)), _fmt(*mean_se(c)), _fmt(*mean_se(su)), _fmt(*mean_se(rf)),
+            100 * sum(rf) / sum(w)))
+    if len(keys) > 1:
+        st = paired_stats({k: on[k]["wall_s"] for k in keys}, {k: off[k]["wall_s"] for k in keys})
+        lines += ["", "Wall on − off per job: %s s (paired t p %s, Wilcoxon p %s)." % (
+            _fmt(st["mean"], st["se"]), _p(st["t_p"]), _p(st["w_p"]))]
+    return lines + [""]
 
 
 def figure(args, runs, chosen, rows, envs):
@@ -376,6 +409,8 @@ def parser():
     p.add_argument("--algorithms", nargs="*", default=ALGORITHMS)
     p.add_argument("--samplers", nargs="+", default=SAMPLERS)
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    p.add_argument("--background", nargs=2, metavar=("OFF_DIR", "ON_DIR"), default=None,
+                   help="analyze: add the background-refresh time table from these two run directories")
     return p
 
 
