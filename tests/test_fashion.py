@@ -206,6 +206,6 @@ def test_tiny_uda_mmd_double_paired_run(monkeypatch, tmp_path):
           "--data_dir", data])
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert (out / "done").exists() and [r["step"] for r in rows] == [0, 3, 6]
-    assert rows[0]["args"]["algorithm"] == "UDA_MMD + Double-paired" and "env2_uda_acc" in rows[-1]
+    assert rows[0]["args"]["algorithm"] == "UDA_MMD + Double-paired" and "env0_uda_acc" in rows[-1]  # split 0
     text = (out / "out.txt").read_text()
     assert "double-paired sampler over 240 source and 9 target items, k = 10" in text  # 5 x 48; 0.2 x 48
