@@ -91,7 +91,7 @@ def test_analysis_selects_and_compares_like_a_hand_computation(tmp_path, monkeyp
     write_runs(str(tmp_path), table, unfinished={("UDA_MMD", 0, 0, 3)})
     args = fp.parser().parse_args(["analyze", "--output_dir", str(tmp_path), "--baselines", "ERM",
                                    "--algorithms", "UDA_MMD", "--samplers", "uniform", "double-paired",
-                                   "--test_envs", "0", "2", "--n_trials", "3", "--steps", "100"])
+                                   "--test_envs", "0", "2", "--n_trials", "3", "--steps", "100", "--n_hparams", "3"])
     runs, chosen = fp._load(str(tmp_path))
     assert {k: v["test_acc"] for k, v in chosen.items()} == pytest.approx(want)
     fp.analyze(args)

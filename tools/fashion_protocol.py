@@ -54,7 +54,7 @@ SAMPLERS = ["uniform", "paired", "double-paired"]
 
 #: hparams fixed for every job: the subset, DomainBed's default MLP and psda's default
 #: refresh interval; the random search varies k, lr, weight decay and the trade-off.
-FIXED = {"psda_env_size": 3000, "mlp_width": 256, "mlp_depth": 3, "mlp_dropout": 0.0, "psda_refresh_steps": 100}
+FIXED = {"psda_env_size": 1000, "mlp_width": 256, "mlp_depth": 3, "mlp_dropout": 0.0, "psda_refresh_steps": 500}
 
 _SETUP = re.compile(r"^psda: .* sampler over .*; built in ([0-9.]+) s", re.M)
 _REFRESH = re.compile(r"^psda: refresh \d+ after \d+ steps took ([0-9.]+) s", re.M)
@@ -260,7 +260,8 @@ def analyze(args):
             cells += ["–", "0"]
         out.append("| %s | %s |" % (r, " | ".join(cells)))
     out += [""] + (["Rows whose average has SE > 1 point, and the trials n ≈ (sd / 1)² that would bring it to "
-                    "1 point:", ""] + ["- " + s for s in need] if need else ["Every row's average has SE ≤ 1 point."])
+                    "1 point:", ""] + ["- " + s for s in need] if need else
+                   ["Every row's average has SE ≤ 1 point." if len(trials) > 1 else "SE needs two trials or more."])
     out.append("")
 
     # 2. paired differences over (test env, trial) units.
@@ -400,11 +401,11 @@ def parser():
     p.add_argument("--dataset", default="RotatedFashionMNISTFlat")
     p.add_argument("--shard", default="0/1", help="i/N: run jobs i, i + N, ... of the ordered list")
     p.add_argument("--n_hparams_from", type=int, default=1, help="first draw (0 = DomainBed's defaults)")
-    p.add_argument("--n_hparams", type=int, default=3, help="draws n_hparams_from .. n_hparams - 1")
+    p.add_argument("--n_hparams", type=int, default=4, help="draws n_hparams_from .. n_hparams - 1")
     p.add_argument("--n_trials", type=int, default=5)
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--checkpoint_freq", type=int, default=100)
-    p.add_argument("--test_envs", type=int, nargs="+", default=[0, 1, 2, 3, 4, 5])
+    p.add_argument("--test_envs", type=int, nargs="+", default=[0, 3, 5])
     p.add_argument("--uda_holdout_fraction", type=float, default=0.2)
     p.add_argument("--fixed", type=json.loads, default=dict(FIXED),
                    help="JSON hparams fixed for every job (default %s)" % json.dumps(FIXED))
