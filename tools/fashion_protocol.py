@@ -290,6 +290,19 @@ def analyze(args):
         out.append("| %s | %d | %d | %d |" % (r, len(u), below, far))
     out.append("")
 
+    # 3b. collapsed draws (descriptive; added after launch, having seen runs near chance in the
+    # figure of the partial tables): a draw's test accuracy below 20 % (chance is 10 %).
+    units3 = {(e, t) for e, t in complete}
+    out += ["## Collapsed draws (descriptive, added after launch): every draw's own selected checkpoint "
+            "with test accuracy < 20 % (chance: 10 %), in the complete units", "",
+            "| Row | draws | collapsed | share |", "|---|---|---|---|"]
+    for r in rows:
+        v = [x["test_acc"] for k, x in runs.items() if k[0] == r and (k[1], k[2]) in units3]
+        if v:
+            c = sum(a < 20 for a in v)
+            out.append("| %s | %d | %d | %.0f%% |" % (r, len(v), c, 100 * c / len(v)))
+    out.append("")
+
     # 4. time per sampler.
     recs = _records(args.output_dir)
     out += ["## Time per job (s, mean ± SE over jobs; every draw, env and trial)", "",
