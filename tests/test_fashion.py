@@ -209,3 +209,23 @@ def test_tiny_uda_mmd_double_paired_run(monkeypatch, tmp_path):
     assert rows[0]["args"]["algorithm"] == "UDA_MMD + Double-paired" and "env0_uda_acc" in rows[-1]  # split 0
     text = (out / "out.txt").read_text()
     assert "double-paired sampler over 240 source and 9 target items, k = 10" in text  # 5 x 48; 0.2 x 48
+
+
+def test_example_fashion_mnist_runs_and_pairs_seeds(tmp_path):
+    """examples/fashion_mnist.py on small written files: one row per (seed, sampler), the
+    same test split and initial weights for both samplers of a seed (step 0 accuracy equal)."""
+    import importlib.util
+
+    write_fashion(str(tmp_path), n_train=300, n_test=60)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    spec = importlib.util.spec_from_file_location("fashion_example", os.path.join(repo, "examples", "fashion_mnist.py"))
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    rows = ex.main(["--seeds", "2", "--steps", "6", "--eval-every", "3", "--k", "4", "--env-size", "40",
+                    "--data_dir", str(tmp_path), "--samplers", "uniform,double-paired",
+                    "--json", str(tmp_path / "runs.jsonl")])
+    assert [(r["sampler"], r["seed"]) for r in rows] == [("uniform", 0), ("double-paired", 0),
+                                                         ("uniform", 1), ("double-paired", 1)]
+    assert all([s for s, _ in r["curve"]] == [0, 3, 6] for r in rows)
+    assert rows[0]["curve"][0] == rows[1]["curve"][0] and rows[2]["curve"][0] == rows[3]["curve"][0]
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 4
