@@ -290,3 +290,44 @@ def test_python_m_psda_domainbed_rejects_domain_generalization(domainbed_on_path
     with pytest.raises(SystemExit) as e:
         main(["--dataset", "Debug28", "--algorithm", "PSDA_MMD", "--output_dir", str(tmp_path)])
     assert "--task domain_adaptation" in str(e.value.code)
+
+
+@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
+def test_guard_refuses_a_split_smaller_than_the_batch(domainbed_on_path):
+    """DomainBed's own InfiniteDataLoader on 5 items with batch_size 8 never yields (drop_last);
+    guarded, it is refused at construction, and still serves splits that fill a batch or have
+    class weights (drawn with replacement)."""
+    from domainbed.lib.fast_data_loader import InfiniteDataLoader
+
+    from psda.domainbed.guard import SplitSmallerThanBatch, guarded, unguarded
+
+    load = guarded(InfiniteDataLoader)
+    assert guarded(load) is load and unguarded(load) is InfiniteDataLoader
+    small = TensorDataset(torch.arange(5.0), torch.zeros(5, dtype=torch.long))
+    with pytest.raises(SplitSmallerThanBatch, match=r"5 items, fewer than batch_size = 8.*\"batch_size\": 5"):
+        load(dataset=small, weights=None, batch_size=8, num_workers=0)
+    x, _ = next(iter(load(dataset=small, weights=torch.ones(5), batch_size=8, num_workers=0)))
+    assert len(x) == 8
+    x, _ = next(iter(load(dataset=small, weights=None, batch_size=5, num_workers=0)))
+    assert len(x) == 5
+
+
+@pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in ../shared/DomainBed")
+def test_domainbed_erm_with_a_small_uda_split_is_refused_not_hung(tmp_path):
+    """Issue 27, item 9: ERM on DomainBed's own loaders, RotatedDigitsFlat's 48-item UDA
+    split and the default batch_size 64 used to spin forever in DomainBed's
+    _InfiniteSampler; it must now exit at once with a message naming batch_size."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([DOMAINBED, os.environ.get("PYTHONPATH", "")]))
+    cmd = [sys.executable, "-m", "psda.domainbed", "--dataset", "RotatedDigitsFlat", "--algorithm", "ERM",
+           "--task", "domain_adaptation", "--uda_holdout_fraction", "0.2", "--test_envs", "0",
+           "--steps", "3", "--output_dir", str(tmp_path), "--skip_model_save"]
+    try:
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        pytest.fail("python -m psda.domainbed hung on a UDA split smaller than the batch")
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "48 items, fewer than batch_size = 64" in done.stderr and '"batch_size": 48' in done.stderr
+    assert not (tmp_path / "done").exists()

@@ -80,7 +80,8 @@ def install(coordinator: Optional[Any] = None) -> None:
     :class:`psda.domainbed.loaders.DomainBedPSDA`) is given, replaces
     ``domainbed.lib.fast_data_loader.InfiniteDataLoader`` by its loaders and makes
     ``get_algorithm_class`` attach every algorithm it builds to it. Without a
-    coordinator it puts DomainBed's own ``InfiniteDataLoader`` and
+    coordinator it puts back DomainBed's own ``InfiniteDataLoader``, guarded so that a
+    split smaller than a batch is refused instead of hanging (:mod:`psda.domainbed.guard`), and
     ``get_algorithm_class`` back (runs in one process follow each other). Calling it
     twice is harmless.
 
@@ -93,8 +94,8 @@ def install(coordinator: Optional[Any] = None) -> None:
     Raises ImportError (with the fix) when DomainBed is not importable.
     """
     algorithms, datasets, hparams_registry, fast_data_loader = _import_domainbed()
+    from . import guard, loaders
     from . import hparams as psda_hparams
-    from . import loaders
 
     for name, cls in PSDA_ALGORITHMS.items():
         setattr(algorithms, name, cls)  # get_algorithm_class looks names up in the module's globals
@@ -110,11 +111,12 @@ def install(coordinator: Optional[Any] = None) -> None:
     # so that a later install() without a coordinator (the next job of an in-process
     # sweep, tools/domainbed_tables.py) runs DomainBed's loaders again.
     if not isinstance(getattr(fast_data_loader.InfiniteDataLoader, "__self__", None), loaders.DomainBedPSDA):
-        _ORIGINAL["InfiniteDataLoader"] = fast_data_loader.InfiniteDataLoader
+        _ORIGINAL["InfiniteDataLoader"] = guard.unguarded(fast_data_loader.InfiniteDataLoader)
     get = getattr(algorithms.get_algorithm_class, "psda_original", algorithms.get_algorithm_class)
     if coordinator is None:
         if "InfiniteDataLoader" in _ORIGINAL:
-            fast_data_loader.InfiniteDataLoader = _ORIGINAL["InfiniteDataLoader"]
+            # DomainBed's own loader, refusing splits smaller than a batch (it would hang).
+            fast_data_loader.InfiniteDataLoader = guard.guarded(_ORIGINAL["InfiniteDataLoader"])
         algorithms.get_algorithm_class = get
         loaders.activate(None)
     else:

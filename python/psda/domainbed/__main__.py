@@ -12,6 +12,7 @@ import runpy
 import sys
 from typing import List, Optional
 
+from .guard import SplitSmallerThanBatch
 from .samplers import DISPLAY, SAMPLERS
 
 _EPILOG = """\
@@ -150,6 +151,10 @@ def main(argv: Optional[List[str]] = None) -> None:
                    "--uda_holdout_fraction", repr(known.uda_holdout_fraction), "--seed", str(known.seed)])
     try:
         runpy.run_module("domainbed.scripts.train", run_name="__main__", alter_sys=True)
+    except SplitSmallerThanBatch as e:
+        refused = e
+    else:
+        refused = None
     finally:
         # train.py tees stdout and stderr into out.txt / err.txt and never closes them:
         # close them and restore the streams, so runs in one process
@@ -158,6 +163,8 @@ def main(argv: Optional[List[str]] = None) -> None:
             if tee not in saved and hasattr(getattr(tee, "file", None), "close"):
                 tee.file.close()
         sys.argv, sys.stdout, sys.stderr = saved
+    if refused is not None:  # raised before the first step: nothing was trained
+        sys.exit("psda.domainbed: %s" % refused)
 
 
 if __name__ == "__main__":
