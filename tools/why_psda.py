@@ -244,7 +244,7 @@ def full_grads(featurizer, classifier, xs, ys, xt, discrepancy: str, gammas, blo
         z = featurizer(torch.cat([xs, xt]))
         d = coral(z[: xs.shape[0]], z[xs.shape[0]:])
         g = _flat(torch.autograd.grad(d, fparams), fparams)
-        value = float(d)
+        value = float(d.detach())
     t = _flat(torch.autograd.grad(F.cross_entropy(classifier(featurizer(xs)), ys), params), params)
     return g.detach(), t.detach(), value
 
