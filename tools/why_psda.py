@@ -13,7 +13,8 @@ What it does:
    the checkpoints (steps 0, 250, 500, 1000).
 2. At each checkpoint, for each sampler variant, builds the sampler through
    ``psda.batch_sampler`` from the features of the model at a checkpoint (as a refresh
-   does) and goes over all batches of E epochs. For each batch b it takes the gradient
+   does) and goes over all batches of E epochs (fewer where --min_batches batches take
+   fewer: k = 8 has 500 per epoch). For each batch b it takes the gradient
    g_b of the discrepancy (psda's ``rbf_mmd``, the V-statistic, and ``coral``) w.r.t. the
    featurizer's parameters and the task gradient t_b (cross-entropy of the batch's source
    rows, all parameters). The reference is the full-data gradient g (all 4,000 source
@@ -56,7 +57,6 @@ import argparse
 import json
 import math
 import os
-import sys
 import time
 from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -80,8 +80,6 @@ def full_mmd_feature_grad(zs, zt, gammas, block: int = 1024):
     ``rbf_mmd(zs, zt)`` computes) without forming an n×n matrix: the three kernel means
     are summed over row blocks of at most ``block`` rows, each block's sum
     back-propagated into the features at once. Memory O(block² + n d)."""
-    import torch
-
     zs = zs.detach().clone().requires_grad_(True)
     zt = zt.detach().clone().requires_grad_(True)
     ns, nt = zs.shape[0], zt.shape[0]
@@ -414,15 +412,17 @@ def run(args) -> List[dict]:
                 tb = time.time()
                 sampler = psda.batch_sampler(name, *features[src], k, **opts)
                 built = time.time() - tb
+                # E epochs, fewer where one epoch alone has min_batches batches (k = 8: 500)
+                epochs = max(1, min(args.epochs, -(-args.min_batches // len(sampler))))
                 batches, ends = [], []
-                for e in range(args.epochs):
+                for e in range(epochs):
                     sampler.set_epoch(e)
                     batches += [list(b) for b in sampler]
                     ends.append(len(batches))
                 split = measure(f, c, xs, ys, xt, batches, discs[dname], g, t, ends)
                 rec = {"discrepancy": dname, "step": step, "group": group, "sampler": name, "k": k,
                        "features_from_step": src, "label": label(name, k, feat, args.k), "batches": split.B,
-                       "epochs": args.epochs, "build_s": round(built, 3), "full_value": value, **acc,
+                       "epochs": epochs, "build_s": round(built, 3), "full_value": value, **acc,
                        "disc": split.disc(), "task": split.task(),
                        "objective": {str(lam): split.objective(lam) for lam in args.tradeoffs}}
                 d = rec["disc"]
@@ -436,7 +436,8 @@ def run(args) -> List[dict]:
                       f"var {d['variance']:.3g} cos {d['cosine']:.4f} ({split.B} batches, "
                       f"{time.time() - t0:.0f} s)", flush=True)
     meta = {"hparams": hparams, "k": args.k, "steps": args.steps, "checkpoints": steps_sorted,
-            "epochs": args.epochs, "seed": args.seed, "trial": args.trial, "test_env": args.test_env,
+            "epochs": args.epochs, "min_batches": args.min_batches, "seed": args.seed, "trial": args.trial,
+            "test_env": args.test_env,
             "env_size": args.env_size, "n_source": len(xs), "n_target": len(xt), "n_test": len(xtest),
             "samplers_missing": missing, "gammas": list(gammas), "wall_s": round(time.time() - t0, 1),
             "network": "domainbed.networks.Featurizer (MLP 784-256-256-256) + linear Classifier",
@@ -459,8 +460,9 @@ def tables(records: List[dict], meta: dict) -> str:
            f"RotatedFashionMNISTFlat, {meta['env_size']}/env, test env {meta['test_env']}, trial {meta['trial']}: "
            f"n_s = {meta['n_source']}, n_t = {meta['n_target']}. Trajectory: UDA_MMD, uniform batches, "
            f"k = {meta['k']}, lr {h['lr']}, trade-off {h['mmd_gamma']}, weight decay 0, {meta['steps']} steps, "
-           f"{meta['network']}, seed {meta['seed']}. Each row: all batches of {meta['epochs']} epochs "
-           f"(drop_last). Relative to ||g||²: total = mean ||g_b − g||², bias² = ||mean g_b − g||², "
+           f"{meta['network']}, seed {meta['seed']}. Each row: all batches of E = {meta['epochs']} epochs "
+           f"(drop_last), fewer where {meta['min_batches']} batches take fewer epochs (B below). "
+           f"Relative to ||g||²: total = mean ||g_b − g||², bias² = ||mean g_b − g||², "
            f"var = total − bias², floor = var / B (bias² at or below it is noise), cos(mean g_b, g). "
            f"Samplers missing from psda.SAMPLERS: {', '.join(meta['samplers_missing']) or 'none'}. "
            f"Wall time {meta['wall_s']} s.\n"]
@@ -533,7 +535,8 @@ def figure(records: List[dict], path: str) -> None:
 
 
 def parse(argv: Optional[Sequence[str]] = None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="results/why", help="output directory")
     p.add_argument("--data_dir", default=None, help="directory with Fashion-MNIST's IDX files (default: Debian's)")
     p.add_argument("--env_size", type=int, default=1000, help="images per environment (the protocol's 1000)")
@@ -549,6 +552,8 @@ def parse(argv: Optional[Sequence[str]] = None):
     p.add_argument("--steps", type=int, default=1000)
     p.add_argument("--checkpoints", type=int, nargs="+", default=[0, 250, 500, 1000])
     p.add_argument("--epochs", type=int, default=3, help="sampler epochs per measurement (E)")
+    p.add_argument("--min_batches", type=int, default=375,
+                   help="fewer than E epochs where these take at least this many batches")
     p.add_argument("--discrepancies", nargs="+", default=["mmd", "coral"], choices=["mmd", "coral"])
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     args = p.parse_args(argv)
