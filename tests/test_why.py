@@ -150,21 +150,22 @@ def _domainbed_dir():
 DOMAINBED = _domainbed_dir()
 
 
-def _have_fashion():
+def _fashion_missing():
+    """Why the tiny run cannot run here, or None."""
     try:
         from psda.domainbed.fashion import find_fashion_mnist
-    except ImportError:  # before RotatedFashionMNIST is merged
-        return False
+    except ImportError:
+        return "psda.domainbed.fashion (RotatedFashionMNIST) is not in this tree"
     try:
         find_fashion_mnist(None)
     except FileNotFoundError:
-        return False
-    return True
+        return "Fashion-MNIST not found (apt-get install dataset-fashion-mnist)"
+    return None
 
 
 @pytest.mark.skipif(not DOMAINBED, reason="no DomainBed checkout: set PSDA_DOMAINBED_DIR or put one in "
                     "../shared/DomainBed")
-@pytest.mark.skipif(not _have_fashion(), reason="Fashion-MNIST not found (apt-get install dataset-fashion-mnist)")
+@pytest.mark.skipif(_fashion_missing() is not None, reason=str(_fashion_missing()))
 def test_tool_tiny_run(tmp_path, monkeypatch):
     """The whole tool at a tiny size: every variant and checkpoint recorded, the table and
     figure written, and the task's bias² 0 (each source row once per epoch)."""
