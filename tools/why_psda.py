@@ -448,7 +448,7 @@ def run(args) -> List[dict]:
             fh.write(json.dumps(r) + "\n")
     with open(os.path.join(args.out, "why.md"), "w") as fh:
         fh.write(tables(records, meta))
-    figure(records, os.path.join(args.out, "why.png"))
+    figure(records, os.path.join(args.out, "why.png"), args.k)
     print(f"why: wrote {args.out}/why.jsonl, why.md, why.png in {time.time() - t0:.0f} s", flush=True)
     return records
 
@@ -498,9 +498,22 @@ def tables(records: List[dict], meta: dict) -> str:
     return "\n".join(out) + "\n"
 
 
-def figure(records: List[dict], path: str) -> None:
-    """bias² and variance (stacked: bias² at the bottom, the bar's top is the total) per
-    variant, one panel per (discrepancy, checkpoint), log scale."""
+_SHORT = {"uniform": "U", "paired": "P", "double-paired": "DP", "random-pairs": "RP"}
+
+
+def _short(r: dict, k_main: int) -> str:
+    out = _SHORT.get(r["sampler"], r["sampler"])
+    if r["k"] != k_main:
+        out += f" k{r['k']}"
+    if r["features_from_step"] != r["step"]:
+        out += " f@0" if r["features_from_step"] == 0 else " f@prev"
+    return out
+
+
+def figure(records: List[dict], path: str, k_main: int) -> None:
+    """bias² (red, from the axis) and variance (blue, stacked on it: the bar's top is the
+    total) per variant, one panel per (discrepancy, checkpoint), log scale; a black tick
+    marks the floor var / B, below which a bias² is not resolved."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -508,28 +521,33 @@ def figure(records: List[dict], path: str) -> None:
 
     discs = sorted({r["discrepancy"] for r in records}, key=["mmd", "coral"].index)
     steps = sorted({r["step"] for r in records})
-    labels = list(dict.fromkeys(r["label"] for r in records))
-    fig, axes = plt.subplots(len(discs), len(steps), figsize=(3.2 * len(steps), 3.6 * len(discs)),
-                             squeeze=False, sharey="row")
+    # the variants' order of the last checkpoint, which has them all
+    labels = list(dict.fromkeys(_short(r, k_main) for r in sorted(records, key=lambda r: -r["step"])))
+    fig, axes = plt.subplots(len(discs), len(steps), figsize=(2.9 * len(steps), 2.9 * len(discs) + 0.6),
+                             squeeze=False, sharey="row", sharex=True)
     for i, dname in enumerate(discs):
-        lo = min(max(r["disc"]["bias2"], 1e-6) for r in records if r["discrepancy"] == dname) / 3
+        lo = min(max(min(r["disc"]["bias2"], r["disc"]["floor"]), 1e-7)
+                 for r in records if r["discrepancy"] == dname) / 3
         for j, step in enumerate(steps):
             ax = axes[i][j]
-            byl = {r["label"]: r["disc"] for r in records if r["discrepancy"] == dname and r["step"] == step}
+            byl = {_short(r, k_main): r["disc"] for r in records if r["discrepancy"] == dname and r["step"] == step}
             x = np.arange(len(labels))
-            b2 = np.array([max(byl[l]["bias2"], lo) if l in byl else np.nan for l in labels])
-            tot = np.array([byl[l]["total"] if l in byl else np.nan for l in labels])
+            get = lambda key: np.array([max(byl[l][key], lo) if l in byl else np.nan for l in labels])  # noqa: E731
+            b2, tot, floor = get("bias2"), get("total"), get("floor")
             ax.bar(x, b2 - lo, bottom=lo, color="#c0392b", label="bias²")
-            ax.bar(x, tot - b2, bottom=b2, color="#2e86c1", alpha=0.8, label="variance")
+            ax.bar(x, tot - b2, bottom=b2, color="#5dade2", label="variance")
+            ax.scatter(x, floor, marker="_", color="black", s=60, zorder=3, label="floor var/B")
             ax.set_yscale("log")
             ax.set_xticks(x)
-            ax.set_xticklabels(labels, rotation=70, ha="right", fontsize=7)
+            ax.set_xticklabels(labels, rotation=90, fontsize=7)
             ax.set_title(f"{dname.upper()}, step {step}", fontsize=9)
             if j == 0:
-                ax.set_ylabel("error / ||g||²")
+                ax.set_ylabel("error / ‖g‖²")
             ax.grid(axis="y", which="major", alpha=0.3)
-    axes[0][0].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+    axes[0][0].legend(fontsize=6, loc="upper left")
+    fig.text(0.5, 0.005, f"U uniform, P paired, DP double-paired, RP random-pairs; k{{n}}: k = n (else {k_main}); "
+             "f@0, f@prev: matched on the features of step 0, of the previous checkpoint", ha="center", fontsize=7)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=150)
     plt.close(fig)
 
