@@ -1,6 +1,7 @@
 """Tests of tools/why_psda.py (issue 27, item 4): the bias/variance split of the per-batch
 gradients against an independent closed-form computation over every batch of the epochs,
-the blockwise full-data MMD gradient against the direct one, and a tiny run of the tool on
+the blockwise full-data MMD gradient against the direct one, the V-statistic's batch bias
+against an enumeration of all batches, and a tiny run of the tool on
 RotatedFashionMNISTFlat (skipped without DomainBed or Debian's dataset-fashion-mnist)."""
 
 import importlib.util
@@ -140,6 +141,32 @@ def test_full_mmd_grad_blockwise_equals_direct(block):
         assert value == pytest.approx(float(rbf_mmd(net(xs), net(xt), gammas)), rel=1e-9)
 
 
+def test_vstat_bias_equals_enumeration_of_all_batches():
+    """vstat_bias (closed form) equals the mean of rbf_mmd's batch gradient over every pair
+    of k-subsets (source, target), minus the full-data gradient: explicit enumeration."""
+    import itertools
+
+    from psda.domainbed.algorithms import rbf_mmd
+
+    torch.manual_seed(1)
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
+    xs = torch.randn(6, 3, dtype=torch.float64)
+    xt = torch.randn(5, 3, dtype=torch.float64) * 0.8 + 0.3
+    gammas, k = tuple(psda.DEFAULT_GAMMAS), 3
+    params = list(net.parameters())
+
+    def grad(a, b):
+        return torch.cat([p.reshape(-1) for p in torch.autograd.grad(rbf_mmd(net(a), net(b), gammas), params)])
+
+    subsets = [(list(s), list(t)) for s in itertools.combinations(range(6), k)
+               for t in itertools.combinations(range(5), k)]
+    mean = sum(grad(xs[s], xt[t]) for s, t in subsets) / len(subsets)
+    want = mean - grad(xs, xt)
+    got = why.vstat_bias(net, xs, xt, gammas, k, block=4)
+    assert want.norm() > 1e-3 * grad(xs, xt).norm()  # a bias there is to find
+    assert torch.allclose(got, want, rtol=1e-8, atol=1e-12)
+
+
 # ---- the tool on real data, tiny ----------------------------------------------------------
 
 def _domainbed_dir():
@@ -188,5 +215,6 @@ def test_tool_tiny_run(tmp_path, monkeypatch):
         assert r["batches"] == 240 // 8
         assert r["task"]["bias2"] < 1e-10, r["label"]
         assert r["disc"]["variance"] >= 0 and -1 <= r["disc"]["cosine"] <= 1
+        assert ("vstat_bias2" in r["disc"]) == (r["discrepancy"] == "mmd")
     assert (tmp_path / "why.png").stat().st_size > 10_000
     assert "| variant |" in (tmp_path / "why.md").read_text()

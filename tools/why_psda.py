@@ -75,33 +75,58 @@ def _kernel_sum(a, b, gammas):
     return sum((-g * d).exp().sum() for g in gammas)
 
 
-def full_mmd_feature_grad(zs, zt, gammas, block: int = 1024):
-    """Returns (∂/∂zs, ∂/∂zt) of the V-statistic MMD² between all rows of zs and zt (what
-    ``rbf_mmd(zs, zt)`` computes) without forming an n×n matrix: the three kernel means
-    are summed over row blocks of at most ``block`` rows, each block's sum
-    back-propagated into the features at once. Memory O(block² + n d)."""
+def full_mmd_feature_grad(zs, zt, gammas, block: int = 1024, weights=(1.0, 1.0, -2.0)):
+    """Returns (∂/∂zs, ∂/∂zt) of w_ss V_ss + w_tt V_tt + w_st V_st, the kernel means
+    V_ss = mean_ij κ(zs_i, zs_j), V_tt likewise, V_st = mean_ij κ(zs_i, zt_j) over all rows:
+    with the default weights (1, 1, −2), the V-statistic MMD² that ``rbf_mmd(zs, zt)``
+    computes. No n×n matrix is formed: each mean is summed over row blocks of at most
+    ``block`` rows, each block's sum back-propagated into the features at once.
+    Memory O(block² + n d)."""
+    import torch
+
     zs = zs.detach().clone().requires_grad_(True)
     zt = zt.detach().clone().requires_grad_(True)
     ns, nt = zs.shape[0], zt.shape[0]
-    for a, b, w in ((zs, zs, 1.0 / ns ** 2), (zt, zt, 1.0 / nt ** 2), (zs, zt, -2.0 / (ns * nt))):
+    for a, b, w in ((zs, zs, weights[0] / ns ** 2), (zt, zt, weights[1] / nt ** 2),
+                    (zs, zt, weights[2] / (ns * nt))):
+        if w == 0:
+            continue
         for i in range(0, a.shape[0], block):
             for j in range(0, b.shape[0], block):
                 (w * _kernel_sum(a[i:i + block], b[j:j + block], gammas)).backward()
-    return zs.grad, zt.grad
+    return tuple(z.grad if z.grad is not None else torch.zeros_like(z) for z in (zs, zt))
 
 
-def full_mmd_grad(featurizer, xs, xt, gammas, block: int = 1024):
+def full_mmd_grad(featurizer, xs, xt, gammas, block: int = 1024, weights=(1.0, 1.0, -2.0)):
     """Returns the gradient (one flat vector over ``featurizer``'s parameters) of
-    rbf_mmd(featurizer(xs), featurizer(xt)) on the full sets, blockwise: the feature
-    gradient from :func:`full_mmd_feature_grad`, then one backward pass through the
-    featurizer (the chain rule, so no kernel matrix larger than block² exists)."""
+    rbf_mmd(featurizer(xs), featurizer(xt)) on the full sets (or of the weighted kernel
+    means, see :func:`full_mmd_feature_grad`), blockwise: the feature gradient first,
+    then one backward pass through the featurizer (the chain rule, so no kernel matrix
+    larger than block² exists)."""
     import torch
 
     params = [p for p in featurizer.parameters()]
     z = featurizer(torch.cat([xs, xt]))
-    gs, gt = full_mmd_feature_grad(z[: xs.shape[0]], z[xs.shape[0]:], gammas, block)
+    gs, gt = full_mmd_feature_grad(z[: xs.shape[0]], z[xs.shape[0]:], gammas, block, weights)
     grads = torch.autograd.grad(z, params, grad_outputs=torch.cat([gs, gt]))
     return torch.cat([g.reshape(-1) for g in grads])
+
+
+def vstat_bias(featurizer, xs, xt, gammas, k: int, block: int = 1024):
+    """Returns the bias of the batch V-statistic's gradient that comes from the V-statistic
+    alone: E[∇ rbf_mmd(batch)] − ∇ rbf_mmd(full) for batches of k distinct rows per
+    domain drawn uniformly without replacement (flat, featurizer parameters).
+
+    Why: κ(z, z) is constant for the RBF mixture, so only the off-diagonal pairs of a
+    mean over m rows carry gradient, with weight (m − 1)/m of the U-statistic's
+    U_ss = mean_{i≠j} κ(zs_i, zs_j): E[∇V_ss(batch)] = (k − 1)/k ∇U_ss while
+    ∇V_ss(full) = (n_s − 1)/n_s ∇U_ss. The cross mean is unbiased. Hence the bias is
+    (1/n_s − 1/k) ∇U_ss + (1/n_t − 1/k) ∇U_tt, with ∇U = n/(n − 1) ∇V; shrinking in k
+    as 1/k, the same for every sampler whose batches hold k distinct rows per domain."""
+    ns, nt = xs.shape[0], xt.shape[0]
+    ws = (1.0 / ns - 1.0 / k) * ns / (ns - 1)
+    wt = (1.0 / nt - 1.0 / k) * nt / (nt - 1)
+    return full_mmd_grad(featurizer, xs, xt, gammas, block, weights=(ws, wt, 0.0))
 
 
 def _flat(grads, params):
@@ -176,6 +201,11 @@ class ErrorSplit:
             d = self.first_epoch_sum / self.first_epoch_B - self.g
             out["bias2_epoch1"] = float(d @ d) / float(self.g @ self.g)
         return out
+
+    def residual_bias2(self, b) -> float:
+        """||mean_b g_b − g − b||² / ||g||²: the bias left after a known part b (see :func:`vstat_bias`)."""
+        d = self.sum_g / self.B - self.g - b.double()
+        return float(d @ d) / float(self.g @ self.g)
 
     def task(self) -> Dict[str, float]:
         """The task gradient's split, relative to ||t||²; rms over the featurizer part too."""
@@ -400,6 +430,7 @@ def run(args) -> List[dict]:
         prev = steps_sorted[ci - 1] if ci else step
         for dname in args.discrepancies:
             g, t, value = full_grads(f, c, xs, ys, xt, dname, gammas)
+            vbias = {kk: vstat_bias(f, xs, xt, gammas, kk).detach() for kk in args.ks} if dname == "mmd" else {}
             for group, name, k, feat in rows:
                 src = {FRESH: step, STALE0: steps_sorted[0], STALEPREV: prev}[feat]
                 if feat != FRESH and (src == step or (feat == STALEPREV and src == steps_sorted[0])):
@@ -426,6 +457,9 @@ def run(args) -> List[dict]:
                        "disc": split.disc(), "task": split.task(),
                        "objective": {str(lam): split.objective(lam) for lam in args.tradeoffs}}
                 d = rec["disc"]
+                if k in vbias:
+                    d["vstat_bias2"] = float(vbias[k] @ vbias[k]) / float(g @ g)
+                    d["other_bias2"] = split.residual_bias2(vbias[k])
                 rec["noise_vs_task"] = {str(lam): lam * d["rms_error"] / rec["task"]["feat_norm"]
                                         for lam in args.tradeoffs}
                 task_rms_feat = math.sqrt(split.tt_feat / split.B)  # the task's batch noise on the featurizer
@@ -469,13 +503,25 @@ def tables(records: List[dict], meta: dict) -> str:
     for dname in sorted({r["discrepancy"] for r in records}, key=["mmd", "coral"].index):
         rs = [r for r in records if r["discrepancy"] == dname]
         out.append(f"\n## {dname.upper()}: discrepancy gradient (featurizer)\n")
-        out.append("| step | source acc | test acc | full value | variant | B | total | bias² | var | floor | cos |")
-        out.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+        out.append("bias² (epoch 1): from the first epoch's batches alone; close to bias² where E epochs are "
+                   "enough (PSDA's epochs reuse one matching, so its epoch mean changes only by the shuffle).\n")
+        vs = dname == "mmd"
+        if vs:
+            out.append("V-stat bias²: ||b||² / ||g||², b the bias every sampler with k distinct rows per domain "
+                       "has from the V-statistic alone (κ(z, z) is constant, so a batch weights the off-diagonal "
+                       "pairs by (k − 1)/k, the full set by (n − 1)/n; `vstat_bias`). other bias²: "
+                       "||mean g_b − g − b||² / ||g||², the bias the sampler's coupling adds (noise: ~floor).\n")
+        extra = " V-stat bias² | other bias² |" if vs else ""
+        out.append("| step | source acc | test acc | full value | variant | B | total | bias² | var | floor | "
+                   f"bias² (epoch 1) |{extra} cos |")
+        out.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if vs else "") + "---:|")
         for r in rs:
             d = r["disc"]
+            e1 = f"{d['bias2_epoch1']:.4g}" if "bias2_epoch1" in d else "–"
+            ex = f" {d['vstat_bias2']:.4g} | {d['other_bias2']:.4g} |" if vs else ""
             out.append(f"| {r['step']} | {r['source_acc']:.3f} | {r['test_acc']:.3f} | {r['full_value']:.4g} | "
                        f"{r['label']} | {r['batches']} | {d['total']:.4g} | {d['bias2']:.4g} | {d['variance']:.4g} | "
-                       f"{d['floor']:.2g} | {d['cosine']:.4f} |")
+                       f"{d['floor']:.2g} | {e1} |{ex} {d['cosine']:.4f} |")
         lams = sorted(rs[0]["objective"], key=float)
         out.append(f"\n### {dname.upper()}: the whole objective's gradient (task + λ × discrepancy), "
                    "relative to ||o||², and the discrepancy noise against the task gradient\n")
