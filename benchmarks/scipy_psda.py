@@ -60,6 +60,7 @@ __all__ = [
     "solve_stage1",
     "solve_stage2",
     "match",
+    "batch_sampler",
 ]
 
 
@@ -489,6 +490,38 @@ def match(source, target, *, batch_size: int, stages: int = 2, discrepancy: str 
         if keep_costs:
             out.c_mm, out.c_single = cmm, single
     return out
+
+
+def batch_sampler(ref: RefMatching, n_source: int, n_target: int, batch_size: int, *, stages: int = 2,
+                  seed: int = 0, discrepancy: str = "mmd", kernel: str = "rbf",
+                  gammas: Sequence[float] = DEFAULT_GAMMAS):
+    """batch_sampler serves a reference matching as psda serves its own: a
+    psda.PairedBatchSampler subclass whose plan is ``ref`` (checked by the
+    same coverage rule), cut into epochs by the same Go schedule, so that
+    ``psda variance`` compares matchings and nothing else.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> s, t = rng.normal(size=(8, 2)), rng.normal(size=(8, 2))
+        >>> len(batch_sampler(match(s, t, batch_size=2), 8, 8, 2))
+        4
+    """
+    import psda
+    from psda.samplers.paired import PairedBatchSampler
+
+    class _RefSampler(PairedBatchSampler):
+        def _build(self, s_, t_):
+            quads = ref.quads if stages == 2 else np.zeros((0, 2), np.int64)
+            singles = ref.singles if stages == 2 else np.arange(len(ref.pairs))
+            return psda.Matching(pairs=ref.pairs, quads=np.asarray(quads).reshape(-1, 2), singles=singles,
+                                 stage1_cost=float(ref.stage1_cost), stage2_cost=float(ref.stage2_cost),
+                                 stage2_bound=float(ref.stage2_bound), n_source=n_source, n_target=n_target,
+                                 batch_size=batch_size, stages=stages, discrepancy=self.discrepancy,
+                                 kernel=self.kernel, gammas=self.gammas)
+
+    kw = {"kernel": kernel} if discrepancy == "mmd" else {}
+    return _RefSampler(np.zeros((n_source, 1)), np.zeros((n_target, 1)), batch_size, stages=stages, seed=seed,
+                       discrepancy=discrepancy, gammas=gammas, num_replicas=1, rank=0, **kw)
 
 
 if __name__ == "__main__":

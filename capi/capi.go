@@ -96,6 +96,11 @@ func withoutContext(fn string, body func() *failure) (status C.int) {
 			status = report(&global, recovered(fn, r))
 		}
 	}()
+	if fn != "psda_abi_version" && fn != "psda_version" && fn != "psda_ctx_free" && fn != "psda_num_threads" {
+		if f := envFailure.Load(); f != nil { // an invalid PSDA_NUM_THREADS: see threads.go
+			return report(&global, f)
+		}
+	}
 	return report(&global, body())
 }
 

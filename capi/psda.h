@@ -89,6 +89,19 @@ int psda_version(char *buf, size_t cap);
  * names. Does not change the stored message. */
 int psda_last_error(psda_ctx ctx, char *buf, size_t cap);
 
+/* psda_num_threads sets, when set > 0, the number of threads each parallel
+ * loop of psda runs at most (Gram tiles, cost passes, the warm start), for
+ * every context and thread of the process, including a computation already
+ * queued; a loop already running keeps its count. set = 0 only reads it. The
+ * count in effect is stored in *out. The default is all cores (Go's
+ * GOMAXPROCS, the number of CPUs the process may use), or the environment
+ * variable PSDA_NUM_THREADS, read when the library loads. When that variable
+ * is not a positive integer, every call that computes (psda_ctx_new,
+ * psda_lsap_f64, ...) and psda_num_threads(0, ...) return PSDA_ERR_INVALID
+ * naming it, until psda_num_threads sets a count. A negative set is
+ * PSDA_ERR_INVALID. */
+int psda_num_threads(int32_t set, int32_t *out);
+
 /* psda_ctx_new creates a context with the default options (stages 2, "mmd",
  * "rbf", the paper's RBF mixture (DefaultGammas in psda/config.go, the one
  * place that lists it), solver "auto", batch

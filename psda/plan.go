@@ -184,7 +184,8 @@ const (
 // with tgt under cfg: true for the sparse path, false for the dense one;
 // stage2 is false with one stage. It is the one statement of the
 // solver-choice rule (docs/design.md, "The two exact paths"): Dense and
-// Sparse force the path; Auto (or "") takes the sparse path for a stage
+// Sparse force the path (except that a Stage 1 with one example on a
+// side is always dense: sparseStages); Auto (or "") takes the sparse path for a stage
 // whose dense cost matrix would exceed 3 GiB (plan.useSparse), and for the
 // Stage 2 of a linear-kernel MMD with at most 16 features, at least 2,000
 // pairs and at most 1% duplicated rows per domain, where it is faster
@@ -215,9 +216,13 @@ func (pl *plan) useSparse(cfg Config, bytes int64) bool {
 // sparseStages is SparseStages by the sizes alone (the cost matrices'
 // bytes), without the low-dimensional Stage 2 case, which only applies
 // where the dense matrix fits: the memory plan (checkMemory) needs no more.
+// A Stage 1 with one example on a side is a copy, never sparse: its dense
+// matrix has as many entries as the other side has rows, and the dense
+// solver copies it in O(n) (assign.Imbalanced), where the sparse one would
+// build and price n copies of one column.
 func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 	s1, s2 := stageBytes(ns, nt)
-	return pl.useSparse(cfg, s1), cfg.Stages == 2 && pl.useSparse(cfg, s2)
+	return pl.useSparse(cfg, s1) && min(ns, nt) > 1, cfg.Stages == 2 && pl.useSparse(cfg, s2)
 }
 
 // lowDimPairs is the least number of pairs from which Auto solves the

@@ -134,6 +134,8 @@ func TestSparseStages(t *testing.T) {
 		{"forced dense over the limit", small, smallT, with(rbf2, func(c *Config) { c.Solver = Dense }), 1, false, false},
 		{"auto low-dimensional linear", low, lowT, lin2, defaultPlan().denseLimit, false, true},
 		{"low-dimensional linear, forced dense", low, lowT, with(lin2, func(c *Config) { c.Solver = Dense }), defaultPlan().denseLimit, false, false},
+		{"forced sparse, one source: a copy", gaussFeatures(1, 2, 1), smallT, with(rbf2, func(c *Config) { c.Solver = Sparse }), defaultPlan().denseLimit, false, true},
+		{"auto over the limit, one target: a copy", small, gaussFeatures(1, 2, 2), rbf2, 1, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := defaultPlan()

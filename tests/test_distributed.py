@@ -14,7 +14,7 @@ from torch.utils.data import ConcatDataset, DataLoader, TensorDataset  # noqa: E
 
 import psda  # noqa: E402
 from psda.distributed import (WholeBatches, broadcast_features, check_identical,  # noqa: E402
-                              gather_features, matching_digest, paired_batch_sampler, world)
+                              gather_features, paired_batch_sampler, world)
 from psda.refresh import FeatureRefresher, extract_features  # noqa: E402
 
 N_S, N_T, D, K = 45, 37, 4, 4
@@ -58,12 +58,12 @@ def _worker(rank, world_size, port, out_dir, background):
         plain = psda.PairedBatchSampler(zs, zt, K)  # no num_replicas/rank: taken from the process group
         log = {"len": len(sampler), "world": world(), "plain": (plain.num_replicas, plain.rank),
                "batches": [], "digests": [],
-               "initial": matching_digest(sampler.matching)}
+               "initial": sampler.matching.fingerprint}
         for epoch in range(3):
             batches = []
             for x, idx in loader:
                 if not batches:
-                    log["digests"].append(matching_digest(sampler.matching))  # the matching this epoch uses
+                    log["digests"].append(sampler.matching.fingerprint)  # the matching this epoch uses
                 batches.append(idx.tolist())
                 out = ddp(x)  # one DDP forward per step: source rows [:K], target rows [K:]
                 loss = out[:K].logsumexp(1).mean() + (out[:K].mean(0) - out[K:].mean(0)).pow(2).sum()
@@ -76,7 +76,7 @@ def _worker(rank, world_size, port, out_dir, background):
         # the features a refresh sees are the same on every rank
         log["gathered"] = gather_features(feat, src, batch_size=7, progress=False)
         log["params"] = [p.detach().clone() for p in net.parameters()]
-        check_identical(sampler.matching)
+        check_identical(sampler)
         torch.save(log, os.path.join(out_dir, "rank%d.pt" % rank))
     finally:
         dist.destroy_process_group()
@@ -112,19 +112,18 @@ def test_single_process_defaults():
     assert a.dtype == np.float32 and b.dtype == np.float64 and a.shape == (N_S, D)
     s = paired_batch_sampler(a, b, K)
     assert (s.num_replicas, s.rank) == (1, 0)
-    check_identical(s.matching)
+    check_identical(s)
     net = make_model()
     np.testing.assert_array_equal(gather_features(net, src, progress=False),
                                   extract_features(net, src, progress=False))
 
 
-def test_matching_digest_tells_matchings_apart():
+def test_fingerprint_tells_matchings_apart():
     src, tgt = make_data()
     a = psda.match(src.tensors[0].numpy(), tgt.tensors[0].numpy(), batch_size=K)
     b = psda.match(src.tensors[0].numpy(), tgt.tensors[0].numpy() * -1, batch_size=K)
-    assert matching_digest(a) == matching_digest(
-        psda.match(src.tensors[0].numpy(), tgt.tensors[0].numpy(), batch_size=K))
-    assert not np.array_equal(a.pairs, b.pairs) and matching_digest(a) != matching_digest(b)
+    assert a.fingerprint == psda.match(src.tensors[0].numpy(), tgt.tensors[0].numpy(), batch_size=K).fingerprint
+    assert not np.array_equal(a.pairs, b.pairs) and a.fingerprint != b.fingerprint
 
 
 # ---- recipes (docs/recipes.md) -----------------------------------------------------
@@ -229,7 +228,7 @@ def _accelerate_worker(rank, world_size, port, out_dir):
         WholeBatches(psda.PairedBatchSampler(zs, zt, K))  # world size 2 from torch.distributed
     loader = acc.prepare(DataLoader(ConcatDataset([src, tgt]), batch_sampler=WholeBatches(sampler)))
     batches = [idx.tolist() for _, idx in loader]
-    torch.save({"batches": batches, "digest": matching_digest(sampler.matching), "state": acc.num_processes,
+    torch.save({"batches": batches, "digest": sampler.matching.fingerprint, "state": acc.num_processes,
                 "epoch": epoch}, os.path.join(out_dir, "acc%d.pt" % rank))
     acc.wait_for_everyone()
     dist.destroy_process_group()
@@ -281,7 +280,7 @@ if _L is not None:
 
         def training_step(self, batch, i):
             x, idx = batch
-            self.seen.append((self.current_epoch, idx.tolist(), matching_digest(self.sampler.matching)))
+            self.seen.append((self.current_epoch, idx.tolist(), self.sampler.matching.fingerprint))
             out = self.net(x)
             return out[:K].logsumexp(1).mean() + (out[:K].mean(0) - out[K:].mean(0)).pow(2).sum()
 

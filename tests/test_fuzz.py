@@ -353,7 +353,7 @@ def test_fuzz_sampler_and_resume(ns, nt, kw, cut, epoch):
 
 def corruptions():
     key = st.sampled_from(["format", "epoch", "batches", "seed", "batch_size", "drop_last", "num_replicas", "rank",
-                           "n_source", "n_target", "matching", "pending_matching", "solver"])
+                           "n_source", "n_target", "plan", "pending_plan", "options", "sampler"])
     value = st.sampled_from([None, -1, 2**64, 1.5, "x", b"", {}, [], True, 0])
     return st.lists(st.tuples(st.sampled_from(["del", "set", "matching"]), key, value), min_size=1, max_size=3)
 
@@ -367,14 +367,14 @@ def test_fuzz_load_state_dict_rejects_corrupt_states(edits, mkey, mval):
     s, t = rng.normal(size=(10, 2)), rng.normal(size=(7, 2))
     a = psda.PairedBatchSampler(s, t, 2)
     state = a.state_dict()
-    state["matching"] = dict(state["matching"])
+    state["plan"] = dict(state["plan"])
     for op, key, value in edits:
         if op == "del":
             state.pop(key, None)
         elif op == "set":
             state[key] = value
-        elif isinstance(state.get("matching"), dict):
-            state["matching"][mkey] = mval
+        elif isinstance(state.get("plan"), dict):
+            state["plan"][mkey] = mval
     b = psda.PairedBatchSampler(s, t, 2)
     before = b.state_dict()
     try:

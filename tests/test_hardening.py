@@ -219,12 +219,13 @@ def test_case08_load_state_dict_refuses_other_settings(saved, loading, key):
     state = psda.PairedBatchSampler(src, tgt, batch_size=4, **saved).state_dict()
     other = psda.PairedBatchSampler(src, tgt, batch_size=4, **loading)
     before = other.matching
-    with pytest.raises(ValueError, match=f"{key} = "):
+    # Another stages is another sampler name ('paired'): the name check says so first.
+    with pytest.raises(ValueError, match=f"{key} = |is from a 'paired' sampler"):
         other.load_state_dict(state)
     assert other.matching is before and other.stages == loading.get("stages", 2)
 
 
-@pytest.mark.parametrize("key", ["matching", "epoch", "seed", "pending_matching", "n_source"])
+@pytest.mark.parametrize("key", ["plan", "epoch", "seed", "pending_plan", "n_source"])
 def test_case08_load_state_dict_missing_key_is_named(key):
     src, tgt = _features(40, 40)
     sampler = psda.PairedBatchSampler(src, tgt, batch_size=4)
@@ -406,7 +407,29 @@ def test_case12_progress_not_a_terminal_writes_plain_lines():
     assert lines[-1].startswith("job: 1000/1000 (100%)")
     # At most one line per LINE_INTERVAL besides the first and the last.
     assert len(lines) <= 2 + int(float(lines[-1].split()[-1].rstrip("s")) / LINE_INTERVAL)
-    assert Progress(3, "quiet", stream=io.StringIO()).enabled is False  # not forced, not a terminal
+    quiet = io.StringIO()
+    q = Progress(3, "quiet", stream=quiet)  # not forced, not a terminal: nothing for short work
+    q.advance(3)
+    q.close()
+    assert quiet.getvalue() == ""
+
+
+def test_case12_progress_in_a_log_writes_lines_for_long_work(monkeypatch):
+    """Not a terminal, not forced (psda variance in a log): plain lines every LINE_INTERVAL, then the last."""
+    import io
+    import time
+
+    import psda._progress as P
+
+    monkeypatch.setattr(P, "LINE_INTERVAL", 0.05)
+    buf = io.StringIO()
+    p = P.Progress(4, "long", stream=buf)
+    for _ in range(4):
+        time.sleep(0.06)
+        p.advance()
+    p.close()
+    lines = buf.getvalue().splitlines()
+    assert 2 <= len(lines) <= 5 and lines[-1].startswith("long: 4/4 (100%)"), lines
 
 
 @pytest.mark.parametrize("rank, all_ranks, drawn", [("0", False, True), ("1", False, False), ("1", True, True)])

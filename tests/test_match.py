@@ -420,10 +420,13 @@ def test_docstring_examples_run():
     """Every Example: in the public modules is a doctest that passes."""
     import doctest
 
-    import psda.loader
-    import psda.sampler
+    import importlib
 
-    for mod in (psda, _matching, psda.sampler, psda.loader):
+    import psda.loader
+
+    samplers = [importlib.import_module(f"psda.samplers.{m}")
+                for m in ("base", "paired", "simple", "stratified", "dpp", "exchange", "kmeans")]
+    for mod in (psda, _matching, psda.loader, psda.samplers, *samplers):
         failed, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert failed == 0, mod.__name__
         assert attempted > 0 or mod is psda, mod.__name__

@@ -2,6 +2,7 @@
 and background) with the real sampler and real DataLoaders."""
 
 import io
+import time
 import threading
 
 import numpy as np
@@ -87,9 +88,23 @@ def test_extract_features_flattens_and_accepts_plain_callables():
     np.testing.assert_array_equal(z, (np.arange(24.0).reshape(6, 4) * 2).astype(np.float32))
 
 
-def test_extract_features_progress_bar_on_given_stream():
+def test_extract_features_progress_bar_on_given_stream(monkeypatch):
+    # A short pass into a log writes nothing (it wrote lines in every DDP run: issue 25).
     buf = io.StringIO()
     extract_features(Recorder(4, 2), xy_dataset(10, 4, 0), batch_size=3, stream=buf, desc="src")
+    assert buf.getvalue() == ""
+    # A pass longer than the line interval writes plain lines.
+    import psda._progress
+
+    monkeypatch.setattr(psda._progress, "LINE_INTERVAL", 0.0)
+    rec = Recorder(4, 2)
+
+    def slow(x):  # each batch takes longer than the bar's 0.1 s interval
+        time.sleep(0.12)
+        return rec(x)
+
+    buf = io.StringIO()
+    extract_features(slow, xy_dataset(10, 4, 0), batch_size=3, stream=buf, desc="src")
     out = buf.getvalue()
     # Not a terminal: plain lines, no carriage returns (issue 17 case 12).
     assert "\r" not in out and out.endswith("\n")

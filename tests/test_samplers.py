@@ -20,16 +20,19 @@ import pytest
 
 import psda
 from psda.samplers import exchange as ex
-from psda.samplers.dpp import kdpp_sample, log_esp, rbf_gram
+from psda.samplers.dpp import rbf_gram
 from psda.samplers.kmeans import weighted_kmeans
 from psda.samplers.stratified import anticlusters, vardass_strata
+
+import oracles  # the NumPy references of the Go searches (tests/oracles.py)
 from psda.variance import DiscrepancyError
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import ConcatDataset, DataLoader, TensorDataset  # noqa: E402
 
 NS, NT, K = 45, 38, 4
-OURS = [n for n in psda.SAMPLERS if n not in ("paired", "double-paired")]
+# The samplers that draw their batches in Python (the others are served by PSDA's Go schedule).
+OURS = [n for n in psda.SAMPLERS if n not in ("paired", "double-paired", "random-pairs")]
 
 
 def _data(ns=NS, nt=NT, d=2, seed=0):
@@ -56,8 +59,8 @@ def built():
 
 
 def test_names_and_factory_errors():
-    assert psda.SAMPLERS == ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "paired",
-                             "double-paired")
+    assert psda.SAMPLERS == ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "random-pairs",
+                             "paired", "double-paired")
     s, t = _data()
     with pytest.raises(ValueError, match="want one of uniform, kmeans"):
         psda.batch_sampler("vardas", s, t, 4)
@@ -117,12 +120,11 @@ def test_dataloader_serves_the_batches_and_resumes(built, name, num_workers):
     assert fresh.epoch == 5
 
 
-@pytest.mark.parametrize("name", [n for n in psda.SAMPLERS if n not in OURS])  # the samplers that offer views()
+@pytest.mark.parametrize("name", psda.SAMPLERS)  # every sampler offers views(): the base's
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_views_with_two_dataloaders(built, name, num_workers):
     s, t, samplers = built
     sm = copy.deepcopy(samplers[name])
-    assert not hasattr(samplers["vardass"], "views")  # only PairedBatchSampler offers them
     sm.set_epoch(1)
     want = list(sm)
     sm.set_epoch(1)
@@ -145,7 +147,8 @@ def test_sharding(built, name, drop_last):
     total = len(full)
     if name in OURS:
         src, tgt = one.epoch_batches(2)
-        assert full == [a.tolist() + (b + NS).tolist() for a, b in zip(src, tgt)]
+        # With drop_last=False the last batch serves the first N mod k columns.
+        assert full == [a[: len(f) // 2].tolist() + (b[: len(f) // 2] + NS).tolist() for a, b, f in zip(src, tgt, full)]
     ranks = [_make(name, s, t, num_replicas=R, rank=r, drop_last=drop_last) for r in range(R)]
     per = total // R if drop_last else -(-total // R)
     seen = []
@@ -205,11 +208,10 @@ def _sse(phi, strata):
     return sum(float(((phi[h] - phi[h].mean(0)) ** 2).sum()) for h in strata)
 
 
-@pytest.mark.parametrize("engine", ["numpy", "go"])
-def test_vardass_objective_decreases_and_matches_explicit(engine):
+def test_vardass_objective_decreases_and_matches_explicit():
     rng = np.random.default_rng(1)
     phi = rng.normal(size=(60, 3))
-    strata, hist = vardass_strata(phi, 5, passes=30, rng=np.random.default_rng(2), engine=engine)
+    strata, hist = vardass_strata(phi, 5, passes=30, rng=np.random.default_rng(2))
     assert sorted(len(h) for h in strata) == [12] * 5
     assert sorted(np.concatenate(strata).tolist()) == list(range(60))
     assert all(b <= a + 1e-9 for a, b in zip(hist, hist[1:])), hist
@@ -252,7 +254,8 @@ def test_weighted_kmeans_with_min_size_descends_to_a_local_optimum(engine):
     rng = np.random.default_rng(5)
     X, w = rng.normal(size=(16, 2)), rng.uniform(0.2, 2.0, 16)
     g0 = np.arange(16) % 3
-    g, hist = weighted_kmeans(X, w, g0, 3, 4, passes=50, rng=np.random.default_rng(1), engine=engine)
+    kmeans = weighted_kmeans if engine == "go" else oracles.weighted_kmeans
+    g, hist = kmeans(X, w, g0, 3, 4, passes=50, rng=np.random.default_rng(1))
     assert hist[0] == pytest.approx(_wsse(X, w, g0, 3), rel=1e-12)
     assert hist[-1] == pytest.approx(_wsse(X, w, g, 3), rel=1e-12) and hist[-1] < hist[0]
     assert all(b <= a + 1e-12 for a, b in zip(hist, hist[1:])), hist
@@ -267,7 +270,7 @@ def test_weighted_kmeans_with_min_size_descends_to_a_local_optimum(engine):
             trial[i] = h
             assert _wsse(X, w, trial, 3) >= hist[-1] - 1e-9
     with pytest.raises(ValueError, match="min_size = 6"):
-        weighted_kmeans(X, w, g0, 3, 6, rng=np.random.default_rng(1), engine=engine)
+        kmeans(X, w, g0, 3, 6, rng=np.random.default_rng(1))
 
 
 def test_allocation_is_proportional():
@@ -338,15 +341,15 @@ def test_progress_reports_every_search(capsys):
 
 def test_ctrl_c_cancels_the_worker():
     """A KeyboardInterrupt in the main thread sets the cancel flag the Go loop polls, and waits for it."""
-    from psda import _native
-    from psda.samplers import _core
+    import ctypes
 
-    cancel, done = np.zeros(1, np.int32), np.zeros(1, np.int64)
+    from psda import _native
+
     seen = []
 
-    def call():  # stands for a Go search: reports a pass, then runs until cancelled
-        done[0] = 1
-        while not cancel[0]:
+    def call(cancel, done):  # stands for a Go search: reports a pass, then runs until cancelled
+        ctypes.c_int64.from_address(done).value = 1
+        while not ctypes.c_int32.from_address(cancel).value:
             pass
         seen.append("stopped")
         return _native._ERR_CANCELLED
@@ -355,14 +358,16 @@ def test_ctrl_c_cancels_the_worker():
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        _core._run(_native, call, on_count, done, cancel)
-    assert cancel[0] == 1 and seen == ["stopped"]  # the worker saw the flag and ended before _run returned
+        _native._run_counted(call, on_count, each=True)
+    assert seen == ["stopped"]  # the worker saw the flag and ended before _run returned
 
 
 def test_anticlustering_beats_random_partitions_and_matches_explicit():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(40, 2))
     groups, hist = anticlusters(x, 4, passes=30, rng=np.random.default_rng(0))
+    assert len(groups[-1]) == 0  # the spare group: 40 rows fill 10 groups of 4
+    groups = groups[:-1]
     F = lambda gs: sum(float(((x[g].mean(0) - x.mean(0)) ** 2).sum()) for g in gs)  # noqa: E731
     assert hist[-1] == pytest.approx(F(groups), rel=1e-9)
     assert sorted(len(g) for g in groups) == [4] * 10
@@ -377,8 +382,8 @@ def test_exchange_engines_agree_on_the_objective():
     X = rng.normal(size=(30, 2))
     g0 = np.arange(30) % 6
     args = (X, np.ones(30), g0, np.zeros(30, np.int64), np.zeros((6, 2)), np.ones(6))
-    for engine in ("numpy", "go"):
-        g, h = ex.exchange(*args, sign=1.0, passes=20, rng=np.random.default_rng(0), engine=engine)
+    for exchange in (oracles.exchange, ex.exchange):
+        g, h = exchange(*args, sign=1.0, passes=20, rng=np.random.default_rng(0))
         assert h[-1] == pytest.approx(ex.objective(X, np.ones(30), g, np.zeros((6, 2)), np.ones(6)), rel=1e-12)
         assert np.array_equal(np.bincount(g), np.bincount(g0))
 
@@ -396,11 +401,11 @@ def test_kdpp_inclusion_probabilities_match_enumeration(engine):
     lam, v = np.linalg.eigh(L)
     N = 20000 if engine == "go" else 8000  # NumPy draws one subset per Python loop
     if engine == "go":
-        from psda.samplers import _core
+        from psda import _native
 
-        draws = _core.kdpp_sample(lam, v, k, N, seed=0)
+        draws = _native.kdpp_sample(lam, v, k, N, seed=0)
     else:
-        draws = kdpp_sample(lam, v, log_esp(lam, k), k, N, np.random.default_rng(0))
+        draws = oracles.kdpp_sample(lam, v, oracles.log_esp(lam, k), k, N, np.random.default_rng(0))
     assert all(len(set(r)) == k for r in draws[:100])
     freq = np.bincount(draws.ravel(), minlength=n) / N
     # Each frequency is a binomial proportion: 5 standard errors (a false
@@ -415,7 +420,7 @@ def test_kdpp_inclusion_probabilities_match_enumeration(engine):
 
 
 def test_kmeanspp_seeding_distribution():
-    from psda.baselines import _augment, _kmeanspp
+    from psda.samplers.simple import _augment, _kmeanspp
 
     x = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])
     n, N = 4, 40000
@@ -502,9 +507,8 @@ def test_one_set_of_options_serves_every_name():
 
 def test_c_entries_cancel_and_check_sizes():
     from psda import _native
-    from psda.samplers import _core
 
-    native, fn = _core._lib("psda_exchange_f64")
+    native, fn = _native, _native._lib.psda_exchange_f64
     a = native._addr
     X = np.random.default_rng(0).normal(size=(200, 2))
     w, cls = np.ones(200), np.zeros(200, np.int64)
@@ -520,14 +524,14 @@ def test_c_entries_cancel_and_check_sizes():
     assert st == native._ERR_SIZE
     with pytest.raises(Exception, match="history_cap = 3"):
         native._check(st)
-    _, kd = _core._lib("psda_kdpp_sample_f64")
+    kd = _native._lib.psda_kdpp_sample_f64
     lam, v = np.array([0.0, 0.0, 1.0]), np.eye(3)
     out = np.zeros((1, 2), np.int64)
     st = kd(a(lam), 3, a(v), 3, 2, 1, 0, a(out), 2, None, None)
     assert st == native._ERR_INVALID
     with pytest.raises(Exception, match="fewer than k = 2"):
         native._check(st)
-    _, km = _core._lib("psda_kmeans_f64")
+    km = _native._lib.psda_kmeans_f64
     g = np.arange(200, dtype=np.int64) % 10
     hist, hlen, done = np.zeros(21), np.zeros(1, np.int64), np.zeros(1, np.int64)
     st = km(a(X), 200, 2, a(w), a(g), 10, 5, 20, 1, a(hist), 21, a(hlen), a(np.ones(1, np.int32)), a(done))

@@ -1,4 +1,4 @@
-"""Tests of psda.variance (error estimators), psda.baselines (samplers) and `psda variance`.
+"""Tests of psda.variance (error estimators), the comparison samplers it drives and `psda variance`.
 
 The estimators are checked against the definitions evaluated literally on tiny
 data: D_hat from batch means, explicit d x d unbiased covariances, and RKHS
@@ -18,8 +18,7 @@ try:
 except ImportError:  # running from a checkout without an install
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
-from psda.baselines import (KMeansPPBatchSampler, MatchingBatchSampler, StratifiedBatchSampler,
-                            UniformBatchSampler)
+import psda
 from psda.variance import DiscrepancyError, expected_error
 
 GAMMAS = (0.2, 1.0, 5.0)
@@ -125,6 +124,18 @@ def test_discrepancy_error_rejects_bad_config(kwargs, msg):
 # Samplers
 
 
+def UniformBatchSampler(n_s, n_t, k, *, seed=0):
+    return psda.batch_sampler("uniform", np.zeros((n_s, 1)), np.zeros((n_t, 1)), k, seed=seed, num_replicas=1, rank=0)
+
+
+def KMeansPPBatchSampler(s, t, k, **kw):
+    return psda.batch_sampler("kmeans++", s, t, k, num_replicas=1, rank=0, **kw)
+
+
+def StratifiedBatchSampler(s, t, k, **kw):
+    return psda.batch_sampler("vardass", s, t, k, num_replicas=1, rank=0, **kw)
+
+
 def split(batch, n_s):
     m = len(batch) // 2
     return np.array(batch[:m]), np.array(batch[m:]) - n_s
@@ -228,9 +239,15 @@ class _M:
     pairs = np.array([[0, 1], [1, 0], [2, 2], [3, 4], [4, 3]])
     quads = np.array([[0, 3], [1, 2]])
     singles = np.array([4])
+    stage1_cost = stage2_cost = stage2_bound = 0.0
 
 
 def test_matching_sampler_layout():
+    """benchmarks/scipy_psda.batch_sampler serves a given matching with psda's schedule (ref-* of psda variance)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+    pytest.importorskip("scipy")
+    from scipy_psda import batch_sampler as MatchingBatchSampler
+
     m = _M()
     sampler = MatchingBatchSampler(m, 5, 5, 2, stages=2, seed=0)
     batches = list(sampler)

@@ -3,6 +3,7 @@ package assign
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Imbalanced solves the imbalanced assignment of the paper's eqs. 3–5: with
@@ -30,7 +31,7 @@ import (
 //
 // The column potential returned is V_j = max_t v_(j,t). The time complexity
 // of Imbalanced is O((nr+nc)²·nc) in the worst case; memory is O(nr+nc)
-// besides c.
+// besides c. With one column it is a copy, in time O(nr) (forcedColumn).
 func Imbalanced(c []float64, nr, nc int) (*Solution, error) {
 	return ImbalancedWith(c, nr, nc, nil)
 }
@@ -46,6 +47,9 @@ func ImbalancedWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 	}
 	if nr == nc {
 		return RectangularWith(c, nr, nc, h)
+	}
+	if nc == 1 {
+		return forcedColumn(c), nil
 	}
 	s := newCopySAP(c, nr, nc)
 	if err := s.auction(h.sub(0, 0.5)); err != nil {
@@ -72,6 +76,17 @@ func ImbalancedWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 		}
 	}
 	return sol, nil
+}
+
+// forcedColumn is Imbalanced with one column: every row must take it, so
+// the assignment is a copy, in time O(nr). The potentials u_i = c_i, V = 0
+// make every entry tight, which is Certify's certificate.
+func forcedColumn(c []float64) *Solution {
+	sol := &Solution{Col4Row: make([]int, len(c)), U: slices.Clone(c), V: []float64{0}}
+	for _, x := range c {
+		sol.Cost += x
+	}
+	return sol
 }
 
 // copySAP is the state of the implicit-copy solver. Persons 0..nr−1 are the
@@ -151,18 +166,9 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	price := make([]float64, nc*h)
 	minP, min2P, extraP := make([]float64, nc), make([]float64, nc), make([]float64, nc)
 	minT := make([]int, nc)
+	copies := newCopyHeap(price, nc, h)
 	update := func(j int) {
-		m1, m2, t1 := inf, inf, 0
-		for t, x := range price[j*h : j*h+h] {
-			if x < m2 {
-				if x < m1 {
-					m2, m1, t1 = m1, x, t
-				} else {
-					m2 = x
-				}
-			}
-		}
-		minP[j], min2P[j], minT[j] = m1, m2, t1
+		minT[j], minP[j], min2P[j] = copies.min2(j)
 		if s.nd > 0 {
 			extraP[j] = price[j*h+s.q]
 		}
@@ -242,6 +248,7 @@ func (s *copySAP) auction(hooks *Hooks) error {
 					price[k] += max(eps, 8*ulp(price[k]))
 				}
 			}
+			copies.raised(k)
 			update(k / h)
 			o := s.owner[k]
 			if o >= 0 {

@@ -24,3 +24,23 @@ func BenchmarkImbalancedUniform(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkImbalancedFewColumns times Imbalanced on forced and near-forced
+// shapes: 10,000 rows on one column (a copy), two, ten and a hundred (h =
+// nr/nc copies per column, where a bid used to scan all h).
+func BenchmarkImbalancedFewColumns(b *testing.B) {
+	for _, nc := range []int{1, 2, 10, 100} {
+		const nr = 10000
+		b.Run(fmt.Sprintf("%dx%d", nr, nc), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(12, uint64(nc)))
+			c := fill(nr*nc, rng.Float64)
+			b.ResetTimer()
+			defer reportCPU(b, cpuNow())
+			for range b.N {
+				if _, err := Imbalanced(c, nr, nc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

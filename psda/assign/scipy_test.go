@@ -153,6 +153,14 @@ func TestImbalancedAgainstSciPy(t *testing.T) {
 		{"int400x100", 400, 100, fill(400*100, func() float64 { return float64(rng.IntN(6)) })},
 		{"sqdist2d700x300", 700, 300, stage1Cost(700, 300, 2, 7)},
 		{"sqdist512_450x400", 450, 400, stage1Cost(450, 400, 512, 8)},
+		// Forced and near-forced: one column is a copy (forcedColumn); a few
+		// columns have more than scanCopies copies each (copyHeap), with
+		// ties among and within them.
+		{"oneColumn900x1", 900, 1, fill(900, rng.Float64)},
+		{"int600x3", 600, 3, fill(600*3, func() float64 { return float64(rng.IntN(3)) })},
+		{"constant301x2", 301, 2, fill(301*2, func() float64 { return 1.5 })},
+		{"uniform1000x7", 1000, 7, fill(1000*7, rng.Float64)},
+		{"sqdist2d1200x23", 1200, 23, stage1Cost(1200, 23, 2, 9)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

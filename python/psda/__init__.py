@@ -38,16 +38,17 @@ import numpy as np
 from ._matching import DEFAULT_GAMMAS, Matching, match
 from .loader import paired_loader, split_batch
 
+from .samplers.registry import SAMPLERS
+
 if TYPE_CHECKING:  # pragma: no cover
-    from .sampler import PairedBatchSampler
+    from .samplers.paired import PairedBatchSampler
 
 logging.getLogger("psda").addHandler(logging.NullHandler())
 
 __all__ = ["match", "Matching", "PairedBatchSampler", "linear_sum_assignment", "DEFAULT_GAMMAS",
-           "__version__", "core_version", "batch_sampler", "SAMPLERS", "paired_loader", "split_batch"]
+           "__version__", "core_version", "batch_sampler", "SAMPLERS", "paired_loader", "split_batch",
+           "set_num_threads", "get_num_threads"]
 
-# The names of psda.batch_sampler, kept here so that listing them imports nothing.
-SAMPLERS = ("uniform", "kmeans++", "dpp", "anticlustering", "vardass", "ordered", "paired", "double-paired")
 
 
 def batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int, **options: Any) -> Any:
@@ -70,6 +71,54 @@ def core_version() -> str:
     from . import _native
 
     return _native.version()
+
+
+def set_num_threads(n: int) -> None:
+    """Sets the number of threads the Go core's parallel loops use at most,
+    for every later matching of the process, including those the refresher
+    computes in its background thread. Results do not depend on it.
+
+    The default is all cores (Go's GOMAXPROCS: the CPUs the process may
+    use), or the environment variable ``PSDA_NUM_THREADS``, read when the
+    core first loads. As ``torch.set_num_threads``, this is process-wide.
+
+    Args:
+        n: a positive int (at most 2**31 - 1).
+
+    Raises:
+        TypeError: when n is not an int.
+        ValueError: when n is not positive or too large.
+
+    Example:
+        >>> import psda
+        >>> before = psda.get_num_threads()
+        >>> psda.set_num_threads(1)
+        >>> psda.get_num_threads()
+        1
+        >>> psda.set_num_threads(before)
+    """
+    from . import _native
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int, the number of threads, got {type(n).__name__} {n!r}")
+    if not 1 <= n < 2**31:
+        raise ValueError(f"n must be a positive number of threads (at most 2**31 - 1), got {n}")
+    _native.num_threads(int(n))
+
+
+def get_num_threads() -> int:
+    """Returns the number of threads the Go core's parallel loops use at
+    most: the count of :func:`set_num_threads`, else ``PSDA_NUM_THREADS``,
+    else all cores (GOMAXPROCS).
+
+    Example:
+        >>> import psda
+        >>> psda.get_num_threads() >= 1
+        True
+    """
+    from . import _native
+
+    return _native.num_threads()
 
 
 def linear_sum_assignment(cost_matrix: Any, maximize: bool = False) -> Tuple[np.ndarray, np.ndarray]:
@@ -138,7 +187,7 @@ def __getattr__(name: str) -> Any:
     # PEP 562: importing the sampler imports torch (when installed), which
     # takes a second or more; psda.match alone does not need it.
     if name == "PairedBatchSampler":
-        from .sampler import PairedBatchSampler
+        from .samplers.paired import PairedBatchSampler
 
         return PairedBatchSampler
     raise AttributeError(f"module 'psda' has no attribute {name!r}")

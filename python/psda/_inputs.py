@@ -66,6 +66,20 @@ def _torch_to_numpy(x: Any, name: str) -> np.ndarray:
     return t.resolve_conj().resolve_neg().numpy()
 
 
+def _check_dtype(a: np.ndarray, name: str) -> None:
+    """Raises TypeError naming name unless a holds real numbers (bool and complex refused): the one dtype
+    rule of every psda entry that takes features (match, the samplers, distributed.broadcast_features)."""
+    kind = a.dtype.kind
+    if kind == "b":
+        raise TypeError(f"{name} has dtype bool: features must be numbers; convert with {name}.astype(np.float32) if intended")
+    if kind == "c":
+        raise TypeError(f"{name} has dtype {a.dtype}: features must be real; pass np.real({name}) or np.abs({name})")
+    if kind not in "fiu":
+        raise TypeError(
+            f"{name} has dtype {a.dtype}: features must be a real numeric array (float32 or float64 preferred)"
+        )
+
+
 def _as_features(x: Any, name: str, check_finite: bool = True) -> np.ndarray:
     """Returns x as a C-contiguous float32 or float64 2-D array with finite values.
 
@@ -85,15 +99,7 @@ def _as_features(x: Any, name: str, check_finite: bool = True) -> np.ndarray:
             raise TypeError(
                 f"{name} could not be read as an array ({type(x).__name__}: {e}): pass a 2-D NumPy array or CPU torch tensor"
             ) from None
-    kind = a.dtype.kind
-    if kind == "b":
-        raise TypeError(f"{name} has dtype bool: features must be numbers; convert with {name}.astype(np.float32) if intended")
-    if kind == "c":
-        raise TypeError(f"{name} has dtype {a.dtype}: features must be real; pass np.real({name}) or np.abs({name})")
-    if kind not in "fiu":
-        raise TypeError(
-            f"{name} has dtype {a.dtype} ({type(x).__name__}): features must be a real numeric array (float32 or float64 preferred)"
-        )
+    _check_dtype(a, name)
     if a.ndim != 2:
         hint = f"use {name}.reshape(-1, 1) for one feature per example" if a.ndim == 1 else "flatten the features of each example into one row"
         raise ValueError(f"{name} has shape {tuple(a.shape)}: need a 2-D array (n_examples, n_features); {hint}")

@@ -25,15 +25,17 @@ here, so that no other module depends on how Go is reached.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import re
 import threading
-from typing import Any, Callable, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, Optional, Sequence, Tuple
 
 import numpy as np
 
-__all__ = ["version", "match", "validate", "linear_sum_assignment", "Core", "Schedule"]
+__all__ = ["version", "match", "validate", "linear_sum_assignment", "num_threads", "Core", "Schedule", "exchange",
+           "kmeans", "kdpp_sample"]
 
 # Must equal PSDA_ABI_VERSION in capi/psda.h; checked against the library below.
 _ABI_VERSION = 1
@@ -118,6 +120,13 @@ for _name, _args in {
     "psda_schedule_num_batches": [_ctx_t, _ptr],
     "psda_schedule_batch_len": [_ctx_t, _i64, _i64, _ptr],
     "psda_schedule_fill": [_ctx_t, ctypes.c_uint64, _i64, _i64, _ptr, _i64, _ptr],
+    # The comparison samplers' searches (capi/diverse.go, package psda/diverse).
+    "psda_exchange_f64": [_ptr, _i64, _i64, _ptr, _ptr, _ptr, _ptr, _i64, _ptr, ctypes.c_double, _i64, _i64,
+                          ctypes.c_uint64, _ptr, _i64, _ptr, _ptr, _ptr],
+    "psda_kdpp_sample_f64": [_ptr, _i64, _ptr, _i64, _i64, _i64, ctypes.c_uint64, _ptr, _i64, _ptr, _ptr],
+    "psda_kmeans_f64": [_ptr, _i64, _i64, _ptr, _ptr, _i64, _i64, _i64, ctypes.c_uint64, _ptr, _i64, _ptr, _ptr,
+                        _ptr],
+    "psda_num_threads": [_i32, _ptr],
 }.items():
     _fn = getattr(_lib, _name)
     _fn.argtypes, _fn.restype = _args, _int
@@ -162,6 +171,20 @@ def _same_process() -> None:
             "e.g. iterate the sampler there as DataLoader does, or start workers with the "
             "'spawn' or 'forkserver' multiprocessing method"
         )
+
+
+def num_threads(n: int = 0) -> int:
+    """Set the Go core's thread count to n when n > 0 (the caller checked
+    it), and return the count in effect (psda_num_threads)."""
+    _same_process()
+    out = ctypes.c_int32()
+    _check(_lib.psda_num_threads(n, ctypes.byref(out)))
+    return out.value
+
+
+# An invalid PSDA_NUM_THREADS, read when the library loaded, fails here, at
+# the first use of the core, with Go's message naming the variable.
+num_threads()
 
 
 def version() -> str:
@@ -369,6 +392,23 @@ def _phase_name(phase: int) -> str:
     return PHASES[phase] if 0 <= phase < len(PHASES) else str(phase)
 
 
+# Events that cancel the Go work run by a given thread (cancel_when): how a
+# thread other than the waiting one (psda.refresh's wait(), on Ctrl-C) stops it.
+_CANCEL_EVENTS: Dict[int, threading.Event] = {}
+
+
+@contextlib.contextmanager
+def cancel_when(event: threading.Event) -> Iterator[None]:
+    """Within the block, Go work this thread runs (match, the searches, assignment) is
+    cancelled, raising KeyboardInterrupt here, within _POLL seconds of event being set."""
+    me = threading.get_ident()
+    _CANCEL_EVENTS[me] = event
+    try:
+        yield
+    finally:
+        _CANCEL_EVENTS.pop(me, None)
+
+
 def _run(call: Callable[[], int], cancel: Callable[[], Any], read: Optional[Callable[[], Tuple[int, int, str]]] = None,
          progress: Optional[Callable[[int, int, str], None]] = None) -> int:  # fmt: skip
     """Run call() in a worker thread, the GIL released by the binding; see match.
@@ -383,11 +423,14 @@ def _run(call: Callable[[], int], cancel: Callable[[], Any], read: Optional[Call
         out["status"] = call()
 
     worker = threading.Thread(target=work, name="psda-match", daemon=True)
+    stop = _CANCEL_EVENTS.get(threading.get_ident())
     worker.start()
     last = None
     try:
         while worker.is_alive():
             worker.join(_POLL)
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt  # cancel_when's event: handled as Ctrl-C
             if read is not None:
                 now = read()
                 if now != last and (worker.is_alive() or now[0] == now[1]):
@@ -397,6 +440,11 @@ def _run(call: Callable[[], int], cancel: Callable[[], Any], read: Optional[Call
         cancel()
         _join(worker)
         raise
+    if read is not None:
+        # A call that ended before the first poll has reported nothing yet.
+        now = read()
+        if now != last and now[0] == now[1]:
+            progress(*now)
     return out.get("status", -1)
 
 
@@ -528,3 +576,89 @@ class Schedule(_Handle):
         _same_process()
         if not 0 <= rank < self.num_replicas:
             raise ValueError("rank = %d: want 0 <= rank < num_replicas = %d" % (rank, self.num_replicas))
+
+
+# -- the comparison samplers' searches (psda/diverse) --------------------------
+
+
+def _run_counted(call: Callable[[], int], on_count: Optional[Callable[[int], None]], each: bool) -> None:
+    """Runs a psda/diverse entry through _run (the one poll/cancel loop).
+
+    call(cancel, done) makes the C call with the addresses of a cancel flag
+    (int32) and a counter (int64) the core advances; on_count gets every
+    count from 1 to the last (each=True: passes) or the latest at each poll
+    (each=False: draws, which come by the thousand). KeyboardInterrupt, or
+    what on_count raises, cancels the search.
+    """
+    cancel, done = np.zeros(1, np.int32), np.zeros(1, np.int64)
+    reported = [0]
+
+    def progress(now: int, total: int, phase: str) -> None:
+        while on_count is not None and reported[0] < now:
+            reported[0] = reported[0] + 1 if each else now
+            on_count(reported[0])
+
+    def read() -> Tuple[int, int, str]:
+        now = int(done[0])
+        return now, now, "search"  # done == total: reported also after the worker ends
+
+    status = _run(lambda: call(_addr(cancel), _addr(done)), lambda: cancel.__setitem__(0, 1),
+                  read if on_count is not None else None, progress)
+    if status == _ERR_CANCELLED:
+        raise KeyboardInterrupt
+    _check(status if status != -1 else _ERR_INTERNAL)
+
+
+def kdpp_sample(lam: np.ndarray, v: np.ndarray, k: int, nb: int, seed: int,
+                on_count: Optional[Callable[[int], None]] = None) -> np.ndarray:
+    """nb k-DPP draws by the Go core (psda/diverse.SampleKDPP): (nb, k) int64; on_count(draws done) at each poll."""
+    _same_process()
+    lam = np.ascontiguousarray(lam, dtype=np.float64)
+    v = np.ascontiguousarray(v, dtype=np.float64)
+    out = np.empty((nb, k), np.int64)
+    _run_counted(lambda c, d: _lib.psda_kdpp_sample_f64(_addr(lam), len(lam), _addr(v), v.shape[0], k, nb,
+                                                        int(seed) % (1 << 64), _addr(out), out.size, c, d),
+                 on_count, each=False)
+    return out
+
+
+def _search(call: Callable[..., int], passes: int,
+            on_pass: Optional[Callable[[int, float], None]]) -> list:
+    """Runs a search entry whose last arguments are (history, history_cap, history_len, cancel, done);
+    returns the objective at the start and after each pass."""
+    hist = np.zeros(passes + 1)
+    hlen = np.zeros(1, np.int64)
+    cb = None if on_pass is None else (lambda now: on_pass(now, float("nan")))
+    _run_counted(lambda c, d: call(_addr(hist), len(hist), _addr(hlen), c, d), cb, each=True)
+    return hist[: int(hlen[0])].tolist()
+
+
+def exchange(X, w, group, cls, centre, omega, *, sign: float, passes: int, partners: Optional[int], seed: int,
+             on_pass: Optional[Callable[[int, float], None]] = None) -> Tuple[np.ndarray, list]:
+    """The exchange search of psda/diverse.Exchange (see psda.samplers.exchange): (group, history)."""
+    _same_process()
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    group = np.array(group, dtype=np.int64)
+    cls = np.ascontiguousarray(cls, dtype=np.int64)
+    centre = np.ascontiguousarray(centre, dtype=np.float64)
+    omega = np.ascontiguousarray(omega, dtype=np.float64)
+    m, d = X.shape
+    hist = _search(lambda *tail: _lib.psda_exchange_f64(
+        _addr(X), m, d, _addr(w), _addr(group), _addr(cls), _addr(centre), len(omega), _addr(omega), float(sign),
+        int(passes), int(partners or 0), int(seed) % (1 << 64), *tail), passes, on_pass)
+    return group, hist
+
+
+def kmeans(X, w, group, k: int, min_size: int, *, passes: int, seed: int,
+           on_pass: Optional[Callable[[int, float], None]] = None) -> Tuple[np.ndarray, list]:
+    """Weighted k-means with a minimum size, psda/diverse.WeightedKMeans (see psda.samplers.kmeans)."""
+    _same_process()
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    w = np.ascontiguousarray(w, dtype=np.float64)
+    group = np.array(group, dtype=np.int64)
+    m, d = X.shape
+    hist = _search(lambda *tail: _lib.psda_kmeans_f64(_addr(X), m, d, _addr(w), _addr(group), int(k),
+                                                      int(min_size), int(passes), int(seed) % (1 << 64), *tail),
+                   passes, on_pass)
+    return group, hist

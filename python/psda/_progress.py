@@ -34,19 +34,22 @@ class Progress:
 
     On a terminal it redraws one line in place (``\\r``) at most every
     ``interval`` seconds so that tight loops stay cheap. Elsewhere (a log file, a
-    pipe, a batch job's output) it draws nothing unless ``force``; forced, it
-    writes plain lines ``label: done/total (pct%) elapsed``, at most one every
-    ``max(interval, LINE_INTERVAL)`` seconds, and a last one at the end, so that
-    logs hold no carriage returns. It draws nothing when ``enabled`` is False
-    (``--no-progress``), and by default only on rank 0 of a distributed run (see
-    :func:`process_rank`), so that N processes do not print N bars.
+    pipe, a batch job's output) it writes plain lines ``label: done/total (pct%)
+    elapsed``, at most one per ``max(interval, LINE_INTERVAL)`` seconds, the
+    first one interval after the start (at once when ``force``), and a last
+    one at the end if it wrote any: a long run is never silent in a log, and
+    work shorter than the interval writes nothing there unless forced. Logs hold no carriage returns. It draws nothing when
+    ``enabled`` is False (``--no-progress``), and by default only on rank 0 of a
+    distributed run (see :func:`process_rank`), so that N processes do not
+    print N bars.
 
     Args:
         total: number of steps in the whole run (>= 0).
         label: text shown before the bar.
         enabled: False disables all output.
         stream: where to draw; defaults to ``sys.stderr``.
-        force: draw even when ``stream`` is not a terminal.
+        force: when not on a terminal, write the first line at once and the
+            last one always (a caller that asked for progress explicitly).
         interval: minimum seconds between redraws.
         all_ranks: draw on every rank of a distributed run, not only rank 0.
 
@@ -77,12 +80,14 @@ class Progress:
         except (OSError, ValueError):  # a closed or detached stream
             isatty = False
         self.tty = isatty
-        self.enabled = bool(enabled) and (force or isatty) and (all_ranks or process_rank() == 0)
+        self.enabled = bool(enabled) and (all_ranks or process_rank() == 0)
         self.interval = interval if isatty else max(interval, LINE_INTERVAL)
         self.width = width
         self.done = 0
         self._start = time.monotonic()
-        self._last = -1.0
+        # Plain lines wait one interval from the start unless forced: short work writes none.
+        self._last = -1.0 if isatty or force else self._start
+        self._force = bool(force)
         self._drawn = False
         self._closed = False
         self._last_key: object = None
@@ -134,5 +139,5 @@ class Progress:
             if self._drawn:
                 self.stream.write("\n")
                 self.stream.flush()
-        else:
+        elif self._drawn or self._force:
             self._draw(force=True)

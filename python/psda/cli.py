@@ -22,9 +22,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from . import SAMPLERS as SAMPLER_METHODS
 from ._progress import Progress
-from .baselines import MatchingBatchSampler
+from .samplers.registry import REGISTRY, SAMPLERS as SAMPLER_METHODS
 from .variance import DEFAULT_GAMMAS, DiscrepancyError, expected_error
 
 __all__ = ["main", "make_data"]
@@ -39,18 +38,9 @@ MIN_EPOCHS = 5       # so that the standard error can come from the spread of ep
 # nearly free once set up): fewer batches, a larger relative standard error.
 MIN_BATCHES_DPP = 200
 
-_DESCRIPTIONS = {
-    "uniform": "uniform random batches (independent permutations)",
-    "kmeans++": "diverse sampling: k-means++ seeding per minibatch",
-    "dpp": "diverse sampling: a k-DPP per minibatch (RBF-mixture kernel)",
-    "anticlustering": "k-means anticlusters as fixed batches (exchange method)",
-    "vardass": "VaRDASS: stratified sampling, one row from each of k discrepancy-specific strata",
-    "ordered": "ORDERED: weighted kernel k-means strata, order optimised within strata",
-    "paired": "PSDA Paired (stages=1), psda.PairedBatchSampler",
-    "double-paired": "PSDA Double-paired (stages=2), psda.PairedBatchSampler",
-    "ref-paired": "Paired from the NumPy+SciPy reference (benchmarks/scipy_psda.py)",
-    "ref-double-paired": "Double-paired from the NumPy+SciPy reference",
-}
+_DESCRIPTIONS = {**{name: e.description for name, e in REGISTRY.items()},
+                 "ref-paired": "Paired from the NumPy+SciPy reference (benchmarks/scipy_psda.py)",
+                 "ref-double-paired": "Double-paired from the NumPy+SciPy reference"}
 
 
 def make_data(kind: str, n_source: int, n_target: int, dim: int,
@@ -201,7 +191,7 @@ def _na_reason(method: str, k: int, args) -> Optional[str]:
         return "k > max(n_s, n_t)"
     if method in ("kmeans++", "dpp", "anticlustering", "vardass", "ordered") and k > min(args.n_source, args.n_target):
         return "k > min(n_s, n_t)"
-    if method.endswith("double-paired") and k % 2:
+    if (method.endswith("double-paired") or method == "random-pairs") and k % 2:
         return "odd k"
     if args.discrepancy == "coral" and k < 2:
         return "CORAL needs k >= 2"
@@ -224,6 +214,14 @@ def check_variance_args(parser: argparse.ArgumentParser, args) -> None:
         parser.error(f"--k {','.join(map(str, too_big))}: a batch size k must be at most max(n_source, n_target) "
                      f"= {p} (there are only {p} pairs); use smaller --k or larger --n-source/--n-target")
     if args.plot:
+        try:
+            has_matplotlib = importlib.util.find_spec("matplotlib") is not None
+        except (ImportError, ValueError):  # a broken or blocked install
+            has_matplotlib = False
+        if not has_matplotlib:
+            parser.error(f"--plot {args.plot}: needs matplotlib, which is not installed; install it with "
+                         "'pip install \"psda[plot]\"' or 'pip install matplotlib', or drop --plot "
+                         "(checked now so that the run is not lost at the end)")
         out = Path(args.plot).expanduser()
         parent = out.resolve().parent
         if out.is_dir():
@@ -266,6 +264,8 @@ def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
         if method in ("paired", "double-paired"):
             opts.update(discrepancy=args.discrepancy, gammas=tuple(args.gammas), solver=args.solver,
                         **_kernel_kwargs(args))
+        elif method == "random-pairs":
+            opts.update(discrepancy=args.discrepancy, gammas=tuple(args.gammas), **_kernel_kwargs(args))
         elif method in ("anticlustering", "vardass", "ordered"):
             opts.update(discrepancy=args.discrepancy, gammas=tuple(args.gammas), **_kernel_kwargs(args))
         elif method == "dpp":
@@ -278,8 +278,9 @@ def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
     if "ref" not in ref_holder:
         ref_holder["ref"] = _Reference(args, s, t)
     m = ref_holder["ref"].matching(k)
-    return MatchingBatchSampler(m, n_s, n_t, k, stages=1 if method == "ref-paired" else 2,
-                                seed=args.seed)
+    return ref_holder["ref"].mod.batch_sampler(m, n_s, n_t, k, stages=1 if method == "ref-paired" else 2,
+                                                seed=args.seed, discrepancy=args.discrepancy,
+                                                gammas=tuple(args.gammas), **_kernel_kwargs(args))
 
 
 def _fmt_table(title: str, methods: Sequence[str], ks: Sequence[int],
@@ -342,7 +343,10 @@ def run_variance(args) -> int:
     print()
     print(_fmt_table("relative standard error", args.methods, args.k, rse))
     if "uniform" in args.methods:
-        ratio = {(m, k): _ratio_cell(r.mean / results["uniform", k].mean)
+        # A batch of the whole data set (k = n) has no error: uniform's
+        # mean is then 0 and the ratio undefined ("n/a"), not a crash.
+        ratio = {(m, k): _ratio_cell(r.mean / results["uniform", k].mean if results["uniform", k].mean > 0
+                                     else math.nan)
                  for (m, k), r in results.items() if ("uniform", k) in results}
         print()
         print(_fmt_table("ratio to uniform", args.methods, args.k, ratio))
@@ -422,7 +426,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "variance":
         check_variance_args(sub.choices["variance"], args)
-        return run_variance(args)
+        try:
+            return run_variance(args)
+        except MemoryError:
+            # NumPy's _ArrayMemoryError is one: the sizes asked for do not fit.
+            print(f"psda variance: out of memory for n_s={args.n_source}, n_t={args.n_target}, d={args.dim} "
+                  f"(the data alone is {8 * (args.n_source + args.n_target) * args.dim / 2**30:.3g} GiB): use "
+                  "smaller --dim, --n-source or --n-target", file=sys.stderr)
+            return 1
     parser.print_help()
     return 2
 

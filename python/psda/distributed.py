@@ -19,13 +19,12 @@ when it is initialised, and to 1 and 0 otherwise.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["world", "broadcast_features", "gather_features", "matching_digest",
-           "check_identical", "paired_batch_sampler", "WholeBatches"]
+__all__ = ["world", "broadcast_features", "gather_features", "check_identical", "paired_batch_sampler",
+           "WholeBatches"]
 
 
 def _dist():
@@ -67,19 +66,40 @@ def broadcast_features(source: Any, target: Any, src: int = 0) -> Tuple[np.ndarr
     """
     import torch
 
-    arrays = [np.asarray(source.cpu() if torch.is_tensor(source) else source),
-              np.asarray(target.cpu() if torch.is_tensor(target) else target)]
-    arrays = [a if a.dtype in (np.float32, np.float64) else a.astype(np.float32) for a in arrays]
+    from ._inputs import _check_dtype
+
     dist = _dist()
-    if dist is None or dist.get_world_size() == 1:
+    single = dist is None or dist.get_world_size() == 1
+    arrays, refused = [], None
+    if single or dist.get_rank() == src:
+        for name, x in (("source", source), ("target", target)):
+            a = np.asarray(x.detach().cpu() if torch.is_tensor(x) else x)
+            try:
+                _check_dtype(a, name)  # psda.match's rule: bool and complex are refused, not cast
+            except TypeError as e:
+                refused = e
+                break
+            arrays.append(a if a.dtype in (np.float32, np.float64) else a.astype(np.float32))
+    if single:
+        if refused is not None:
+            raise refused
         return arrays[0], arrays[1]
     dev = _comm_device()
     out = []
-    for a in arrays:
-        meta = torch.tensor([a.ndim, a.shape[0], a.shape[1] if a.ndim > 1 else 0,
-                             1 if a.dtype == np.float64 else 0], dtype=torch.int64, device=dev)
+    for i in range(2):
+        a = arrays[i] if refused is None and dist.get_rank() == src else None
+        if a is None:
+            meta = torch.tensor([-1 if refused is not None else 0, 0, 0, 0], dtype=torch.int64, device=dev)
+        else:
+            meta = torch.tensor([a.ndim, a.shape[0], a.shape[1] if a.ndim > 1 else 0,
+                                 1 if a.dtype == np.float64 else 0], dtype=torch.int64, device=dev)
         dist.broadcast(meta, src=src)
         ndim, n, d, is64 = (int(v) for v in meta.tolist())
+        if ndim < 0:  # rank src refused its features: every rank stops, none waits on a broadcast
+            if refused is not None:
+                raise refused
+            raise TypeError(f"broadcast_features: rank {src} refused its features (see its error): pass real "
+                            "numeric features on that rank")
         dtype = torch.float64 if is64 else torch.float32
         shape = (n, d) if ndim == 2 else (n,)
         if dist.get_rank() == src:
@@ -105,7 +125,7 @@ def gather_features(model: Any, dataset: Any, **extract_kwargs: Any) -> np.ndarr
     """
     import torch
 
-    from .refresh import extract_features
+    from .extract import extract_features
 
     dist = _dist()
     n = len(dataset)
@@ -131,24 +151,13 @@ def gather_features(model: Any, dataset: Any, **extract_kwargs: Any) -> np.ndarr
     return torch.cat(chunks)[:n].cpu().numpy()
 
 
-def matching_digest(matching: Any) -> bytes:
-    """matching_digest returns a 16-byte BLAKE2 digest of a Matching's pairs, quads and
-    singles: equal digests mean identical matchings (up to hash collisions)."""
-    h = hashlib.blake2b(digest_size=16)
-    for name in ("pairs", "quads", "singles"):
-        a = np.ascontiguousarray(np.asarray(getattr(matching, name), dtype=np.int64))
-        h.update(name.encode())
-        h.update(np.asarray(a.shape, dtype=np.int64).tobytes())
-        h.update(a.tobytes())
-    return h.digest()
-
-
-def check_identical(matching: Any) -> None:
-    """check_identical raises RuntimeError unless every rank holds a matching with the
-    same :func:`matching_digest`. Without an initialised process group it does nothing.
+def check_identical(sampler: Any) -> None:
+    """check_identical raises RuntimeError unless every rank holds a sampler whose plan
+    has the same :meth:`psda.samplers.BatchSampler.digest` (a PairedBatchSampler's:
+    its matching's fingerprint). Without an initialised process group it does nothing.
     Every rank must call it.
 
-    Cost: hashing the index arrays plus one all-gather of 16 bytes per rank.
+    Cost: hashing the plan plus one all-gather of 16 bytes per rank.
     """
     import torch
 
@@ -156,12 +165,12 @@ def check_identical(matching: Any) -> None:
     if dist is None or dist.get_world_size() == 1:
         return
     dev = _comm_device()
-    mine = torch.frombuffer(bytearray(matching_digest(matching)), dtype=torch.uint8).to(torch.int64).to(dev)
+    mine = torch.frombuffer(bytearray(bytes.fromhex(sampler.digest())), dtype=torch.uint8).to(torch.int64).to(dev)
     all_ = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
     dist.all_gather(all_, mine)
     ranks = [r for r, t in enumerate(all_) if not torch.equal(t, all_[0])]
     if ranks:
-        raise RuntimeError("psda: ranks %s hold a different matching from rank 0; build the sampler from "
+        raise RuntimeError("psda: ranks %s hold a different sampler set-up from rank 0; build the sampler from "
                            "identical features on every rank (psda.distributed.broadcast_features or "
                            "gather_features)" % ranks)
 
@@ -185,7 +194,7 @@ def paired_batch_sampler(source_features: Any, target_features: Any, batch_size:
         source_features, target_features = broadcast_features(source_features, target_features)
     sampler = PairedBatchSampler(source_features, target_features, batch_size,
                                  num_replicas=num_replicas, rank=rank, **kwargs)
-    check_identical(sampler.matching)
+    check_identical(sampler)
     return sampler
 
 

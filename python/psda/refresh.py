@@ -29,14 +29,13 @@ deterministic Go core and holds the identical matching.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
-from typing import Any, Callable, Optional, Sequence, TextIO
+from typing import Any, Callable, Optional
 
 import numpy as np
 
-from ._progress import Progress
+from .extract import extract_features
 
 __all__ = [
     "extract_features",
@@ -46,117 +45,6 @@ __all__ = [
 ]
 
 _log = logging.getLogger("psda")
-
-
-def _default_input(batch: Any) -> Any:
-    """Return the model input of a collated batch: the first field of a tuple/list
-    batch ((x, y) datasets), otherwise the batch itself."""
-    if isinstance(batch, (tuple, list)):
-        return batch[0]
-    return batch
-
-
-def _model_device(model: Any) -> "Any":
-    import torch
-
-    if isinstance(model, torch.nn.Module):
-        for p in model.parameters():
-            return p.device
-        for b in model.buffers():
-            return b.device
-    return torch.device("cpu")
-
-
-def extract_features(
-    model: Callable[[Any], Any],
-    dataset: Any,
-    *,
-    batch_size: int = 256,
-    device: Any = None,
-    num_workers: int = 0,
-    input_fn: Optional[Callable[[Any], Any]] = None,
-    collate_fn: Optional[Callable[[list], Any]] = None,
-    indices: Optional[Sequence[int]] = None,
-    progress: bool = True,
-    desc: str = "psda features",
-    stream: Optional[TextIO] = None,
-) -> np.ndarray:
-    """extract_features returns the features of ``dataset`` (or of ``dataset[indices]``)
-    as a float32 array of shape (n, d), row i belonging to item i.
-
-    The model (a feature extractor, e.g. the network without its head) is put in eval
-    mode and run under ``torch.no_grad`` with a sequential DataLoader of its own, so
-    row order matches dataset order whatever the training loader does; the model's
-    previous training mode is restored afterwards, also on error. Outputs of more than
-    two dimensions are flattened per item.
-
-    Args:
-        model: callable taking the model input of a batch; an ``nn.Module`` is switched
-            to eval mode and back.
-        dataset: a map-style dataset.
-        batch_size: items per forward pass (>= 1).
-        device: where inputs are moved; default is the device of the model's first
-            parameter (CPU for parameterless callables).
-        num_workers: workers of the extraction DataLoader.
-        input_fn: maps a collated batch to the model input; default takes the first
-            field of tuple/list batches, as in ``(x, y)`` datasets.
-        collate_fn: passed to the DataLoader.
-        indices: extract only these items, in this order (used to shard across ranks).
-        progress: draw a progress bar on ``stream`` (stderr by default).
-
-    Raises ValueError for batch_size < 1 or an empty selection, and TypeError when the
-    model returns something that is not a tensor with one row per item.
-
-    Cost: one forward pass over the selected items.
-    """
-    import torch
-    from torch.utils.data import DataLoader, Subset
-
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError("batch_size must be an int >= 1, got %r; pass e.g. batch_size=256" % (batch_size,))
-    data = dataset if indices is None else Subset(dataset, list(indices))
-    n = len(data)
-    if n == 0:
-        raise ValueError("dataset %s is empty: nothing to extract; pass a non-empty dataset or indices" % (desc,))
-    input_fn = input_fn or _default_input
-    if device is None:
-        device = _model_device(model)
-    loader = DataLoader(data, batch_size=batch_size, shuffle=False, num_workers=num_workers,
-                        collate_fn=collate_fn, drop_last=False)
-    is_module = isinstance(model, torch.nn.Module)
-    was_training = model.training if is_module else False
-    # Drawn on terminals every 0.1 s; into logs and pipes at most once a second.
-    tty = bool(getattr(stream if stream is not None else sys.stderr, "isatty", lambda: False)())
-    bar = Progress(len(loader), desc, enabled=progress, stream=stream, force=True, interval=0.1 if tty else 1.0)
-    out: Optional[np.ndarray] = None
-    row = 0
-    try:
-        if is_module:
-            model.eval()
-        with torch.no_grad():
-            for batch in loader:
-                x = input_fn(batch)
-                if torch.is_tensor(x):
-                    x = x.to(device, non_blocking=True)
-                z = model(x)
-                if not torch.is_tensor(z) or z.dim() == 0:
-                    raise TypeError("model returned %s for a batch; extract_features needs a tensor with one "
-                                    "row per item (pass the feature extractor, not the full model's output tuple)"
-                                    % (type(z).__name__,))
-                z = z.detach().reshape(z.shape[0], -1).float().cpu().numpy()
-                if out is None:
-                    out = np.empty((n, z.shape[1]), dtype=np.float32)
-                out[row:row + z.shape[0]] = z
-                row += z.shape[0]
-                bar.advance()
-    finally:
-        if is_module:
-            model.train(was_training)
-        bar.close()
-    if row != n:
-        raise TypeError("model returned %d rows for %d items; it must return one row per item" % (row, n))
-    assert out is not None
-    return out
 
 
 def _extract_pair(model, source_dataset, target_dataset, distributed: Optional[bool], **kw):
@@ -327,6 +215,7 @@ class FeatureRefresher:
         self.stalls: list = []
         self.refreshes = 0
         self._thread: Optional[threading.Thread] = None
+        self._cancel = threading.Event()
         self._error: Optional[BaseException] = None
         self._restore_pending: Any = None
 
@@ -359,8 +248,8 @@ class FeatureRefresher:
         if st is None or not hasattr(self.sampler, "state_dict"):
             return
         state = self.sampler.state_dict()
-        if state.get("pending_matching") is None:
-            state["pending_matching"] = st
+        if state.get("pending_plan") is None:
+            state["pending_plan"] = st
             self.sampler.load_state_dict(state)
 
     def refresh(self) -> None:
@@ -374,6 +263,7 @@ class FeatureRefresher:
                                  self.distributed, **self.extract_kwargs)
         if self.background:
             self._error = None
+            self._cancel = threading.Event()
             self._thread = threading.Thread(target=self._run, args=(src, tgt),
                                             name="psda-refresh", daemon=True)
             self._thread.start()
@@ -385,8 +275,14 @@ class FeatureRefresher:
                   "background" if self.background else "foreground", self.stalls[-1])
 
     def _run(self, src: np.ndarray, tgt: np.ndarray) -> None:
+        from . import _native
+
         try:
-            self.sampler.update(src, tgt)
+            with _native.cancel_when(self._cancel):
+                self.sampler.update(src, tgt)
+        except KeyboardInterrupt:
+            if not self._cancel.is_set():
+                self._error = KeyboardInterrupt()
         except BaseException as e:  # re-raised in the training thread by wait()
             self._error = e
 
@@ -397,11 +293,29 @@ class FeatureRefresher:
     def wait(self) -> float:
         """wait joins a running background matching and returns the seconds spent
         waiting (0 when none is running); the stall is added to the last refresh's entry
-        in ``stalls``. It re-raises an error the matching raised."""
+        in ``stalls``. It re-raises an error the matching raised. Interrupted (Ctrl-C),
+        it cancels the matching and waits for it to stop before re-raising: the
+        refresh is dropped, :meth:`pending` is False and the sampler gets no update."""
         if self._thread is None:
             return 0.0
         t0 = time.perf_counter()
-        self._thread.join()
+        thread = self._thread
+        try:
+            while thread.is_alive():
+                thread.join(0.05)
+        except BaseException:
+            # Ctrl-C (or any exception) while waiting: cancel the Go work and
+            # wait the milliseconds it takes to stop, so that nothing lands
+            # in the sampler afterwards; this refresh is dropped (no pending
+            # matching), as the refresher then reports.
+            self._cancel.set()
+            while thread.is_alive():
+                try:
+                    thread.join(0.05)
+                except KeyboardInterrupt:
+                    pass
+            self._thread, self._error = None, None
+            raise
         self._thread = None
         waited = time.perf_counter() - t0
         if self.stalls:
@@ -413,14 +327,14 @@ class FeatureRefresher:
 
     def state_dict(self) -> dict:
         """state_dict joins a background matching and returns the schedule's counters
-        and the refreshed matching not yet in force (the sampler's ``pending_matching``
+        and the refreshed plan not yet in force (the sampler's ``pending_plan``
         state, or None). Save it next to the DataLoader's or sampler's state."""
         self.wait()
         pending = None
         if hasattr(self.sampler, "state_dict"):
-            pending = self.sampler.state_dict().get("pending_matching")
+            pending = self.sampler.state_dict().get("pending_plan")
         return {"schedule": self.schedule.state_dict(), "refreshes": self.refreshes,
-                "pending_matching": pending}
+                "pending_plan": pending}
 
     def load_state_dict(self, state: dict) -> None:
         """load_state_dict restores the counters saved by :meth:`state_dict`; a refreshed
@@ -430,4 +344,5 @@ class FeatureRefresher:
         uses it exactly as the uninterrupted run would."""
         self.schedule.load_state_dict(state["schedule"])
         self.refreshes = int(state["refreshes"])
-        self._restore_pending = state.get("pending_matching")
+        # "pending_matching": the key before every sampler shared one state format.
+        self._restore_pending = state.get("pending_plan", state.get("pending_matching"))

@@ -80,6 +80,20 @@ static void test_versions(const char *want_version) {
         CHECK(strcmp(buf, want_version) == 0, "version \"%s\", want \"%s\"", buf, want_version);
 }
 
+/* psda_num_threads: set, read back, refuse a negative count and NULL. */
+static void test_threads(void) {
+    int32_t n = 0, before = 0;
+    expect(psda_num_threads(0, &before), PSDA_OK, 0, NULL, "num_threads(0)");
+    CHECK(before >= 1, "default thread count %d", before);
+    expect(psda_num_threads(3, &n), PSDA_OK, 0, NULL, "num_threads(3)");
+    CHECK(n == 3, "num_threads(3) stored %d", n);
+    expect(psda_num_threads(0, &n), PSDA_OK, 0, NULL, "num_threads(0) after 3");
+    CHECK(n == 3, "thread count %d after setting 3", n);
+    expect(psda_num_threads(-1, &n), PSDA_ERR_INVALID, 0, "-1", "num_threads(-1)");
+    expect(psda_num_threads(1, NULL), PSDA_ERR_NULL, 0, "out", "num_threads(1, NULL)");
+    expect(psda_num_threads(before, &n), PSDA_OK, 0, NULL, "num_threads(before)");
+}
+
 static void test_handles(void) {
     psda_ctx bogus = 987654321, ctx = 0;
     char msg[8];
@@ -599,6 +613,7 @@ static void test_schedule(void) {
 
 int main(int argc, char **argv) {
     test_versions(argc > 1 ? argv[1] : NULL);
+    test_threads();
     test_handles();
     test_errors();
     test_shifted();

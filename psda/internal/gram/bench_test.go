@@ -12,7 +12,7 @@ import (
 )
 
 // BenchmarkGram compares the engine's cross Gram matrix (float64, and
-// float32 with gram32) with gonum's pure-Go Dgemm on the same product (n×d
+// float32 with gram32), on each assembly path the CPU supports, with gonum's pure-Go Dgemm on the same product (n×d
 // times d×n, n = 2000, d = 512; engine and engine32 also at n = 8000); the
 // metrics are GFlop/s of wall time and GFlop per CPU second (which stays
 // meaningful when other processes share the machine).
@@ -29,19 +29,26 @@ func BenchmarkGram(b *testing.B) {
 			b.ReportMetric(f/float64(b.Elapsed().Nanoseconds()), "GFlop/s")
 			b.ReportMetric(f/float64((testref.CPUTime()-cpu0).Nanoseconds()), "GFlop/cpu-s")
 		}
-		for _, e := range engines {
-			b.Run(fmt.Sprintf("%s/n=%d", e.name, n), func(b *testing.B) {
-				c := make([]float64, n*n)
-				cpu0 := testref.CPUTime()
-				for b.Loop() {
-					e.run(DenseRows(x.F64, n, d), DenseRows(y.F64, n, d), false, Dots, nil, func(t *Tile) {
-						for i := 0; i < t.NI; i++ {
-							copy(c[(t.I0+i)*n+t.J0:][:t.NJ], t.G[i*t.LD:][:t.NJ])
-						}
-					})
-				}
-				flops(b, cpu0)
-			})
+		for _, path := range Paths() {
+			if path == "portable" {
+				continue // gonum's Dgemm below, and far slower
+			}
+			for _, e := range engines {
+				b.Run(fmt.Sprintf("%s/%s/n=%d", e.name, path, n), func(b *testing.B) {
+					prev, _ := UsePath(path)
+					defer UsePath(prev)
+					c := make([]float64, n*n)
+					cpu0 := testref.CPUTime()
+					for b.Loop() {
+						e.run(DenseRows(x.F64, n, d), DenseRows(y.F64, n, d), false, Dots, nil, func(t *Tile) {
+							for i := 0; i < t.NI; i++ {
+								copy(c[(t.I0+i)*n+t.J0:][:t.NJ], t.G[i*t.LD:][:t.NJ])
+							}
+						})
+					}
+					flops(b, cpu0)
+				})
+			}
 		}
 		if n > 2000 {
 			continue

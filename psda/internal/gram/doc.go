@@ -2,9 +2,11 @@
 // packed, multi-core product G = X Yᵀ (or the squared distances between the
 // vectors) computed tile by tile and handed to an epilogue while the tile
 // is in cache, in float64 (Gram) or float32 (Gram32, for screening passes),
-// with its SIMD kernels: the AVX2/FMA micro-kernels and the squared
+// with its SIMD kernels: the AVX-512 and AVX2/FMA micro-kernels, chosen at
+// run time by what the CPU supports (Paths, UsePath), and the squared
 // differences of two rows (SqDiffs), each with a portable fallback (the
-// noasm build tag selects the fallbacks everywhere).
+// noasm build tag selects the fallbacks everywhere). The tests run every
+// path the machine supports.
 //
 // The costs built on it are derived in docs/method.md ("Cost computation");
 // docs/design.md describes the engine's place in the architecture.

@@ -1,8 +1,6 @@
 package gram
 
 import (
-	"unsafe"
-
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 
@@ -27,7 +25,7 @@ const KBlock = 256 // depth of one pass of the micro-kernel (keeps a B panel in 
 // Variables, not constants, only so that tests can push small inputs through
 // the multi-tile and GEMM paths.
 var (
-	TileSize  = 192 // rows and columns per tile: a multiple of mr, nr, nr32 and 2
+	TileSize  = 192 // rows and columns per tile: a multiple of mr, every path's nr and nr32, and 2
 	DirectDim = 16  // at most this many features: squared distances by differences, not by GEMM
 )
 
@@ -88,7 +86,8 @@ func NBlocks(n int) int { return (n + TileSize - 1) / TileSize }
 // cancelled the remaining tiles are skipped (epi is not called for them):
 // the caller must check mon.Err() before using the result.
 func Gram(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(t *Tile)) {
-	newGramRun(x, y, kind, !UseFMA, microKernel).run(sym, mon, epi)
+	p := active.Load()
+	newGramRun(x, y, kind, p.k64 == nil, p.k64, p.nr).run(sym, mon, epi)
 }
 
 // gram32 is gram computed in float32 arithmetic: the vectors are packed as
@@ -107,7 +106,8 @@ func Gram(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(t *Tile)) {
 // differences) of the rounded vectors. Inputs must fit in float32. Meant for
 // screening (candidate generation), not for costs that must be exact.
 func Gram32(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(t *Tile)) {
-	newGramRun(x, y, kind, false, microKernel32).run(sym, mon, epi)
+	p := active.Load()
+	newGramRun(x, y, kind, false, p.k32, p.nr32).run(sym, mon, epi)
 }
 
 // packBudget is the most values of packed y vectors held at once.
@@ -136,22 +136,13 @@ type gramRun[T packed] struct {
 	ny     []float64 // squared norms of the chunk
 }
 
-// newGramRun returns the run for x and y; gemm asks for gonum's Dgemm (only
-// for T = float64) instead of kern when d > directDim.
-func newGramRun[T packed](x, y Vectors, kind Kind, gemm bool, kern func(int, []T, []T, []float64, int)) *gramRun[T] {
+// newGramRun returns the run for x and y with the mr×nr micro-kernel kern;
+// gemm asks for gonum's Dgemm (only for T = float64) instead of kern when
+// d > directDim.
+func newGramRun[T packed](x, y Vectors, kind Kind, gemm bool, kern func(int, []T, []T, []float64, int), nr int) *gramRun[T] {
 	direct := kind == SqDists && x.D <= DirectDim
-	nr := nrOf[T]()
 	return &gramRun[T]{x: x, y: y, d: x.D, kind: kind, direct: direct, rowMajor: direct || gemm, kern: kern, nr: nr,
 		xs: roundUp(TileSize, mr), ys: roundUp(TileSize, nr)}
-}
-
-// nrOf returns the micro-kernel width for T: nr for float64, nr32 for float32
-// (one YMM register holds 4 or 8 of them).
-func nrOf[T packed]() int {
-	if unsafe.Sizeof(T(0)) == 4 {
-		return nr32
-	}
-	return nr
 }
 
 func roundUp(n, m int) int { return (n + m - 1) / m * m }
@@ -329,25 +320,26 @@ func (g *gramRun[T]) toSqdists(t *Tile, nx, ny []float64) {
 	}
 }
 
-// microKernelGeneric is the portable micro-kernel: c[i*ldc+j] += Σ_p
-// a[p*mr+i]·b[p*n+j] for i < mr, j < n = nrOf[T](), p < k, summed in T.
-func microKernelGeneric[T packed](k int, a, b []T, c []float64, ldc int) {
-	n := nrOf[T]()
-	var acc [mr * nr32]T
-	for p := 0; p < k; p++ {
-		ap := a[p*mr : p*mr+mr]
-		bp := b[p*n : p*n+n]
-		for i, av := range ap {
-			row := acc[i*n : i*n+n]
-			for j, bv := range bp {
-				row[j] += av * bv
+// genericKernel returns the portable mr×n micro-kernel: c[i*ldc+j] +=
+// Σ_p a[p*mr+i]·b[p*n+j] for i < mr, j < n <= maxNR, p < k, summed in T.
+func genericKernel[T packed](n int) func(k int, a, b []T, c []float64, ldc int) {
+	return func(k int, a, b []T, c []float64, ldc int) {
+		var acc [mr * maxNR]T
+		for p := 0; p < k; p++ {
+			ap := a[p*mr : p*mr+mr]
+			bp := b[p*n : p*n+n]
+			for i, av := range ap {
+				row := acc[i*n : i*n+n]
+				for j, bv := range bp {
+					row[j] += av * bv
+				}
 			}
 		}
-	}
-	for i := 0; i < mr; i++ {
-		ci := c[i*ldc : i*ldc+n]
-		for j := range ci {
-			ci[j] += float64(acc[i*n+j])
+		for i := 0; i < mr; i++ {
+			ci := c[i*ldc : i*ldc+n]
+			for j := range ci {
+				ci[j] += float64(acc[i*n+j])
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/psda-dev/psda/psda/internal/testref"
@@ -72,20 +73,7 @@ func collectGram(t *testing.T, engine func(x, y Vectors, sym bool, kind Kind, mo
 // spans one and two K blocks, and the direct path for small d is included.
 func TestGram32(t *testing.T) {
 	defer func(ts, dd int) { TileSize, DirectDim = ts, dd }(TileSize, DirectDim)
-	generic := func(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(*Tile)) {
-		newGramRun(x, y, kind, false, microKernelGeneric[float32]).run(sym, mon, epi)
-	}
-	engines := []struct {
-		name string
-		run  func(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(*Tile))
-	}{{"Gram32", Gram32}, {"generic32", generic}, {"Gram", Gram}}
-	cases := []struct {
-		name      string
-		nx, ny, d int
-		tile, dir int
-		sym       bool
-		kind      Kind
-	}{
+	cases := []gramCase{
 		{"dots/sym/two-kblocks", 61, 61, 300, 24, 16, true, Dots},
 		{"dots/cross", 50, 77, 37, 40, 16, false, Dots},
 		{"dots/cross/d=1", 13, 35, 1, 12, 0, false, Dots},
@@ -96,8 +84,51 @@ func TestGram32(t *testing.T) {
 		{"sqdists/cross/default-tile", 200, 401, 40, 192, 16, false, SqDists},
 		{"dots/sym/default-tile", 390, 390, 70, 192, 16, true, Dots},
 	}
-	rng := rand.New(rand.NewPCG(32, 32))
-	for _, tc := range cases {
+	// Every remainder of the micro-kernel widths (6 rows; 8, 16 and 32
+	// columns) and of a small tile, in both directions.
+	for n := 1; n <= 33; n++ {
+		cases = append(cases, gramCase{fmt.Sprintf("dots/edge/%dx%d", n, 34-n), n, 34 - n, 20, 24, 16, false, Dots})
+	}
+	for _, path := range Paths() {
+		t.Run(path, func(t *testing.T) {
+			defer usePath(t, path)()
+			rng := rand.New(rand.NewPCG(32, 32))
+			for _, tc := range cases {
+				checkGram32(t, rng, tc)
+			}
+		})
+	}
+}
+
+// gramCase is one input of TestGram32.
+type gramCase struct {
+	name      string
+	nx, ny, d int
+	tile, dir int
+	sym       bool
+	kind      Kind
+}
+
+// usePath selects a kernel path for a test and returns the restore.
+func usePath(t *testing.T, name string) func() {
+	t.Helper()
+	prev, err := UsePath(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() { UsePath(prev) }
+}
+
+// checkGram32 runs TestGram32's case tc on the kernel path in use.
+func checkGram32(t *testing.T, rng *rand.Rand, tc gramCase) {
+	generic := func(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(*Tile)) {
+		newGramRun(x, y, kind, false, genericKernel[float32](16), 16).run(sym, mon, epi)
+	}
+	engines := []struct {
+		name string
+		run  func(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(*Tile))
+	}{{"Gram32", Gram32}, {"generic32", generic}, {"Gram", Gram}}
+	{
 		TileSize, DirectDim = tc.tile, tc.dir
 		offset := 0.0
 		if tc.kind == SqDists {
@@ -156,46 +187,50 @@ func TestGram32(t *testing.T) {
 	}
 }
 
-// TestMicroKernel32 compares microKernel32 (assembly where available) and the
-// portable float32 kernel with a float64 reference on random panels, within
-// the float32 bound of a k-term sum; c starts nonzero to check that both add.
+// TestMicroKernel32 compares each path's float32 micro-kernel (assembly
+// where available) and the portable one with a float64 reference on random
+// panels, within the float32 bound of a k-term sum; c starts nonzero to
+// check that both add.
 func TestMicroKernel32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 6))
-	kernels := []struct {
-		name string
-		kern func(k int, a, b []float32, c []float64, ldc int)
-	}{{"microKernel32", microKernel32}, {"generic", microKernelGeneric[float32]}}
-	for _, k := range []int{1, 2, 3, 7, 256} {
-		a, b := make([]float32, k*mr), make([]float32, k*nr32)
-		for i := range a {
-			a[i] = float32(rng.NormFloat64())
-		}
-		for i := range b {
-			b[i] = float32(rng.NormFloat64())
-		}
-		const ldc = nr32 + 3
-		for _, kn := range kernels {
-			t.Run(fmt.Sprintf("%s/k=%d", kn.name, k), func(t *testing.T) {
-				c := make([]float64, mr*ldc)
-				for i := range c {
-					c[i] = float64(i)
-				}
-				kn.kern(k, a, b, c, ldc)
-				for i := 0; i < mr; i++ {
-					for j := 0; j < ldc; j++ {
-						want, abs := float64(i*ldc+j), 0.0
-						if j < nr32 {
-							for p := 0; p < k; p++ {
-								want += float64(a[p*mr+i]) * float64(b[p*nr32+j])
-								abs += math.Abs(float64(a[p*mr+i]) * float64(b[p*nr32+j]))
+	for _, p := range paths {
+		n := p.nr32
+		kernels := []struct {
+			name string
+			kern func(k int, a, b []float32, c []float64, ldc int)
+		}{{p.name, p.k32}, {"generic", genericKernel[float32](n)}}
+		for _, k := range []int{1, 2, 3, 7, 256} {
+			a, b := make([]float32, k*mr), make([]float32, k*n)
+			for i := range a {
+				a[i] = float32(rng.NormFloat64())
+			}
+			for i := range b {
+				b[i] = float32(rng.NormFloat64())
+			}
+			ldc := n + 3
+			for _, kn := range kernels {
+				t.Run(fmt.Sprintf("%s/%s/k=%d", p.name, kn.name, k), func(t *testing.T) {
+					c := make([]float64, mr*ldc)
+					for i := range c {
+						c[i] = float64(i)
+					}
+					kn.kern(k, a, b, c, ldc)
+					for i := 0; i < mr; i++ {
+						for j := 0; j < ldc; j++ {
+							want, abs := float64(i*ldc+j), 0.0
+							if j < n {
+								for p := 0; p < k; p++ {
+									want += float64(a[p*mr+i]) * float64(b[p*n+j])
+									abs += math.Abs(float64(a[p*mr+i]) * float64(b[p*n+j]))
+								}
+							}
+							if tol := float64(k+1) * u32 * abs * 1.01; !(math.Abs(c[i*ldc+j]-want) <= tol) {
+								t.Fatalf("c[%d][%d] = %.10g, want %.10g (tol %.3g)", i, j, c[i*ldc+j], want, tol)
 							}
 						}
-						if tol := float64(k+1) * u32 * abs * 1.01; !(math.Abs(c[i*ldc+j]-want) <= tol) {
-							t.Fatalf("c[%d][%d] = %.10g, want %.10g (tol %.3g)", i, j, c[i*ldc+j], want, tol)
-						}
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
@@ -231,29 +266,52 @@ func TestSqDiffs(t *testing.T) {
 	}
 }
 
-// TestMicroKernel compares microKernel (assembly where available) with the
-// portable version; both accumulate in the same order, so the match is exact
-// up to FMA rounding.
+// TestMicroKernel compares each path's float64 micro-kernel with the
+// portable version; both accumulate in the same order, so the match is
+// exact up to FMA rounding. The portable path has none (it uses gonum's
+// Dgemm).
 func TestMicroKernel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
-	for _, k := range []int{1, 2, 3, 7, 256} {
-		t.Run(fmt.Sprint("k=", k), func(t *testing.T) {
-			a, b := make([]float64, k*mr), make([]float64, k*nr)
-			for i := range a {
-				a[i] = rng.NormFloat64()
-			}
-			for i := range b {
-				b[i] = rng.NormFloat64()
-			}
-			const ldc = nr + 3
-			got, want := make([]float64, mr*ldc), make([]float64, mr*ldc)
-			for i := range got {
-				got[i] = float64(i)
-				want[i] = float64(i)
-			}
-			microKernel(k, a, b, got, ldc)
-			microKernelGeneric(k, a, b, want, ldc)
-			testref.CloseTo(t, "c", got, want, 1e-14, 0)
-		})
+	for _, p := range paths {
+		if p.k64 == nil {
+			continue
+		}
+		n := p.nr
+		for _, k := range []int{1, 2, 3, 7, 256} {
+			t.Run(fmt.Sprintf("%s/k=%d", p.name, k), func(t *testing.T) {
+				a, b := make([]float64, k*mr), make([]float64, k*n)
+				for i := range a {
+					a[i] = rng.NormFloat64()
+				}
+				for i := range b {
+					b[i] = rng.NormFloat64()
+				}
+				ldc := n + 3
+				got, want := make([]float64, mr*ldc), make([]float64, mr*ldc)
+				for i := range got {
+					got[i] = float64(i)
+					want[i] = float64(i)
+				}
+				p.k64(k, a, b, got, ldc)
+				genericKernel[float64](n)(k, a, b, want, ldc)
+				testref.CloseTo(t, "c", got, want, 1e-14, 0)
+			})
+		}
 	}
+}
+
+// TestPaths checks that the paths are listed fastest first, end with the
+// portable one, and that UsePath refuses an unknown name.
+func TestPaths(t *testing.T) {
+	names := Paths()
+	if names[len(names)-1] != "portable" {
+		t.Fatalf("Paths() = %v: want the portable path last", names)
+	}
+	if active.Load().name != names[0] {
+		t.Fatalf("Gram uses %q by default, want the first of %v", active.Load().name, names)
+	}
+	if _, err := UsePath("sse9"); err == nil || !strings.Contains(err.Error(), "sse9") {
+		t.Fatalf("UsePath(\"sse9\") = %v, want an error naming it", err)
+	}
+	t.Logf("kernel paths here: %v", names)
 }

@@ -17,27 +17,67 @@ var UseFMA = func() bool {
 	return b7&(1<<5) != 0 // AVX2
 }()
 
-// microKernel updates c[i*ldc+j] += Σ_p a[p*mr+i]·b[p*nr+j] for the mr×nr
-// block at c, with the AVX2/FMA kernel when the CPU has it.
-func microKernel(k int, a, b, c []float64, ldc int) {
+// HasAVX512 reports whether the CPU and OS support AVX-512F (with the ZMM
+// and opmask state saved by the OS) besides AVX2/FMA: the 6×16 and 6×32
+// micro-kernels need it.
+var HasAVX512 = func() bool {
 	if !UseFMA {
-		microKernelGeneric(k, a, b, c, ldc)
-		return
+		return false
 	}
+	if xcr0, _ := xgetbv(); xcr0&0xe6 != 0xe6 { // YMM, opmask, ZMM0-15 upper, ZMM16-31
+		return false
+	}
+	_, b7, _, _ := cpuid(7, 0)
+	return b7&(1<<16) != 0 // AVX512F
+}()
+
+// archPaths returns the assembly paths this CPU supports, fastest first.
+func archPaths() []*kernelPath {
+	var ps []*kernelPath
+	if HasAVX512 {
+		ps = append(ps, &kernelPath{name: "avx512", nr: 16, nr32: 32, k64: microKernel512, k32: microKernel32x512})
+	}
+	if UseFMA {
+		ps = append(ps, &kernelPath{name: "avx2", nr: 8, nr32: 16, k64: microKernel, k32: microKernel32})
+	}
+	return ps
+}
+
+// microKernel512 is microKernel with the AVX-512 kernel, 6×16.
+func microKernel512(k int, a, b, c []float64, ldc int) {
+	_, _, _ = a[k*mr-1], b[k*16-1], c[(mr-1)*ldc+15]
+	kern6x16z(k, &a[0], &b[0], &c[0], ldc)
+}
+
+// microKernel32x512 is microKernel32 with the AVX-512 kernel, 6×32.
+func microKernel32x512(k int, a, b []float32, c []float64, ldc int) {
+	_, _, _ = a[k*mr-1], b[k*32-1], c[(mr-1)*ldc+31]
+	kern6x32z(k, &a[0], &b[0], &c[0], ldc)
+}
+
+// kern6x16z is microKernel512 in AVX-512 assembly; k >= 1.
+//
+//go:noescape
+func kern6x16z(k int, a, b, c *float64, ldc int)
+
+// kern6x32z is microKernel32x512 in AVX-512 assembly; k >= 1.
+//
+//go:noescape
+func kern6x32z(k int, a, b *float32, c *float64, ldc int)
+
+// microKernel updates c[i*ldc+j] += Σ_p a[p*mr+i]·b[p*8+j] for the mr×8
+// block at c with the AVX2/FMA kernel; only on CPUs that have it.
+func microKernel(k int, a, b, c []float64, ldc int) {
 	// Bounds checks once per call keep the assembly memory-safe.
-	_, _, _ = a[k*mr-1], b[k*nr-1], c[(mr-1)*ldc+nr-1]
+	_, _, _ = a[k*mr-1], b[k*8-1], c[(mr-1)*ldc+7]
 	kern6x8(k, &a[0], &b[0], &c[0], ldc)
 }
 
-// microKernel32 updates c[i*ldc+j] += Σ_p a[p*mr+i]·b[p*nr32+j] for the
-// mr×nr32 block at c, summed in float32 (with the AVX2/FMA kernel when the CPU
-// has it) and added to c in float64.
+// microKernel32 updates c[i*ldc+j] += Σ_p a[p*mr+i]·b[p*16+j] for the
+// mr×16 block at c, summed in float32 with the AVX2/FMA kernel and added to
+// c in float64; only on CPUs that have it.
 func microKernel32(k int, a, b []float32, c []float64, ldc int) {
-	if !UseFMA {
-		microKernelGeneric(k, a, b, c, ldc)
-		return
-	}
-	_, _, _ = a[k*mr-1], b[k*nr32-1], c[(mr-1)*ldc+nr32-1]
+	_, _, _ = a[k*mr-1], b[k*16-1], c[(mr-1)*ldc+15]
 	kern6x16(k, &a[0], &b[0], &c[0], ldc)
 }
 

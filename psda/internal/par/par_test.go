@@ -2,8 +2,10 @@ package par
 
 import (
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // Every loop must visit each index of [0, n) exactly once, for n around
@@ -81,5 +83,47 @@ func TestIndices(t *testing.T) {
 	}
 	if len(got) != 5 {
 		t.Fatalf("Indices(nil, 5) = %v, want 5 indices", got)
+	}
+}
+
+// No loop may run more goroutines at once than SetWorkers allows, whatever
+// GOMAXPROCS is; 0 restores GOMAXPROCS and a negative count is refused.
+func TestWorkersBound(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(8))
+	defer SetWorkers(0)
+	for _, set := range []int{1, 2, 3, 0} {
+		if err := SetWorkers(set); err != nil {
+			t.Fatal(err)
+		}
+		want := set
+		if set == 0 {
+			want = 8
+		}
+		if Workers() != want {
+			t.Fatalf("SetWorkers(%d): Workers() = %d, want %d", set, Workers(), want)
+		}
+		loops := map[string]func(body func()){
+			"For": func(body func()) {
+				For(400, func() func(int) { return func(int) { body() } })
+			},
+			"Rows":  func(body func()) { Rows(64*400, func(_, _ int) { body() }) },
+			"Parts": func(body func()) { Parts(100000, func(_, _, _ int) { body() }) },
+		}
+		for name, loop := range loops {
+			var now, peak atomic.Int32
+			loop(func() {
+				n := now.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(200 * time.Microsecond) // let the others start
+				now.Add(-1)
+			})
+			if got := int(peak.Load()); got > want || got < min(want, 2) {
+				t.Errorf("%s with Workers() = %d: %d bodies ran at once", name, want, got)
+			}
+		}
+	}
+	if err := SetWorkers(-1); err == nil || !strings.Contains(err.Error(), "-1") {
+		t.Fatalf("SetWorkers(-1) = %v, want an error naming -1", err)
 	}
 }

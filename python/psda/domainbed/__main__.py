@@ -80,7 +80,12 @@ def main(argv: Optional[List[str]] = None) -> None:
         sys.stdout.flush()
         from . import install
 
-        install()
+        try:
+            install()
+        except ImportError as e:
+            # psda's own options are printed above; train.py's need DomainBed.
+            print("train.py's own arguments are not listed: %s" % e)
+            return
         sys.argv = ["python -m psda.domainbed", "--help"]
         add = argparse.ArgumentParser.add_argument
 
@@ -119,14 +124,20 @@ def main(argv: Optional[List[str]] = None) -> None:
             sys.exit("psda.domainbed: %s adapts to unlabelled target data; add --task domain_adaptation "
                      "--uda_holdout_fraction 0.2 (any value in (0, 1)); got --task %s --uda_holdout_fraction %g"
                      % (name, known.task, known.uda_holdout_fraction))
-        install()
+        try:
+            install()
+        except ImportError as e:
+            sys.exit("psda.domainbed: %s" % e)
         from domainbed import datasets
 
         from .loaders import DomainBedPSDA
 
         n_envs = datasets.num_environments(known.dataset)
         coordinator = DomainBedPSDA(n_envs - len(set(known.test_envs)), sampler, seed=known.seed)
-    install(coordinator)
+    try:
+        install(coordinator)
+    except ImportError as e:
+        sys.exit("psda.domainbed: %s" % e)
     try:
         register_name(name)
     except NotImplementedError as e:

@@ -18,6 +18,7 @@ name                shown as                what it is
 ``anticlustering``  ``+ Anticlustering``    anticlustered minibatches
 ``vardass``         ``+ VaRDASS``           stratified sampling
 ``ordered``         ``+ ORDERED``           order-aware sampling
+``random-pairs``    ``+ Random pairs``      control: PSDA's structure, random pairs
 ``paired``          ``+ Paired``            PSDA, Stage 1 (pairs)
 ``double-paired``   ``+ Double-paired``     PSDA, Stages 1 and 2 (quadruplets)
 ==================  ======================  ==========================================
@@ -27,17 +28,13 @@ from __future__ import annotations
 
 from typing import Any, Tuple
 
-import psda
+from ..samplers.registry import REGISTRY, SAMPLERS, build
 
 __all__ = ["SAMPLERS", "DISPLAY", "default_sampler", "display_name", "parse_algorithm",
            "make_batch_sampler", "batch_limit"]
 
-#: Every sampler name, in the order of the paper's tables.
-SAMPLERS = psda.SAMPLERS
-
-#: How collect_results shows a sampler after the algorithm's name.
-DISPLAY = {"uniform": "Uniform", "kmeans++": "k-means++", "dpp": "DPP", "anticlustering": "Anticlustering",
-           "vardass": "VaRDASS", "ordered": "ORDERED", "paired": "Paired", "double-paired": "Double-paired"}
+#: How collect_results shows a sampler after the algorithm's name (from the registry).
+DISPLAY = {name: e.display for name, e in REGISTRY.items()}
 
 #: Algorithms whose own sampler is not uniform (PSDA_MMD is UDA_MMD + Double-paired).
 OWN_SAMPLER = {"PSDA_MMD": "double-paired", "PSDA_CORAL": "double-paired"}
@@ -99,9 +96,7 @@ def batch_limit(sampler: str, n_source: int, n_target: int) -> int:
     """batch_limit returns the largest k (items per domain in a batch) a sampler can
     serve: max(n_source, n_target) for uniform and PSDA's samplers (P pairs), and
     min(n_source, n_target) for the baselines that draw distinct rows per domain."""
-    if sampler in ("uniform", "paired", "double-paired"):
-        return max(n_source, n_target)
-    return min(n_source, n_target)
+    return min(n_source, n_target) if REGISTRY[_check_sampler(sampler)].distinct_rows else max(n_source, n_target)
 
 
 def make_batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int,
@@ -116,6 +111,6 @@ def make_batch_sampler(name: str, source_features: Any, target_features: Any, ba
         batch_size: k, per domain.
         options: seed, discrepancy ("mmd"/"coral"), gammas, solver (PSDA only).
     """
-    if name not in ("paired", "double-paired"):
-        options.pop("solver", None)
-    return psda.batch_sampler(name, source_features, target_features, batch_size, **options)
+    if REGISTRY[_check_sampler(name)].cls != "PairedBatchSampler":
+        options.pop("solver", None)  # only PSDA's matching has a solver to choose
+    return build(name, source_features, target_features, batch_size, **options)

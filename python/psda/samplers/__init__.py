@@ -1,7 +1,8 @@
-"""Batch samplers for domain adaptation, all with PairedBatchSampler's contract.
+"""Batch samplers for domain adaptation, all subclasses of one :class:`BatchSampler`.
 
 ``psda.batch_sampler(name, source_features, target_features, batch_size,
-**options)`` builds any of :data:`SAMPLERS`:
+**options)`` builds any of :data:`psda.SAMPLERS` (the registry,
+:mod:`psda.samplers.registry`):
 
 ============== ==========================================================
 uniform        independent random permutations
@@ -11,39 +12,52 @@ anticlustering k-means anticlusters as batches (Papenberg & Klau 2021)
 vardass        stratified sampling, VaRDASS (Napoli & White, arXiv 2512.05226)
 ordered        stratified batches in an optimised order, ORDERED
                (Napoli & White, arXiv 2605.05084)
+random-pairs   control: PSDA's batch structure from random pairs
 paired         PSDA, Paired (psda.PairedBatchSampler, stages=1)
 double-paired  PSDA, Double-paired (psda.PairedBatchSampler, stages=2)
 ============== ==========================================================
 
+The classes are imported on first use (PEP 562), so that importing the
+registry, and ``psda.SAMPLERS``, imports neither torch nor the samplers.
 docs/samplers.md gives each method's paper, equations and deviations.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from .base import DABatchSampler
-from .dpp import DPPSampler
-from .simple import KMeansPPSampler, UniformSampler
-from .stratified import AnticlusteringSampler, OrderedSampler, VaRDASSSampler
-
-__all__ = ["SAMPLERS", "batch_sampler", "distributed_batch_sampler", "plan_digest", "DABatchSampler", "UniformSampler", "KMeansPPSampler", "DPPSampler",
+__all__ = ["SAMPLERS", "batch_sampler", "distributed_batch_sampler", "BatchSampler", "DABatchSampler",
+           "PairedBatchSampler", "RandomPairsSampler", "UniformSampler", "KMeansPPSampler", "DPPSampler",
            "AnticlusteringSampler", "VaRDASSSampler", "OrderedSampler"]
 
-from .. import SAMPLERS  # the names psda.batch_sampler accepts: baselines, then PSDA
+from .registry import SAMPLERS
 
-_CLASSES = {"uniform": UniformSampler, "kmeans++": KMeansPPSampler, "dpp": DPPSampler,
-            "anticlustering": AnticlusteringSampler, "vardass": VaRDASSSampler, "ordered": OrderedSampler}
+_WHERE = {"BatchSampler": "base", "DABatchSampler": "base", "PairedBatchSampler": "paired",
+          "RandomPairsSampler": "paired", "UniformSampler": "simple", "KMeansPPSampler": "simple",
+          "DPPSampler": "dpp", "AnticlusteringSampler": "stratified", "VaRDASSSampler": "stratified",
+          "OrderedSampler": "stratified"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'psda.samplers' has no attribute {name!r}")
+    if name == "DABatchSampler":  # the base's earlier name
+        name = "BatchSampler"
+    return getattr(importlib.import_module(f"psda.samplers.{module}"), name)
 
 
 def batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int, **options: Any) -> Any:
     """Returns the batch sampler ``name`` over ``ConcatDataset([source_ds, target_ds])``.
 
-    Every sampler yields lists of ``2 * batch_size`` indices (k source indices,
-    then k target indices offset by n_source), has an exact ``len``, its own
-    generator seeded by ``seed`` and the epoch, ``set_epoch``,
+    Every sampler yields lists of indices (k source indices, then k target
+    indices offset by n_source; the epoch's last batch holds N mod k of each
+    with ``drop_last=False``), has an exact ``len`` (the same for every name),
+    its own generator seeded by ``seed`` and the epoch, ``set_epoch``,
     ``state_dict``/``load_state_dict`` (mid-epoch resume), sharding by
-    ``num_replicas``/``rank``, and ``update(source_features, target_features)``.
+    ``num_replicas``/``rank``, ``views()`` and ``update(source_features,
+    target_features)``: the contract of :class:`BatchSampler`.
 
     Args:
         name: one of :data:`SAMPLERS`.
@@ -53,10 +67,10 @@ def batch_sampler(name: str, source_features: Any, target_features: Any, batch_s
         **options: the sampler's own options: ``seed``, ``drop_last``,
             ``num_replicas``, ``rank`` for all; ``discrepancy``, ``kernel``,
             ``gammas`` for the feature-space samplers and PSDA; ``passes``,
-            ``partners``, ``progress``, ``engine`` for vardass/ordered/anticlustering;
+            ``partners``, ``progress`` for vardass/ordered/anticlustering;
             ``strata``, ``min_cluster_size`` for ordered; ``exact_limit``,
-            ``progress``, ``engine`` for dpp; ``solver`` for paired/double-paired (``stages`` is set by
-            the name).
+            ``progress`` for dpp; ``stages`` for random-pairs; ``solver`` for
+            paired/double-paired (``stages`` is set by the name).
 
     Raises:
         ValueError: for an unknown name (listing SAMPLERS) or invalid options.
@@ -65,66 +79,29 @@ def batch_sampler(name: str, source_features: Any, target_features: Any, batch_s
         >>> import numpy as np, psda
         >>> x = np.random.default_rng(0).normal(size=(64, 2))
         >>> [len(psda.batch_sampler(n, x, x + 1, 8, num_replicas=1, rank=0)) for n in psda.SAMPLERS]
-        [8, 8, 8, 8, 8, 8, 8, 8]
+        [8, 8, 8, 8, 8, 8, 8, 8, 8]
     """
-    if name in ("paired", "double-paired"):
-        from ..sampler import PairedBatchSampler
+    from .registry import build
 
-        if "stages" in options:
-            raise ValueError(f"stages = {options['stages']!r}: the name {name!r} sets it; "
-                             "use 'paired' (1) or 'double-paired' (2)")
-        return PairedBatchSampler(source_features, target_features, batch_size,
-                                  stages=1 if name == "paired" else 2, **options)
-    cls = _CLASSES.get(name)
-    if cls is None:
-        raise ValueError(f"name = {name!r}: want one of {', '.join(SAMPLERS)}")
-    return cls(source_features, target_features, batch_size, **options)
-
-
-
-def plan_digest(sampler: Any) -> bytes:
-    """A 16-byte BLAKE2 digest of a sampler's set-up (its plan, or a PairedBatchSampler's matching)."""
-    import hashlib
-
-    import numpy as np
-
-    if not isinstance(sampler, DABatchSampler):
-        from ..distributed import matching_digest
-
-        return matching_digest(sampler.matching)
-    h = hashlib.blake2b(digest_size=16)
-    for key in sorted(sampler.plan):
-        v = sampler.plan[key]
-        items = sorted(v.items()) if isinstance(v, dict) else [("", v)]
-        for sub, a in items:
-            a = np.ascontiguousarray(np.asarray(a))
-            h.update(f"{key}/{sub}/{a.dtype}/{a.shape}".encode())
-            h.update(a.tobytes())
-    return h.digest()
+    return build(name, source_features, target_features, batch_size, **options)
 
 
 def distributed_batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int, *,
                               broadcast: bool = True, **options: Any) -> Any:
     """Returns ``batch_sampler(name, ...)`` for this rank of a torch.distributed job.
 
-    As :func:`psda.distributed.paired_batch_sampler` does for PSDA: the features
-    are rank 0's (broadcast when ``broadcast`` and a process group is
-    initialised), ``num_replicas``/``rank`` default to the world, and the set-up
-    is checked to be identical on every rank (a 16-byte all-gather). Every rank
-    must call it.
+    The features are rank 0's (broadcast when ``broadcast`` and a process
+    group is initialised), ``num_replicas``/``rank`` default to the world,
+    and the set-up is checked to be identical on every rank (its
+    :meth:`BatchSampler.digest`, a 16-byte all-gather). Every rank must call it.
 
     Raises:
         RuntimeError: if the ranks' set-ups differ.
     """
-    import types
-
-    import numpy as np
-
     from .. import distributed
 
     if broadcast:
         source_features, target_features = distributed.broadcast_features(source_features, target_features)
     sampler = batch_sampler(name, source_features, target_features, batch_size, **options)
-    d = np.frombuffer(plan_digest(sampler), dtype=np.int64)
-    distributed.check_identical(types.SimpleNamespace(pairs=d, quads=d[:0], singles=d[:0]))
+    distributed.check_identical(sampler)
     return sampler

@@ -1,126 +1,232 @@
-"""The batch-sampler contract shared by every sampler in psda.
+"""BatchSampler: the one contract every psda batch sampler keeps.
 
-:class:`DABatchSampler` holds the machinery; a sampler adds two methods:
+A sampler is a subclass that supplies its *plan* and one epoch's batches;
+this class owns everything else, once:
 
-- ``_build(source, target)``: the set-up (strata, partitions, eigenvectors),
-  returned as a *plan*: a dict of NumPy arrays and plain values. It runs at
-  construction and in :meth:`DABatchSampler.update`.
-- ``_draw(plan, rng, num_batches)``: one epoch's batches over all ranks, as
-  two int64 arrays of shape (num_batches, k) (source rows, target rows, both
-  un-offset), drawn with ``rng`` only.
+- the lock, the epoch (taken modulo 2**64 everywhere, so that
+  ``set_epoch(2**64 - 1)`` followed by a pass stands at epoch 0 and its
+  ``state_dict`` loads), the generation that stops stale passes from
+  advancing it;
+- the pending update (:meth:`update`), applied when a pass starts an epoch
+  at its first batch (never inside an epoch, nor in the rest of an epoch
+  resumed by :meth:`load_state_dict`);
+- sharding over ranks and the exact ``len`` (one rule for every sampler:
+  psda.BatchesPerRank in the Go core, see :meth:`BatchSampler.batch_lens`);
+- :meth:`state_dict` / :meth:`load_state_dict`, which validate everything
+  they load (format, settings, sizes, the plan's indices, coverage and
+  finite numbers, through the subclass's :meth:`_check_plan`);
+- pickling and deepcopy; the two un-offset :meth:`views`.
 
-The contract is :class:`psda.PairedBatchSampler`'s: every batch is a list of
-``2 * batch_size`` ints, ``batch_size`` source indices in ``[0, n_source)``
-then ``batch_size`` target indices offset by ``n_source`` (the index space of
-``ConcatDataset([source_ds, target_ds])``); ``len()`` is exact; each sampler
-has its own generator seeded by (seed, epoch) and never touches global random
-state; the epoch advances after a complete pass and :meth:`set_epoch` sets it;
-:meth:`state_dict` / :meth:`load_state_dict` resume mid-epoch exactly; batches
-are interleaved over ranks as ``psda/schedule.go`` does
-(rank r gets global batches r, r + R, ...); :meth:`update` recomputes the
-plan from new features, in force from the next epoch (what
-:class:`psda.refresh.FeatureRefresher` calls).
+A subclass provides (as torch's samplers subclass ``Sampler``):
+
+- ``name``: its name in :data:`psda.SAMPLERS` (the registry, psda.samplers.registry);
+- ``_build(s, t) -> plan``: the set-up from features, at construction and in
+  :meth:`update`;
+- either ``_draw(plan, rng, count) -> (src, tgt)``: ``count`` full batches
+  over all ranks as two (count, k) int64 arrays of un-offset rows, drawn with
+  ``rng`` only (the base shards them and shortens the last one), or
+  ``_epoch_rows(plan, epoch, start)`` for samplers that shard themselves
+  (PSDA's Go schedule);
+- ``_plan_state(plan)`` / ``_plan_from_state(d, where)`` when its plan is not a
+  dict of arrays, and ``_check_plan(plan, where)``, which raises ValueError
+  naming ``where`` when a plan's rows are out of range or break its coverage.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
-from .._inputs import _as_pair, _check_bool, _check_int
-from ..sampler import PairedBatchSampler, _Base, _check_ranks, _check_same_examples, _check_state_settings
+from .._inputs import _as_pair, _check_bool, _check_int, _check_scale
 
-__all__ = ["DABatchSampler"]
+try:  # torch is optional: subclass its Sampler when it is there.
+    from torch.utils.data import Sampler as _TorchSampler
+
+    _Base: Any = _TorchSampler[List[int]]
+except ImportError:  # pragma: no cover - exercised only without torch
+    _Base = object
+
+__all__ = ["BatchSampler", "stream", "check_rows", "STATE_FORMAT"]
 
 logger = logging.getLogger("psda")
 
-_STATE_FORMAT = "psda.DABatchSampler/1"
+#: The format every sampler's state_dict carries; load_state_dict refuses others.
+STATE_FORMAT = "psda.BatchSampler/2"
+_STATE_KEYS = ("format", "sampler", "epoch", "batches", "seed", "batch_size", "drop_last", "num_replicas", "rank",
+               "n_source", "n_target", "plan", "pending_plan")
+_SETTINGS = ("batch_size", "drop_last", "num_replicas", "rank", "n_source", "n_target")
+_EPOCHS = 1 << 64
+
+# The most passes one view may run ahead of the other (views()) before the
+# oldest kept for the other view is dropped.
+_MAX_VIEW_LAG = 64
+
+# Who iterates a pass: the sampler itself (offset target indices), or one of
+# the two views (un-offset indices).
+_BOTH, _SOURCE, _TARGET = "both", "source", "target"
+
+
+def check_ranks(num_replicas: Any, rank: Any) -> Tuple[int, int]:
+    """Returns (num_replicas, rank), each taken from torch.distributed when None,
+    checked: 1 <= num_replicas < 2**63 and 0 <= rank < num_replicas."""
+    if num_replicas is None or rank is None:
+        from ..distributed import world
+
+        world_size, world_rank = world()
+        num_replicas = world_size if num_replicas is None else num_replicas
+        rank = world_rank if rank is None else rank
+    num_replicas = _check_int(num_replicas, "num_replicas", "2")
+    if not 1 <= num_replicas < 1 << 63:
+        raise ValueError(f"num_replicas = {num_replicas}: must be >= 1 (the number of ranks) and < 2**63")
+    rank = _check_int(rank, "rank", "0")
+    if not 0 <= rank < num_replicas:
+        raise ValueError(f"rank = {rank}: want 0 <= rank < num_replicas = {num_replicas}")
+    return num_replicas, rank
+
+
+def check_rows(a: np.ndarray, n: int, where: str) -> None:
+    """Raises ValueError naming where unless every entry of a is a row index in [0, n)."""
+    if a.size and (int(a.min()) < 0 or int(a.max()) >= n):
+        bad = int(a.min()) if int(a.min()) < 0 else int(a.max())
+        raise ValueError(f"{where} holds row {bad}, outside [0, {n}): the state is not from this sampler's "
+                         "datasets; pass an unmodified state_dict() of a sampler over the same datasets")
 
 
 class _Pass:
-    """One walk through an epoch: the batches of this rank, fixed at its first batch."""
+    """One walk through an epoch's batches on this rank, shared by the two views.
 
-    def __init__(self, epoch: int, src: np.ndarray, tgt: np.ndarray, start: int, generation: int, plan: Dict[str, Any]):
-        self.epoch, self.src, self.tgt, self.start, self.generation, self.plan = epoch, src, tgt, start, generation, plan
-        self.num_batches = len(src)
-        self.done = start
+    Fixed when it begins (at the first batch request): nothing done to the
+    sampler afterwards (update, set_epoch) changes its batches. The rows are
+    produced when a side starts walking and released when no side walks, so
+    a pass kept for a view that has not started costs O(batches).
+    """
+
+    def __init__(self, sampler: "BatchSampler", epoch: int, plan: Any, start: int, sides: Tuple[str, ...],
+                 generation: int):
+        self.sampler, self.epoch, self.plan, self.start, self.generation = sampler, epoch, plan, start, generation
+        self.lens = sampler._lens(plan)
+        self.num_batches = len(self.lens)
+        self.progress = {side: start for side in sides}
+        self.walkers = 0
+        self._arrays: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
+
+    def acquire(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Returns (source rows, target rows, offsets) of batches start..; pair with release()."""
+        self.walkers += 1
+        if self._arrays is None:
+            src, tgt = self.sampler._epoch_rows(self.plan, self.epoch, self.start)
+            offsets = np.concatenate([[0], np.cumsum(self.lens[self.start:])])
+            self._arrays = (src, tgt, offsets)
+        return self._arrays
+
+    def release(self) -> None:
+        self.walkers -= 1
+        if self.walkers == 0:
+            self._arrays = None
+
+    @property
+    def done(self) -> int:
+        """Batches handed out on every side."""
+        return min(self.progress.values())
 
 
-class DABatchSampler(_Base):
-    """DABatchSampler is the base of psda's comparison samplers (see the module docstring).
+class BatchSampler(_Base):
+    """BatchSampler is the base of every psda batch sampler (see the module docstring).
+
+    Every sampler yields lists of indices over ``ConcatDataset([source_ds,
+    target_ds])``: the batch's source rows in ``[0, n_source)``, then the
+    same number of target rows offset by ``n_source``. Position m of the
+    source half goes with position m of the target half.
 
     Args:
-        source_features: (n_source, d) array or tensor.
+        source_features: (n_source, d) array or tensor, in the source dataset's order.
         target_features: (n_target, d) array or tensor, same d.
         batch_size: k, examples per domain in a batch.
-        seed: seeds the sampler's generator together with the epoch (any int,
-            taken modulo 2**64); every rank must use the same seed.
-        drop_last: with ``num_replicas > 1``, drop the batches that cannot be
-            shared evenly (True) or let short ranks repeat batches from the
-            start of the epoch (False, like ``DistributedSampler``). Every
-            batch holds exactly k + k indices either way.
+        seed: seeds the sampler's generator together with the epoch (any
+            int, taken modulo 2**64); every rank must use the same seed.
+        drop_last: the one rule of every sampler. An epoch has
+            N = max(n_source, n_target) rows per domain to serve: with True,
+            N // k batches of k; with False, ceil(N / k), the last holding
+            N mod k rows per domain when k does not divide N. Over ranks,
+            True drops the batches that cannot be shared evenly, False lets
+            ranks short of a batch repeat one from the start of the epoch
+            (like ``DistributedSampler``). For n = 70, k = 8 that is 8
+            batches with True and 9 with False, for every sampler.
         num_replicas, rank: sharding over ranks; None means
             ``torch.distributed``'s world when initialised, else 1 and 0.
-        discrepancy, kernel, gammas: the loss; samplers that use no kernel
-            (uniform, k-means++) accept and ignore them, so that one set of
-            options serves every name of :func:`psda.batch_sampler`.
+
+    Raises:
+        TypeError, ValueError: naming the argument, the value and the fix.
+
+    Example:
+        >>> import numpy as np, psda
+        >>> x = np.random.default_rng(0).normal(size=(70, 2))
+        >>> s = psda.batch_sampler("uniform", x, x, 8, drop_last=False, num_replicas=1, rank=0)
+        >>> len(s), [len(b) // 2 for b in s][-2:]
+        (9, [8, 6])
     """
 
     #: Name in :data:`psda.SAMPLERS`; set by subclasses.
-    name = "base"
+    name: ClassVar[str] = "base"
+    #: Whether the sampler reads the features (uniform does not: no scale check).
+    uses_features: ClassVar[bool] = True
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, seed: int = 0,
-                 drop_last: bool = True, num_replicas: Optional[int] = None, rank: Optional[int] = None,
-                 discrepancy: Optional[str] = None, kernel: Optional[str] = None, gammas: Any = None) -> None:
-        # discrepancy, kernel and gammas reach here only for samplers that use
-        # no kernel (uniform, k-means++): accepted so that one set of options
-        # serves every name of psda.batch_sampler, and checked all the same.
-        if discrepancy is not None and discrepancy not in ("mmd", "coral"):
-            raise ValueError(f"discrepancy = {discrepancy!r}: want 'mmd' or 'coral'")
-        if kernel is not None and kernel not in ("linear", "rbf"):
-            raise ValueError(f"kernel = {kernel!r}: want 'linear' or 'rbf'")
-        self.batch_size = _check_int(batch_size, "batch_size", "32")
-        if self.batch_size < 1:
-            raise ValueError(f"batch_size = {self.batch_size}: must be >= 1 (examples per domain in a batch)")
-        self.seed = _check_int(seed, "seed", "0") % (1 << 64)
+                 drop_last: bool = True, num_replicas: Optional[int] = None, rank: Optional[int] = None) -> None:
+        # torch's Sampler.__init__ does nothing we need (and its signature
+        # changed across versions), so it is not called.
+        self.batch_size = self._check_batch_size(batch_size)
+        self.seed = _check_int(seed, "seed", "0") % _EPOCHS
         self.drop_last = _check_bool(drop_last, "drop_last")
-        self.num_replicas, self.rank = _check_ranks(num_replicas, rank)
+        self.num_replicas, self.rank = check_ranks(num_replicas, rank)
         s, t = self._features(source_features, target_features)
-        self.n_source, self.n_target = len(s), len(t)
+        self.n_source, self.n_target = int(s.shape[0]), int(t.shape[0])
         self._check_sizes()
-        if self._batches_per_rank()[1] < 1:
-            total = self._batches_per_rank()[0]
-            raise ValueError(
-                f"batch_size = {self.batch_size} with num_replicas = {self.num_replicas} and drop_last=True: "
-                f"{total} batch(es) per epoch, fewer than one per rank: use a smaller batch_size, "
-                "fewer replicas, or drop_last=False")
+        from .. import _native
+
+        _native.check_schedule(max(self.n_source, self.n_target), batch_size=self.batch_size,
+                               num_replicas=self.num_replicas, drop_last=self.drop_last, stages=1,
+                               discrepancy="mmd")
         self._generation = 0
-        self._reset(self._build(s, t))
+        self._reset(self._built(s, t, "the set-up"))
 
-    # -- what subclasses provide ------------------------------------------
+    # -- what subclasses provide --------------------------------------------
 
-    def _build(self, s: np.ndarray, t: np.ndarray) -> Dict[str, Any]:  # pragma: no cover - abstract
+    def _build(self, s: np.ndarray, t: np.ndarray) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _draw(self, plan: Dict[str, Any], rng: np.random.Generator, num_batches: int) -> Tuple[np.ndarray, np.ndarray]:
+    def _draw(self, plan: Any, rng: np.random.Generator, count: int) -> Tuple[np.ndarray, np.ndarray]:
         raise NotImplementedError  # pragma: no cover - abstract
 
+    def _check_plan(self, plan: Any, where: str) -> None:
+        """Raises ValueError naming where when plan cannot be this sampler's (rows, coverage, sizes)."""
+
     def _config(self) -> Dict[str, Any]:
-        """The sampler's own settings (for repr, pickling and the state's check)."""
+        """The sampler's own settings (for repr and pickling)."""
         return {}
 
     def _min_rows(self) -> int:
         """The fewest rows per domain the sampler needs (k for samplers of distinct rows)."""
         return self.batch_size
 
-    # -- set-up -------------------------------------------------------------
+    def _check_batch_size(self, batch_size: Any) -> int:
+        k = _check_int(batch_size, "batch_size", "32")
+        if k < 1:
+            raise ValueError(f"batch_size = {k}: must be >= 1 (examples per domain in a batch)")
+        return k
 
-    @staticmethod
-    def _features(source_features: Any, target_features: Any) -> Tuple[np.ndarray, np.ndarray]:
+    def _features(self, source_features: Any, target_features: Any) -> Tuple[np.ndarray, np.ndarray]:
         s, t = _as_pair(source_features, target_features, ("source_features", "target_features"))
+        if self.uses_features:
+            # Squared distances and outer products of such rows overflow
+            # float64: refuse, naming the argument, rather than serve the
+            # batches of NaN weights.
+            _check_scale(s, t, ("source_features", "target_features"),
+                         getattr(self, "discrepancy", None) or "mmd")
         return np.ascontiguousarray(s, dtype=np.float64), np.ascontiguousarray(t, dtype=np.float64)
 
     def _check_sizes(self) -> None:
@@ -131,51 +237,153 @@ class DABatchSampler(_Base):
                 f"{self.n_source} source and {self.n_target} target rows: use batch_size <= "
                 f"{min(self.n_source, self.n_target)}")
 
+    # -- the one batch count --------------------------------------------------
+
     def _batches_per_rank(self) -> Tuple[int, int]:
-        """(batches per epoch over all ranks, batches per rank)."""
-        total = max(self.n_source, self.n_target) // self.batch_size
-        r = self.num_replicas
-        return total, (total // r if self.drop_last else -(-total // r))
+        """(batches per epoch over all ranks, batches per rank): psda.BatchesPerRank, the rule of every sampler."""
+        from .. import _native
 
-    def _reset(self, plan: Dict[str, Any]) -> None:
+        return _native.batches_per_rank(max(self.n_source, self.n_target), self.batch_size, self.num_replicas,
+                                        self.drop_last)
+
+    def _global_batches(self) -> np.ndarray:
+        """The epoch's global batch numbers this rank serves: r, r + R, ... (wrapping with drop_last=False)."""
+        total, per_rank = self._batches_per_rank()
+        return (np.arange(per_rank, dtype=np.int64) * self.num_replicas + self.rank) % total
+
+    def _lens(self, plan: Any) -> np.ndarray:
+        """Rows per domain in each of this rank's batches: k, and N mod k for the epoch's last with drop_last=False."""
+        total, _ = self._batches_per_rank()
+        lens = np.full(len(self._global_batches()), self.batch_size, np.int64)
+        short = max(self.n_source, self.n_target) % self.batch_size
+        if not self.drop_last and short:
+            lens[self._global_batches() == total - 1] = short
+        return lens
+
+    def _epoch_rows(self, plan: Any, epoch: int, start: int) -> Tuple[np.ndarray, np.ndarray]:
+        """This rank's batches start.. of epoch, as flat (source rows, target rows), un-offset."""
+        src, tgt = self.epoch_batches(epoch, plan)
+        lens = self._lens(plan)
+        mine = self._global_batches()[start:]
+        keep = np.arange(src.shape[1])[None, :] < lens[start:, None]
+        return src[mine][keep], tgt[mine][keep]
+
+    def epoch_batches(self, epoch: int, plan: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+        """Returns epoch's full batches over all ranks: (source, target) int64 arrays (batches, k), un-offset.
+
+        With drop_last=False and k not dividing N, only the first N mod k
+        columns of the last batch are served. A pure function of (seed,
+        epoch, plan): the sampler's state is unchanged.
+        """
+        total = self._batches_per_rank()[0]
+        rng = np.random.default_rng([self.seed, int(epoch) % _EPOCHS])
+        src, tgt = self._draw(self._plan if plan is None else plan, rng, total)
+        return np.asarray(src, dtype=np.int64), np.asarray(tgt, dtype=np.int64)
+
+    # -- state ------------------------------------------------------------------
+
+    def _built(self, s: np.ndarray, t: np.ndarray, where: str) -> Any:
+        plan = self._build(s, t)
+        self._check_plan(plan, where)  # a plan that breaks the contract is a bug: say so now
+        return plan
+
+    def _reset(self, plan: Any) -> None:
+        """Sets the state of a sampler that has not started: epoch 0, no pass."""
         self._lock = threading.Lock()
-        self._plan = plan
-        self._pending: Optional[Dict[str, Any]] = None
-        self._epoch = 0
-        self._resume = 0
-        self._generation += 1
-        self._current: Optional[_Pass] = None
-
-    # -- public API -----------------------------------------------------------
-
-    # PairedBatchSampler's own: the same epoch counter, lock and resume rules.
-    epoch = PairedBatchSampler.epoch
-    set_epoch = PairedBatchSampler.set_epoch
+        self._plan = plan  # in force: used by the current or last pass
+        self._pending: Any = None  # from update(), used from the next epoch
+        self._epoch = 0  # epoch of the next pass
+        self._resume = 0  # batch at which the next pass starts (load_state_dict)
+        # Bumped by set_epoch and load_state_dict: stops passes already under
+        # way from advancing the epoch afterwards.
+        self._generation = getattr(self, "_generation", 0) + 1
+        self._current: Optional[_Pass] = None  # the pass begun last
+        self._view_passes = {_SOURCE: 0, _TARGET: 0}  # passes started by each view
+        self._view_plans: Dict[int, _Pass] = {}
+        self._warned_lag = False
 
     @property
-    def plan(self) -> Dict[str, Any]:
-        """The set-up in force (strata, partition, ...): a dict of arrays."""
+    def plan(self) -> Any:
+        """The set-up in force: the one the current (or last) epoch uses."""
         return self._plan
+
+    @property
+    def pending_plan(self) -> Any:
+        """The set-up computed by :meth:`update` that the next epoch will use, or None."""
+        return self._pending
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next pass will serve (advanced after every complete pass, modulo 2**64)."""
+        return self._epoch
 
     def __len__(self) -> int:
         """Returns the exact number of batches per epoch on this rank."""
         return self._batches_per_rank()[1]
 
-    def update(self, source_features: Any, target_features: Any) -> None:
-        """Recomputes the set-up from new features of the same examples; used from the next epoch.
+    def set_epoch(self, epoch: int) -> None:
+        """Sets the epoch of the next pass; the shuffle depends on (seed, epoch).
+
+        Optional: the epoch also advances by itself after every complete pass
+        (modulo 2**64: after 2**64 - 1 comes 0), so calling ``set_epoch(e)`` at
+        the start of epoch e (the ``DistributedSampler`` idiom) gives the same
+        batches as not calling it; setting the epoch a resumed state is in
+        keeps the resume position. A pass already under way keeps its batches.
 
         Args:
-            source_features: (n_source, d') features of the same source examples.
+            epoch: 0 <= epoch < 2**64 (the shuffle's epoch counter is 64 bits).
+        """
+        epoch = _check_int(epoch, "epoch", "0")
+        if not 0 <= epoch < _EPOCHS:
+            raise ValueError(f"epoch = {epoch}: want 0 <= epoch < 2**64 (the shuffle's epoch counter is 64 bits)")
+        with self._lock:
+            if epoch != self._epoch:
+                self._resume = 0
+            self._epoch = epoch
+            self._generation += 1
+
+    def update(self, source_features: Any, target_features: Any) -> None:
+        """Recomputes the set-up from new features of the same examples; in force from the next epoch.
+
+        The new plan is used from the next pass that starts an epoch at its
+        first batch, never inside a running epoch nor for the rest of an epoch
+        resumed by :meth:`load_state_dict`; until then it is
+        :attr:`pending_plan`. May run in another thread while the sampler is
+        iterated (what :class:`psda.refresh.FeatureRefresher` does).
+
+        Args:
+            source_features: (n_source, d') features of the same source examples, same order.
             target_features: (n_target, d') features of the same target examples.
 
         Raises:
-            ValueError: if the numbers of examples changed.
+            TypeError, ValueError: as the constructor, and if the numbers of examples changed.
         """
         s, t = self._features(source_features, target_features)
-        _check_same_examples(self, len(s), len(t))
-        plan = self._build(s, t)
+        if (len(s), len(t)) != (self.n_source, self.n_target):
+            raise ValueError(
+                f"update() got {len(s)} source and {len(t)} target examples, but the sampler indexes "
+                f"{self.n_source} and {self.n_target}: pass features of the same datasets, or build a new sampler")
+        plan = self._built(s, t, "the updated set-up")
         with self._lock:
             self._pending = plan
+
+    def _plan_state(self, plan: Any) -> Dict[str, Any]:
+        """The plan as plain types and bytes (torch.load(weights_only=True) accepts it)."""
+        return _encode(plan)
+
+    def _plan_from_state(self, d: Any, where: str) -> Any:
+        if not isinstance(d, dict):
+            raise ValueError(f"state_dict[{where!r}] is {type(d).__name__}, not a plan: pass an unmodified state_dict()")
+        return _decode(d, where)
+
+    def digest(self) -> str:
+        """A 32-hex-digit digest of the plan in force: equal digests mean the same batches for the same
+        seed and epoch. The one digest of psda: distributed.check_identical compares it over ranks."""
+        import hashlib
+
+        h = hashlib.blake2b(digest_size=16)
+        h.update(repr(_digest_items(self._plan_state(self._plan))).encode())
+        return h.hexdigest()
 
     def state_dict(self) -> Dict[str, Any]:
         """Returns the state needed to resume mid-epoch.
@@ -183,112 +391,201 @@ class DABatchSampler(_Base):
         A fresh sampler of the same class and settings given this state by
         :meth:`load_state_dict` yields exactly the batches this one has not yet
         handed out in the current epoch, then the following epochs. The state
-        carries the plan in force (and a pending one from :meth:`update`), its
-        arrays as bytes: plain Python types and bytes only, so
-        ``torch.save``/``torch.load(weights_only=True)`` round-trip it.
+        carries the plan in force (and a pending one from :meth:`update`):
+        plain Python types and bytes only, so ``torch.save`` /
+        ``torch.load(weights_only=True)`` round-trip it.
+
+        It counts the batches this sampler has handed to the DataLoader. With
+        ``num_workers > 0`` the DataLoader fetches a few batches ahead of the
+        training loop; take the state where the loop and sampler agree (at an
+        epoch boundary) or use torchdata's ``StatefulDataLoader``.
         """
         with self._lock:
             pending = self._pending
-        p = self._current
-        if p is not None and p.done < p.num_batches:
-            epoch, batches, plan = p.epoch, p.done, p.plan
-        else:
-            epoch, batches, plan = self._epoch, self._resume, self._plan
+            p = self._current
+            if p is not None and p.done < p.num_batches:
+                epoch, batches, plan = p.epoch, p.done, p.plan
+            else:
+                epoch, batches, plan = self._epoch, self._resume, self._plan
         return {
-            "format": _STATE_FORMAT, "sampler": self.name, "epoch": int(epoch), "batches": int(batches),
+            "format": STATE_FORMAT, "sampler": self.name, "epoch": int(epoch), "batches": int(batches),
             "seed": int(self.seed), "batch_size": self.batch_size, "drop_last": self.drop_last,
             "num_replicas": self.num_replicas, "rank": self.rank, "n_source": self.n_source,
-            "n_target": self.n_target, "plan": _encode(plan), "pending_plan": None if pending is None else _encode(pending),
+            "n_target": self.n_target, "options": _plain(self._config()),
+            "plan": self._plan_state(plan), "pending_plan": None if pending is None else self._plan_state(pending),
         }
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         """Restores a state from :meth:`state_dict`; the next pass resumes it.
 
+        Adopts the state's seed, epoch, position and plans. Everything is
+        checked before anything changes: the format, the sampler's name, the
+        settings, the epoch and position, and the plans (rows in range,
+        coverage, sizes, finite numbers).
+
         Raises:
-            ValueError: if the state is not from a sampler of this class, or was
-                taken with other batch_size, drop_last, num_replicas, rank or
-                dataset sizes (the error names the setting).
+            ValueError: naming the key and the fix, if any check fails.
         """
-        if not isinstance(state_dict, dict) or state_dict.get("format") != _STATE_FORMAT:
-            raise ValueError(f"state_dict is not a {_STATE_FORMAT} state: pass the dict returned by state_dict()")
-        if state_dict.get("sampler") != self.name:
-            raise ValueError(f"state_dict is from a {state_dict.get('sampler')!r} sampler, this one is {self.name!r}: "
+        if not isinstance(state_dict, dict) or state_dict.get("format") != STATE_FORMAT:
+            got = state_dict.get("format") if isinstance(state_dict, dict) else type(state_dict).__name__
+            raise ValueError(f"state_dict is not a {STATE_FORMAT} state (format = {got!r}): pass the dict returned "
+                             "by this kind of sampler's state_dict()")
+        missing = [k for k in _STATE_KEYS if k not in state_dict]
+        if missing:
+            raise ValueError(f"state_dict lacks the key(s) {', '.join(map(repr, missing))}: pass an unmodified "
+                             "state_dict()")
+        if state_dict["sampler"] != self.name:
+            raise ValueError(f"state_dict is from a {state_dict['sampler']!r} sampler, this one is {self.name!r}: "
                              "load it into a sampler built by psda.batch_sampler with that name")
-        _check_state_settings(self, state_dict)
-        seed = _check_int(state_dict.get("seed"), "state_dict['seed']", "0") % (1 << 64)
-        epoch = _check_int(state_dict.get("epoch"), "state_dict['epoch']", "0")
-        batches = _check_int(state_dict.get("batches"), "state_dict['batches']", "0")
+        for key in _SETTINGS:
+            if state_dict[key] != getattr(self, key):
+                raise ValueError(
+                    f"state_dict has {key} = {state_dict[key]!r} but this sampler has {key} = "
+                    f"{getattr(self, key)!r}: construct the sampler with the settings and datasets of the one "
+                    "whose state was saved")
+        seed = _check_int(state_dict["seed"], "state_dict['seed']", "0") % _EPOCHS
+        epoch = _check_int(state_dict["epoch"], "state_dict['epoch']", "0")
+        batches = _check_int(state_dict["batches"], "state_dict['batches']", "0")
         nb = len(self)
-        if not (0 <= batches <= nb and 0 <= epoch < 1 << 64):
-            raise ValueError(f"state_dict has epoch = {epoch}, batches = {batches}: want epoch >= 0 and "
+        if not (0 <= batches <= nb and 0 <= epoch < _EPOCHS):
+            raise ValueError(f"state_dict has epoch = {epoch}, batches = {batches}: want 0 <= epoch < 2**64 and "
                              f"0 <= batches <= {nb} (batches per epoch): pass an unmodified state_dict()")
-        plan = state_dict.get("plan")
-        if not isinstance(plan, dict):
-            raise ValueError("state_dict['plan'] is missing: pass an unmodified state_dict()")
-        plan = _decode(plan)
-        pending = state_dict.get("pending_plan")
-        pending = None if pending is None else _decode(pending)
+        plan = self._plan_from_state(state_dict["plan"], "plan")
+        self._check_plan(plan, "state_dict['plan']")
+        pending = state_dict["pending_plan"]
+        if pending is not None:
+            pending = self._plan_from_state(pending, "pending_plan")
+            self._check_plan(pending, "state_dict['pending_plan']")
+        # Everything checked: only now change this sampler.
         self._reset(plan)
         self.seed = seed
         self._pending = pending
-        self._epoch, self._resume = (epoch + 1, 0) if batches == nb else (epoch, batches)
+        self._epoch, self._resume = ((epoch + 1) % _EPOCHS, 0) if batches == nb else (epoch, batches)
 
-    # -- iteration --------------------------------------------------------------
+    # -- iteration ----------------------------------------------------------------
 
-    def epoch_batches(self, epoch: int, plan: Optional[Dict[str, Any]] = None) -> Tuple[np.ndarray, np.ndarray]:
-        """Returns epoch's batches over all ranks: (source, target) int64 arrays (batches, k), un-offset.
+    def _begin(self, sides: Tuple[str, ...]) -> _Pass:
+        """Starts a pass: applies a pending update if a new epoch starts, fixes the batches.
 
-        A pure function of (seed, epoch, plan): the sampler's state is unchanged.
+        The caller holds self._lock.
         """
-        total = self._batches_per_rank()[0]
-        rng = np.random.default_rng([self.seed, int(epoch)])
-        src, tgt = self._draw(self._plan if plan is None else plan, rng, total)
-        return np.asarray(src, dtype=np.int64), np.asarray(tgt, dtype=np.int64)
-
-    def _begin(self) -> _Pass:
-        with self._lock:
-            if self._resume == 0 and self._pending is not None:
-                self._plan, self._pending = self._pending, None
-                logger.debug("epoch %d uses the updated %s plan", self._epoch, self.name)
-            plan = self._plan
-        src, tgt = self.epoch_batches(self._epoch, plan)
-        total, per_rank = self._batches_per_rank()
-        # Ranks interleave like psda/schedule.go and DistributedSampler.
-        mine = (np.arange(per_rank) * self.num_replicas + self.rank) % total
-        p = _Pass(self._epoch, src[mine], tgt[mine], self._resume, self._generation, plan)
+        if self._resume == 0 and self._pending is not None:
+            self._plan, self._pending = self._pending, None
+            logger.debug("epoch %d of %s uses the updated set-up", self._epoch, self.name)
+        p = _Pass(self, self._epoch, self._plan, self._resume, sides, self._generation)
         self._resume = 0
         self._current = p
         return p
 
+    def _handed(self, p: _Pass, side: str) -> None:
+        """Records that one more batch of p went out on side; ends the pass when all are out."""
+        with self._lock:
+            p.progress[side] += 1
+            if p.progress[side] == p.num_batches and p.generation == self._generation and self._epoch == p.epoch:
+                # The first side to finish an epoch advances it, unless
+                # set_epoch or load_state_dict intervened; after 2**64 - 1 the
+                # counter wraps to 0, as the 64-bit shuffle seed does.
+                self._epoch = (p.epoch + 1) % _EPOCHS
+
+    def _generate(self, p: _Pass, side: str) -> Iterator[List[int]]:
+        with self._lock:
+            src, tgt, offsets = p.acquire()
+        try:
+            n_source = self.n_source
+            for b in range(p.start, p.num_batches):
+                lo, hi = int(offsets[b - p.start]), int(offsets[b - p.start + 1])
+                if side == _BOTH:
+                    batch = src[lo:hi].tolist() + (tgt[lo:hi] + n_source).tolist()
+                elif side == _SOURCE:
+                    batch = src[lo:hi].tolist()
+                else:
+                    batch = tgt[lo:hi].tolist()
+                # Counted before the yield, so that the state taken right after
+                # receiving batch b says b batches, and the epoch advances as
+                # soon as its last batch is out.
+                self._handed(p, side)
+                yield batch
+        finally:
+            del src, tgt, offsets
+            with self._lock:
+                p.release()
+
     def __iter__(self) -> Iterator[List[int]]:
         """Yields this epoch's batches (the rest of the epoch after a resume).
 
-        The epoch and its batches are fixed at the first batch request (a
-        DataLoader with workers calls ``iter()`` twice per epoch).
+        The epoch, its plan and its batches are fixed when the first batch is
+        requested; nothing done to the sampler afterwards changes them. (A
+        DataLoader with workers calls ``iter()`` twice per epoch, so nothing
+        may happen at ``iter()`` itself.)
         """
-        p = self._begin()
-        n_source = self.n_source
-        for b in range(p.start, p.num_batches):
-            batch = p.src[b].tolist() + (p.tgt[b] + n_source).tolist()
-            p.done += 1
-            if p.done == p.num_batches and p.generation == self._generation and self._epoch == p.epoch:
-                self._epoch = p.epoch + 1
-            yield batch
+        with self._lock:
+            p = self._begin((_BOTH,))
+        yield from self._generate(p, _BOTH)
 
-    # -- pickling (copy.deepcopy, spawn): the lock is rebuilt ------------------
+    def views(self) -> Tuple["_SideView", "_SideView"]:
+        """Returns (source_batches, target_batches) for two DataLoaders.
+
+        Two batch samplers over this sampler's epochs with *un-offset*
+        indices: ``source_batches`` yields lists of source indices in
+        ``[0, n_source)``, ``target_batches`` the matched target indices in
+        ``[0, n_target)``. The n-th pass of one view and the n-th pass of the
+        other walk the same epoch, so iterating them in lockstep (``zip``) or
+        one fully and then the other gives aligned batches. They share the
+        sampler's epoch, updates and state.
+
+        Example:
+            >>> import numpy as np, torch, psda
+            >>> from torch.utils.data import DataLoader, TensorDataset
+            >>> src, tgt = np.random.default_rng(0).normal(size=(2, 40, 3))
+            >>> sampler = psda.PairedBatchSampler(src, tgt, batch_size=8)
+            >>> sb, tb = sampler.views()
+            >>> src_loader = DataLoader(TensorDataset(torch.tensor(src)), batch_sampler=sb)
+            >>> tgt_loader = DataLoader(TensorDataset(torch.tensor(tgt)), batch_sampler=tb)
+            >>> for (xs,), (xt,) in zip(src_loader, tgt_loader):
+            ...     pass   # row m of xs is matched with row m of xt
+        """
+        return _SideView(self, _SOURCE), _SideView(self, _TARGET)
+
+    def _view_pass(self, side: str) -> _Pass:
+        """Returns the pass a view starts: the other view's n-th pass, or a new one.
+
+        Called at a view's first batch request. At most _MAX_VIEW_LAG passes
+        are kept for the other view, so iterating one view alone does not grow
+        memory without bound.
+        """
+        with self._lock:
+            self._view_passes[side] += 1
+            n = self._view_passes[side]
+            p = self._view_plans.pop(n, None)
+            if p is None:
+                p = self._begin((_SOURCE, _TARGET))
+                self._view_plans[n] = p
+                if len(self._view_plans) > _MAX_VIEW_LAG:
+                    oldest = min(self._view_plans)
+                    del self._view_plans[oldest]
+                    other = _TARGET if side == _SOURCE else _SOURCE
+                    self._view_passes[other] = max(self._view_passes[other], oldest)
+                    if not self._warned_lag:
+                        self._warned_lag = True
+                        logger.warning(
+                            "%s.views(): the %s view is %d passes ahead of the %s view; the oldest pass kept for "
+                            "it was dropped, so the two views are no longer aligned pass by pass: iterate both "
+                            "views (zip them), or iterate the sampler itself",
+                            type(self).__name__, side, _MAX_VIEW_LAG, other,
+                        )
+            return p
+
+    # -- pickling (copy.deepcopy, spawn): through the validated state -----------
 
     def __getstate__(self) -> Dict[str, Any]:
-        d = dict(self.__dict__)
-        d.pop("_lock", None)
-        d["_current"] = None
-        st = self.state_dict()
-        d["_plan"], d["_pending"] = _decode(st["plan"]), None if st["pending_plan"] is None else _decode(st["pending_plan"])
-        d["_epoch"], d["_resume"] = (st["epoch"], st["batches"]) if st["batches"] < len(self) else (st["epoch"] + 1, 0)
-        return d
+        keep = {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+        return {"attributes": keep, "state": self.state_dict()}
 
-    def __setstate__(self, d: Dict[str, Any]) -> None:
-        self.__dict__.update(d)
-        self._lock = threading.Lock()
+    def __setstate__(self, st: Dict[str, Any]) -> None:
+        self.__dict__.update(st["attributes"])
+        self._generation = 0
+        self._reset(None)  # load_state_dict decodes and checks the plan, then replaces it
+        self.load_state_dict(st["state"])
 
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self._config().items())
@@ -298,58 +595,89 @@ class DABatchSampler(_Base):
                 f"batches_per_epoch={len(self)})")
 
 
+class _SideView(_Base):
+    """One side of a batch sampler: un-offset source or target index batches.
+
+    Returned by :meth:`BatchSampler.views`; not constructed directly.
+    """
+
+    def __init__(self, sampler: BatchSampler, side: str) -> None:
+        self.sampler = sampler
+        self.side = side
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __iter__(self) -> Iterator[List[int]]:
+        # The pass is claimed at the first batch request, not at iter(): a
+        # DataLoader with workers calls iter() twice per epoch, and only
+        # iterators that actually run may count towards the pairing of the
+        # two views' passes.
+        yield from self.sampler._generate(self.sampler._view_pass(self.side), self.side)
+
+    def __repr__(self) -> str:
+        return f"<{self.side} batches of {self.sampler!r}>"
+
+
+def _digest_items(v: Any) -> Any:
+    """A plan state as nested sorted tuples (bytes kept), for digest()."""
+    if isinstance(v, dict):
+        return tuple((k, _digest_items(v[k])) for k in sorted(v))
+    if isinstance(v, (tuple, list)):
+        return tuple(_digest_items(x) for x in v)
+    return v
+
+
+def _plain(v: Any) -> Any:
+    """Settings as plain types (tuples as lists) for the state."""
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, (tuple, list)):
+        return [_plain(x) for x in v]
+    return v
+
+
 def _encode(plan: Dict[str, Any]) -> Dict[str, Any]:
-    """A plan (nested dicts of arrays and plain values) with every array as {dtype, shape, bytes}."""
+    """A plan (nested dicts of arrays and plain values) with every array as {dtype, shape, data}."""
     out: Dict[str, Any] = {}
     for key, v in plan.items():
         if isinstance(v, dict):
             out[key] = {"dict": _encode(v)}
         elif isinstance(v, np.ndarray):
             a = np.ascontiguousarray(v)
-            out[key] = {"dtype": a.dtype.str, "shape": list(a.shape), "data": a.tobytes()}
+            # torch.load(weights_only=True) rejects an empty bytes object.
+            out[key] = {"dtype": a.dtype.str, "shape": list(a.shape), "data": a.tobytes() or None}
         else:
             out[key] = {"value": v}
     return out
 
 
-def _decode(enc: Dict[str, Any]) -> Dict[str, Any]:
-    """The inverse of _encode."""
+def _decode(enc: Dict[str, Any], where: str) -> Dict[str, Any]:
+    """The inverse of _encode; ValueError naming where for anything malformed or not finite."""
     out: Dict[str, Any] = {}
     try:
         for key, v in enc.items():
             if "dict" in v:
-                out[key] = _decode(v["dict"])
+                out[key] = _decode(v["dict"], f"{where}/{key}")
             elif "data" in v:
-                out[key] = np.frombuffer(v["data"], dtype=np.dtype(v["dtype"])).reshape(v["shape"]).copy()
+                dt = np.dtype(v["dtype"])
+                if dt.kind not in "biuf":
+                    raise ValueError(f"dtype {dt} is not a number type")
+                a = np.frombuffer(v["data"] or b"", dtype=dt).reshape(v["shape"]).copy()
+                if dt.kind == "f" and not np.isfinite(a).all():
+                    raise ValueError(f"{key} holds NaN or Inf")
+                out[key] = a
             else:
-                out[key] = v["value"]
+                x = v["value"]
+                if isinstance(x, float) and not math.isfinite(x):
+                    raise ValueError(f"{key} = {x}")
+                out[key] = x
     except (TypeError, KeyError, ValueError, AttributeError) as e:
-        raise ValueError(f"state_dict's plan is malformed ({e}): pass an unmodified state_dict()") from None
+        raise ValueError(f"state_dict[{where!r}] is malformed ({e}): pass an unmodified state_dict()") from None
     return out
 
 
 def stream(rng: np.random.Generator, n: int, count: int) -> np.ndarray:
-    """count indices from back-to-back random permutations of range(n)."""
+    """count indices from back-to-back random permutations of range(n): each once before any twice."""
     reps = -(-count // n)
-    return np.concatenate([rng.permutation(n) for _ in range(reps)])[:count]
-
-
-def groups_to_batches(groups: List[np.ndarray], k: int, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Serves count batches of k rows from fixed groups of k or k + 1 rows.
-
-    Groups are served in back-to-back random orders (each group once before
-    any twice); a group of k + 1 rows leaves a random row out each time, so
-    over epochs every row is used.
-    """
-    order = stream(rng, len(groups), count)
-    out = np.empty((count, k), np.int64)
-    for b, g in enumerate(order):
-        rows = groups[g]
-        out[b] = rows if len(rows) == k else rng.choice(rows, size=k, replace=False)
-    return out
-
-
-def strata_to_batches(strata: List[np.ndarray], count: int, rng: np.random.Generator) -> np.ndarray:
-    """count batches with one row from each stratum: column h walks back-to-back permutations of stratum h."""
-    cols = [st[stream(rng, len(st), count)] for st in strata]
-    return np.stack(cols, 1).astype(np.int64)
+    return np.concatenate([rng.permutation(n) for _ in range(reps)])[:count] if count else np.zeros(0, np.int64)

@@ -32,10 +32,10 @@ from typing import Any, Dict, Sequence, Tuple
 import numpy as np
 
 from .._matching import DEFAULT_GAMMAS
-from .base import DABatchSampler
+from .base import BatchSampler
 from .features import feature_map
 
-__all__ = ["DPPSampler", "kdpp_eigen", "kdpp_sample", "log_esp"]
+__all__ = ["DPPSampler", "kdpp_eigen", "rbf_gram"]
 
 
 def rbf_gram(x: np.ndarray, gammas: Sequence[float]) -> np.ndarray:
@@ -59,58 +59,7 @@ def kdpp_eigen(x: np.ndarray, gammas: Sequence[float], exact_limit: int, seed: i
     return np.maximum(lam, 0.0), v
 
 
-def log_esp(lam: np.ndarray, k: int) -> np.ndarray:
-    """log e_l^m for l = 0..k, m = 0..N (the elementary symmetric polynomials of lam[:m])."""
-    N = len(lam)
-    with np.errstate(divide="ignore"):
-        ll = np.log(lam)
-    E = np.full((k + 1, N + 1), -np.inf)
-    E[0, :] = 0.0
-    for m in range(1, N + 1):
-        E[1:, m] = np.logaddexp(E[1:, m - 1], ll[m - 1] + E[:-1, m - 1])
-    return E
-
-
-def kdpp_sample(lam: np.ndarray, v: np.ndarray, E: np.ndarray, k: int, nb: int, rng: np.random.Generator) -> np.ndarray:
-    """nb independent k-DPP draws: (nb, k) distinct row indices (see the module docstring)."""
-    N = len(lam)
-    with np.errstate(divide="ignore"):
-        ll = np.log(lam)
-    # Step 1, vectorised over the nb draws.
-    left = np.full(nb, k)
-    chosen = np.zeros((nb, k), np.int64)
-    rows = np.arange(nb)
-    for m in range(N, 0, -1):
-        act = left > 0
-        if not act.any():
-            break
-        l = np.maximum(left, 1)
-        p = np.exp(ll[m - 1] + E[l - 1, m - 1] - E[l, m])
-        take = act & (rng.random(nb) < p)
-        chosen[rows[take], k - left[take]] = m - 1
-        left -= take
-    out = np.empty((nb, k), np.int64)
-    n = v.shape[0]
-    for r in range(nb):
-        V = v[:, chosen[r]]
-        norm2 = np.einsum("ij,ij->i", V, V)
-        C = np.zeros((k, n))
-        for t in range(k):
-            p = np.maximum(norm2, 0.0)
-            cum = np.cumsum(p)
-            i = min(int(np.searchsorted(cum, rng.random() * cum[-1], side="right")), n - 1)
-            while p[i] <= 0.0:  # rounding at a boundary: step back to a row of positive weight
-                i -= 1
-            out[r, t] = i
-            # Gram-Schmidt: c_t(.) = (K(., i) - sum_s c_s(.) c_s(i)) / sqrt(norm2(i)).
-            c = (V @ V[i] - C[:t].T @ C[:t, i]) / np.sqrt(p[i])
-            C[t] = c
-            norm2 = norm2 - c * c
-            norm2[out[r, : t + 1]] = 0.0
-    return out
-
-
-class DPPSampler(DABatchSampler):
+class DPPSampler(BatchSampler):
     """DPPSampler draws every minibatch from a k-DPP (diverse minibatches, Zhang et al. 2017).
 
     Each batch's k source rows are an independent draw of the k-DPP whose
@@ -122,8 +71,6 @@ class DPPSampler(DABatchSampler):
     Args:
         gammas: the RBF mixture's bandwidths (the paper's by default).
         exact_limit: rows up to which L is the exact Gram matrix.
-        engine: "auto" (draws by the Go core's psda/diverse.SampleKDPP when
-            built, else NumPy), "go" or "numpy" (the reference).
         progress: print the Go core's draws done (every 50 ms) to stderr.
         discrepancy, kernel: accepted for a common interface; the k-DPP kernel
             is the RBF mixture for every discrepancy (see the module docstring).
@@ -139,11 +86,12 @@ class DPPSampler(DABatchSampler):
     name = "dpp"
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *,
-                 gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600, engine: str = "auto",
-                 progress: bool = False, **kwargs: Any) -> None:
-        if engine not in ("auto", "go", "numpy"):
-            raise ValueError(f"engine = {engine!r}: want 'auto' (the Go core when built), 'go' or 'numpy'")
-        self.engine, self.progress = engine, bool(progress)
+                 gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600,
+                 progress: bool = False, discrepancy: str = "mmd", kernel: str = "rbf", **kwargs: Any) -> None:
+        from .stratified import _check_discrepancy
+
+        self.discrepancy, self.kernel, _ = _check_discrepancy(discrepancy, kernel, gammas)
+        self.progress = bool(progress)
         self.gammas = tuple(float(g) for g in gammas)
         if not self.gammas or min(self.gammas) <= 0:
             raise ValueError(f"gammas = {gammas!r}: want at least one bandwidth > 0")
@@ -159,6 +107,13 @@ class DPPSampler(DABatchSampler):
         self._spectra(plan)  # the set-up: eigendecompositions now, not at the first batch
         return plan
 
+    def _check_plan(self, plan, where):
+        for key, n in (("source_features", self.n_source), ("target_features", self.n_target)):
+            x = np.asarray(plan[key])
+            if x.ndim != 2 or len(x) != n:
+                raise ValueError(f"{where}[{key!r}] has shape {x.shape}, not ({n}, d): pass an unmodified "
+                                 "state_dict()")
+
     def _spectra(self, plan):
         key = id(plan["source_features"]), id(plan["target_features"])
         if not hasattr(self, "_cache"):
@@ -171,24 +126,17 @@ class DPPSampler(DABatchSampler):
                 if np.count_nonzero(lam > lam.max() * 1e-12) < self.batch_size:
                     raise ValueError(f"batch_size = {self.batch_size}: the k-DPP kernel has rank "
                                      f"{np.count_nonzero(lam > 0)} < k (duplicate rows?): use a smaller batch_size")
-                out.append((lam, v, log_esp(lam, self.batch_size)))
+                out.append((lam, v))
             c = self._cache["spectra"] = (key, out, plan)
         return c[1]
 
-    def _draw(self, plan, rng, num_batches):
-        (ls, vs, es), (lt, vt, et) = self._spectra(plan)
-        k = self.batch_size
-        from . import _core
+    def _draw(self, plan, rng, count):
+        from .. import _native
 
-        if self.engine != "numpy" and _core.available("psda_kdpp_sample_f64"):
-            seeds = rng.integers(1 << 63, size=2)
-            out = []
-            for side, lam, v, seed in (("source", ls, vs, seeds[0]), ("target", lt, vt, seeds[1])):
-                out.append(_core.kdpp_sample(lam, v, k, num_batches, int(seed), on_count=self._reporter(side, num_batches)))
-            return tuple(out)
-        if self.engine == "go":
-            raise RuntimeError("engine = 'go': the compiled psda core has no psda_kdpp_sample_f64; rebuild psda")
-        return kdpp_sample(ls, vs, es, k, num_batches, rng), kdpp_sample(lt, vt, et, k, num_batches, rng)
+        k = self.batch_size
+        seeds = rng.integers(1 << 63, size=2)
+        return tuple(_native.kdpp_sample(lam, v, k, count, int(seed), on_count=self._reporter(side, count))
+                     for side, (lam, v), seed in zip(("source", "target"), self._spectra(plan), seeds))
 
     def _reporter(self, side: str, total: int):
         if not self.progress:
@@ -196,8 +144,3 @@ class DPPSampler(DABatchSampler):
         import sys
 
         return lambda r: print(f"psda dpp: {side} k-DPP draws {r}/{total}", file=sys.stderr, flush=True)
-
-    def __getstate__(self):
-        d = super().__getstate__()
-        d["_cache"] = {}
-        return d

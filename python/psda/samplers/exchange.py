@@ -51,14 +51,14 @@ def objective(X: np.ndarray, w: np.ndarray, group: np.ndarray, centre: np.ndarra
 
 def exchange(X: np.ndarray, w: np.ndarray, group: np.ndarray, cls: np.ndarray, centre: np.ndarray,
              omega: np.ndarray, *, sign: float = 1.0, passes: int = 10, partners: Optional[int] = None,
-             rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None,
-             engine: str = "auto") -> Tuple[np.ndarray, List[float]]:
-    """Runs the exchange search; returns (group, history of F: the start and after each pass).
+             rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None
+             ) -> Tuple[np.ndarray, List[float]]:
+    """Runs the exchange search in the Go core (psda/diverse.Exchange); returns (group, history of F).
 
-    ``engine="go"`` (the default "auto" when the compiled core has it) runs
-    the Go core's psda/diverse.Exchange: the same search with the Go
-    generator's visiting order, Ctrl-C and per-pass progress; "numpy" runs the
-    reference implementation below.
+    The search runs with the GIL released; Ctrl-C cancels it
+    (KeyboardInterrupt) and ``on_pass`` is called after every pass, as
+    :func:`psda.match` reports progress. tests/oracles.py holds a NumPy
+    transcription of the same search, the tests' reference.
 
     Args:
         X: (m, D) slot features. w: (m,) slot weights. group: (m,) initial
@@ -69,60 +69,19 @@ def exchange(X: np.ndarray, w: np.ndarray, group: np.ndarray, cls: np.ndarray, c
         partners: candidates per slot: all of its class (None) or this many
             drawn at random from it per visit (the "fast" variant of
             Papenberg & Klau: fewer candidates, same moves).
-        rng: the generator for the visiting order and the candidate draws.
-        on_pass: called with (pass number, F) after each pass (progress).
-    """
-    if engine not in ("auto", "go", "numpy"):
-        raise ValueError(f"engine = {engine!r}: want 'auto', 'go' or 'numpy'")
-    if engine != "numpy":
-        from . import _core
+        rng: seeds the core's generator (visiting order, candidate draws).
+        on_pass: called with (pass number, NaN) after each pass (progress;
+            the history holds the values).
 
-        if _core.available():
-            return _core.exchange(X, w, group, cls, centre, omega, sign=sign, passes=passes, partners=partners,
-                                  seed=int(rng.integers(1 << 63)), on_pass=on_pass)
-        if engine == "go":
-            raise RuntimeError("engine = 'go': the compiled psda core has no psda_exchange_f64; rebuild psda")
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    w = np.asarray(w, dtype=np.float64)
-    group = np.array(group, dtype=np.int64)
-    omega = np.asarray(omega, dtype=np.float64)
-    E = -np.asarray(centre, dtype=np.float64).copy()
-    np.add.at(E, group, w[:, None] * X)
-    members = {}
-    for c in np.unique(cls):
-        members[c] = np.flatnonzero(cls == c)
-    wX = w[:, None] * X
-    F = float(np.einsum("g,gd,gd->", omega, E, E))
-    history = [F]
-    scale = max(abs(F), float(np.einsum("i,id,id->", omega[group] * w * w, X, X)), 1e-300)
-    for p in range(passes):
-        swaps = 0
-        for i in rng.permutation(len(X)):
-            J = members[cls[i]]
-            if partners is not None and len(J) > partners:
-                J = J[rng.integers(len(J), size=partners)]
-            a = group[i]
-            J = J[group[J] != a]
-            if len(J) == 0:
-                continue
-            b = group[J]
-            delta = wX[J] - wX[i]
-            dd = np.einsum("jd,jd->j", delta, delta)
-            dF = omega[a] * (2.0 * (delta @ E[a]) + dd) + omega[b] * (dd - 2.0 * np.einsum("jd,jd->j", E[b], delta))
-            best = int(np.argmin(sign * dF))
-            if sign * dF[best] < -1e-12 * scale:
-                j, bj = J[best], b[best]
-                E[a] += delta[best]
-                E[bj] -= delta[best]
-                group[i], group[j] = bj, a
-                swaps += 1
-        # From scratch, so that rounding in the running updates cannot drift.
-        E = -np.asarray(centre, dtype=np.float64).copy()
-        np.add.at(E, group, wX)
-        F = float(np.einsum("g,gd,gd->", omega, E, E))
-        history.append(F)
-        if on_pass is not None:
-            on_pass(p + 1, F)
-        if swaps == 0:
-            break
-    return group, history
+    Example:
+        >>> import numpy as np
+        >>> X = np.array([[0.0], [0.0], [1.0], [1.0]])
+        >>> g, h = exchange(X - 0.5, np.ones(4), np.array([0, 0, 1, 1]), np.zeros(4, np.int64),
+        ...                 np.zeros((2, 1)), np.full(2, 0.25), rng=np.random.default_rng(0))
+        >>> h[-1] < h[0]
+        True
+    """
+    from .. import _native
+
+    return _native.exchange(X, w, group, cls, centre, omega, sign=sign, passes=passes, partners=partners,
+                            seed=int(rng.integers(1 << 63)), on_pass=on_pass)

@@ -16,7 +16,7 @@ to the cluster b that lowers (3) most,
 
 when dSSE < 0. Every move lowers (3) and keeps every cluster at or above
 ``min_size`` rows. The Go core (psda/diverse.WeightedKMeans) runs the same
-search with progress and Ctrl-C; the function below is the reference.
+search with progress and Ctrl-C; tests/oracles.py holds the NumPy reference.
 """
 
 from __future__ import annotations
@@ -53,8 +53,7 @@ def _check(X, w, group, k, min_size):
 
 
 def weighted_kmeans(X: np.ndarray, w: np.ndarray, group: np.ndarray, k: int, min_size: int, *, passes: int = 20,
-                    rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None,
-                    engine: str = "auto") -> Tuple[np.ndarray, List[float]]:
+                    rng: np.random.Generator, on_pass: Optional[Callable[[int, float], None]] = None) -> Tuple[np.ndarray, List[float]]:
     """Minimises (3) by the moves (4) from ``group``; returns (group, SSE at the start and after each pass).
 
     Args:
@@ -65,64 +64,19 @@ def weighted_kmeans(X: np.ndarray, w: np.ndarray, group: np.ndarray, k: int, min
         rng: the generator for the visiting order (and the Go core's seed).
         on_pass: called with (pass, SSE) after each pass (the Go core reports NaN
             for SSE while it runs: the history holds the values).
-        engine: "auto" (the Go core when built), "go" or "numpy".
 
     Example:
         >>> import numpy as np
         >>> x = np.array([[0.0], [0.1], [0.2], [5.0], [5.1], [9.0]])
         >>> g, h = weighted_kmeans(x, np.ones(6), np.array([0, 1, 0, 1, 0, 1]), 2, 2,
-        ...                        rng=np.random.default_rng(0), engine="numpy")
+        ...                        rng=np.random.default_rng(0))
         >>> g.tolist(), h[-1] < h[0]
         ([0, 0, 0, 1, 1, 1], True)
     """
-    if engine not in ("auto", "go", "numpy"):
-        raise ValueError(f"engine = {engine!r}: want 'auto', 'go' or 'numpy'")
     X = np.ascontiguousarray(X, dtype=np.float64)
     w = np.asarray(w, dtype=np.float64)
     group = np.array(group, dtype=np.int64)
     _check(X, w, group, k, min_size)
-    if engine != "numpy":
-        from . import _core
+    from .. import _native
 
-        if _core.available("psda_kmeans_f64"):
-            return _core.kmeans(X, w, group, k, min_size, passes=passes, seed=int(rng.integers(1 << 63)),
-                                on_pass=on_pass)
-        if engine == "go":
-            raise RuntimeError("engine = 'go': the compiled psda core has no psda_kmeans_f64; rebuild psda")
-    W = np.bincount(group, weights=w, minlength=k)
-    S = np.zeros((k, X.shape[1]))
-    np.add.at(S, group, w[:, None] * X)
-    count = np.bincount(group, minlength=k)
-    F = sse(X, w, group, k)
-    history = [F]
-    tol = 1e-12 * max(F, 1e-300)
-    for p in range(passes):
-        moves = 0
-        for i in rng.permutation(len(X)):
-            a = group[i]
-            if count[a] <= min_size:
-                continue
-            d2 = ((X[i] - S / W[:, None]) ** 2).sum(1)
-            dF = W * w[i] / (W + w[i]) * d2 - W[a] * w[i] / (W[a] - w[i]) * d2[a]
-            dF[a] = 0.0
-            b = int(np.argmin(dF))
-            if dF[b] < -tol:
-                S[a] -= w[i] * X[i]
-                S[b] += w[i] * X[i]
-                W[a] -= w[i]
-                W[b] += w[i]
-                count[a] -= 1
-                count[b] += 1
-                group[i] = b
-                moves += 1
-        # From scratch, so that rounding in the running sums cannot drift.
-        W = np.bincount(group, weights=w, minlength=k)
-        S = np.zeros((k, X.shape[1]))
-        np.add.at(S, group, w[:, None] * X)
-        F = sse(X, w, group, k)
-        history.append(F)
-        if on_pass is not None:
-            on_pass(p + 1, F)
-        if moves == 0:
-            break
-    return group, history
+    return _native.kmeans(X, w, group, k, min_size, passes=passes, seed=int(rng.integers(1 << 63)), on_pass=on_pass)
