@@ -216,5 +216,9 @@ def test_tool_tiny_run(tmp_path, monkeypatch):
         assert r["task"]["bias2"] < 1e-10, r["label"]
         assert r["disc"]["variance"] >= 0 and -1 <= r["disc"]["cosine"] <= 1
         assert ("vstat_bias2" in r["disc"]) == (r["discrepancy"] == "mmd")
+        assert r["trajectory"] == "UDA_" + r["discrepancy"].upper()
+    # the same initial weights on both trajectories: step 0's accuracies agree
+    acc0 = {r["source_acc"] for r in records if r["step"] == 0}
+    assert len(acc0) == 1
     assert (tmp_path / "why.png").stat().st_size > 10_000
     assert "| variant |" in (tmp_path / "why.md").read_text()

@@ -1,9 +1,10 @@
 """Why PSDA helps when it does (issue 27, item 4): the discrepancy gradient's error, split
-into bias² and variance, per sampler, at checkpoints of one training trajectory.
+into bias² and variance, per sampler, at checkpoints of a training trajectory.
 
 What it does:
 
-1. Trains one UDA_MMD model (``psda.domainbed.algorithms.UDA_MMD``, DomainBed's MLP
+1. Trains, per discrepancy, one UDA_MMD (UDA_CORAL) model (``psda.domainbed.algorithms``,
+   the same initial weights and batches for both; DomainBed's MLP
    784-256-256-256 from ``domainbed.networks`` and its linear classifier, Adam) on
    RotatedFashionMNISTFlat at the evidence protocol's sizes (docs/evidence.md: 1,000
    images per environment, test env 0, DomainBed's splits: out 20 %, UDA 20 % of the
@@ -192,7 +193,8 @@ class ErrorSplit:
         var = total - bias2
         cos = float(mean @ ref) / math.sqrt(max(float(mean @ mean) * ref2, 1e-300))
         return {"total": total / ref2, "bias2": bias2 / ref2, "variance": var / ref2, "cosine": cos,
-                "floor": var / B / ref2, "ref_norm": math.sqrt(ref2), "rms_error": math.sqrt(total)}
+                "proj": float(mean @ ref) / ref2, "floor": var / B / ref2, "ref_norm": math.sqrt(ref2),
+                "rms_error": math.sqrt(total)}
 
     def disc(self) -> Dict[str, float]:
         """The discrepancy gradient's split, relative to ||g||² (see the module docstring)."""
@@ -321,15 +323,16 @@ def load_data(data_dir: Optional[str], env_size: int, test_env: int, trial: int,
     return torch.cat(src_x), torch.cat(src_y), xt, xtest, ytest
 
 
-def make_algorithm(hparams: dict, seed: int, input_dim: int = 784, num_classes: int = 10):
-    """Returns psda's UDA_MMD with DomainBed's networks (MLP featurizer from
-    ``domainbed.networks.Featurizer``, linear classifier), built after torch.manual_seed(seed)."""
+def make_algorithm(hparams: dict, seed: int, input_dim: int = 784, num_classes: int = 10, discrepancy: str = "mmd"):
+    """Returns psda's UDA_MMD (or UDA_CORAL) with DomainBed's networks (MLP featurizer from
+    ``domainbed.networks.Featurizer``, linear classifier), built after torch.manual_seed(seed):
+    the same initial weights for both."""
     import torch
 
-    from psda.domainbed.algorithms import UDA_MMD
+    from psda.domainbed import algorithms
 
     torch.manual_seed(seed)
-    return UDA_MMD((input_dim,), num_classes, 5, hparams)
+    return getattr(algorithms, "UDA_" + discrepancy.upper())((input_dim,), num_classes, 5, hparams)
 
 
 def train(alg, xs, ys, xt, k: int, steps: int, checkpoints: Sequence[int], seed: int) -> Dict[int, dict]:
@@ -392,6 +395,67 @@ def label(sampler: str, k: int, features: str, k_main: int) -> str:
     return out
 
 
+def measure_trajectory(args, alg, saved: Dict[int, dict], dname: str, disc: Callable, rows, xs, ys, xt, xtest,
+                       ytest, gammas, t0: float) -> List[dict]:
+    """Returns one record per (checkpoint, variant) of one trajectory (see the module docstring)."""
+    import torch
+
+    import psda
+
+    features: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+    records = []
+    steps_sorted = sorted(saved)
+    for ci, step in enumerate(steps_sorted):
+        alg.load_state_dict(saved[step])
+        f, c = alg.featurizer, alg.classifier
+        with torch.no_grad():
+            features[step] = (f(xs).numpy(), f(xt).numpy())
+        acc = {"source_acc": accuracy(alg, xs, ys), "test_acc": accuracy(alg, xtest, ytest)}
+        prev = steps_sorted[ci - 1] if ci else step
+        g, t, value = full_grads(f, c, xs, ys, xt, dname, gammas)
+        vbias = {kk: vstat_bias(f, xs, xt, gammas, kk).detach() for kk in args.ks} if dname == "mmd" else {}
+        for group, name, k, feat in rows:
+            src = {FRESH: step, STALE0: steps_sorted[0], STALEPREV: prev}[feat]
+            if feat != FRESH and (src == step or (feat == STALEPREV and src == steps_sorted[0])):
+                continue  # identical to a row already measured
+            opts = {"seed": args.seed, "num_replicas": 1, "rank": 0}
+            if name != "uniform":
+                opts["discrepancy"] = dname
+            if name == "random-pairs":
+                opts["stages"] = 2
+            tb = time.time()
+            sampler = psda.batch_sampler(name, *features[src], k, **opts)
+            built = time.time() - tb
+            # E epochs, fewer where one epoch alone has min_batches batches (k = 8: 500)
+            epochs = max(1, min(args.epochs, -(-args.min_batches // len(sampler))))
+            batches, ends = [], []
+            for e in range(epochs):
+                sampler.set_epoch(e)
+                batches += [list(b) for b in sampler]
+                ends.append(len(batches))
+            split = measure(f, c, xs, ys, xt, batches, disc, g, t, ends)
+            rec = {"discrepancy": dname, "trajectory": "UDA_" + dname.upper(), "step": step, "group": group,
+                   "sampler": name, "k": k, "features_from_step": src, "label": label(name, k, feat, args.k),
+                   "batches": split.B,
+                   "epochs": epochs, "build_s": round(built, 3), "full_value": value, **acc,
+                   "disc": split.disc(), "task": split.task(),
+                   "objective": {str(lam): split.objective(lam) for lam in args.tradeoffs}}
+            d = rec["disc"]
+            if k in vbias:
+                d["vstat_bias2"] = float(vbias[k] @ vbias[k]) / float(g @ g)
+                d["other_bias2"] = split.residual_bias2(vbias[k])
+            rec["noise_vs_task"] = {str(lam): lam * d["rms_error"] / rec["task"]["feat_norm"]
+                                    for lam in args.tradeoffs}
+            task_rms_feat = math.sqrt(split.tt_feat / split.B)  # the task's batch noise on the featurizer
+            rec["noise_vs_task_noise"] = {str(lam): lam * d["rms_error"] / task_rms_feat
+                                          for lam in args.tradeoffs}
+            records.append(rec)
+            print(f"why: {dname} step {step} {rec['label']}: total {d['total']:.3g} bias2 {d['bias2']:.3g} "
+                  f"var {d['variance']:.3g} cos {d['cosine']:.4f} ({split.B} batches, "
+                  f"{time.time() - t0:.0f} s)", flush=True)
+    return records
+
+
 def run(args) -> List[dict]:
     import torch
 
@@ -403,13 +467,6 @@ def run(args) -> List[dict]:
     xs, ys, xt, xtest, ytest = load_data(args.data_dir, args.env_size, args.test_env, args.trial)
     hparams = {"lr": args.lr, "weight_decay": 0.0, "mmd_gamma": args.tradeoff, "nonlinear_classifier": False,
                "mlp_width": 256, "mlp_depth": 3, "mlp_dropout": 0.0}
-    alg = make_algorithm(hparams, args.seed, xs.shape[1])
-    saved = train(alg, xs, ys, xt, args.k, args.steps, args.checkpoints, args.seed)
-    ckdir = os.path.join(args.out, "checkpoints")
-    os.makedirs(ckdir, exist_ok=True)
-    for step, sd in saved.items():
-        torch.save(sd, os.path.join(ckdir, f"step{step}.pt"))
-    print(f"why: trained {args.steps} steps in {time.time() - t0:.0f} s; n_s={len(xs)} n_t={len(xt)}", flush=True)
 
     from psda.domainbed.algorithms import coral, rbf_mmd
 
@@ -418,58 +475,20 @@ def run(args) -> List[dict]:
     rows = variants(args.ks, args.k, psda.SAMPLERS)
     missing = sorted({r[1] for r in variants(args.ks, args.k, ("uniform", "paired", "double-paired",
                                                                 "random-pairs"))} - set(psda.SAMPLERS))
-    features: Dict[int, Tuple[np.ndarray, np.ndarray]] = {}
+    ckdir = os.path.join(args.out, "checkpoints")
+    os.makedirs(ckdir, exist_ok=True)
     records = []
-    steps_sorted = sorted(saved)
-    for ci, step in enumerate(steps_sorted):
-        alg.load_state_dict(saved[step])
-        f, c = alg.featurizer, alg.classifier
-        with torch.no_grad():
-            features[step] = (f(xs).numpy(), f(xt).numpy())
-        acc = {"source_acc": accuracy(alg, xs, ys), "test_acc": accuracy(alg, xtest, ytest)}
-        prev = steps_sorted[ci - 1] if ci else step
-        for dname in args.discrepancies:
-            g, t, value = full_grads(f, c, xs, ys, xt, dname, gammas)
-            vbias = {kk: vstat_bias(f, xs, xt, gammas, kk).detach() for kk in args.ks} if dname == "mmd" else {}
-            for group, name, k, feat in rows:
-                src = {FRESH: step, STALE0: steps_sorted[0], STALEPREV: prev}[feat]
-                if feat != FRESH and (src == step or (feat == STALEPREV and src == steps_sorted[0])):
-                    continue  # identical to a row already measured
-                opts = {"seed": args.seed, "num_replicas": 1, "rank": 0}
-                if name != "uniform":
-                    opts["discrepancy"] = dname
-                if name == "random-pairs":
-                    opts["stages"] = 2
-                tb = time.time()
-                sampler = psda.batch_sampler(name, *features[src], k, **opts)
-                built = time.time() - tb
-                # E epochs, fewer where one epoch alone has min_batches batches (k = 8: 500)
-                epochs = max(1, min(args.epochs, -(-args.min_batches // len(sampler))))
-                batches, ends = [], []
-                for e in range(epochs):
-                    sampler.set_epoch(e)
-                    batches += [list(b) for b in sampler]
-                    ends.append(len(batches))
-                split = measure(f, c, xs, ys, xt, batches, discs[dname], g, t, ends)
-                rec = {"discrepancy": dname, "step": step, "group": group, "sampler": name, "k": k,
-                       "features_from_step": src, "label": label(name, k, feat, args.k), "batches": split.B,
-                       "epochs": epochs, "build_s": round(built, 3), "full_value": value, **acc,
-                       "disc": split.disc(), "task": split.task(),
-                       "objective": {str(lam): split.objective(lam) for lam in args.tradeoffs}}
-                d = rec["disc"]
-                if k in vbias:
-                    d["vstat_bias2"] = float(vbias[k] @ vbias[k]) / float(g @ g)
-                    d["other_bias2"] = split.residual_bias2(vbias[k])
-                rec["noise_vs_task"] = {str(lam): lam * d["rms_error"] / rec["task"]["feat_norm"]
-                                        for lam in args.tradeoffs}
-                task_rms_feat = math.sqrt(split.tt_feat / split.B)  # the task's batch noise on the featurizer
-                rec["noise_vs_task_noise"] = {str(lam): lam * d["rms_error"] / task_rms_feat
-                                              for lam in args.tradeoffs}
-                records.append(rec)
-                print(f"why: {dname} step {step} {rec['label']}: total {d['total']:.3g} bias2 {d['bias2']:.3g} "
-                      f"var {d['variance']:.3g} cos {d['cosine']:.4f} ({split.B} batches, "
-                      f"{time.time() - t0:.0f} s)", flush=True)
-    meta = {"hparams": hparams, "k": args.k, "steps": args.steps, "checkpoints": steps_sorted,
+    for dname in args.discrepancies:
+        # each table on its own algorithm's trajectory: same initial weights, same batches
+        alg = make_algorithm(hparams, args.seed, xs.shape[1], discrepancy=dname)
+        saved = train(alg, xs, ys, xt, args.k, args.steps, args.checkpoints, args.seed)
+        for step, sd in saved.items():
+            torch.save(sd, os.path.join(ckdir, f"{dname}-step{step}.pt"))
+        print(f"why: UDA_{dname.upper()} trained {args.steps} steps ({time.time() - t0:.0f} s); n_s={len(xs)} "
+              f"n_t={len(xt)}", flush=True)
+        records += measure_trajectory(args, alg, saved, dname, discs[dname], rows, xs, ys, xt, xtest, ytest,
+                                      gammas, t0)
+    meta = {"hparams": hparams, "k": args.k, "steps": args.steps, "checkpoints": sorted(args.checkpoints),
             "epochs": args.epochs, "min_batches": args.min_batches, "seed": args.seed, "trial": args.trial,
             "test_env": args.test_env,
             "env_size": args.env_size, "n_source": len(xs), "n_target": len(xt), "n_test": len(xtest),
@@ -492,7 +511,8 @@ def tables(records: List[dict], meta: dict) -> str:
     h = meta["hparams"]
     out = [f"# Discrepancy gradient error per sampler (tools/why_psda.py)\n",
            f"RotatedFashionMNISTFlat, {meta['env_size']}/env, test env {meta['test_env']}, trial {meta['trial']}: "
-           f"n_s = {meta['n_source']}, n_t = {meta['n_target']}. Trajectory: UDA_MMD, uniform batches, "
+           f"n_s = {meta['n_source']}, n_t = {meta['n_target']}. Trajectories: UDA_MMD (MMD tables) and UDA_CORAL "
+           f"(CORAL tables), the same initial weights and uniform batches, "
            f"k = {meta['k']}, lr {h['lr']}, trade-off {h['mmd_gamma']}, weight decay 0, {meta['steps']} steps, "
            f"{meta['network']}, seed {meta['seed']}. Each row: all batches of E = {meta['epochs']} epochs "
            f"(drop_last), fewer where {meta['min_batches']} batches take fewer epochs (B below). "
@@ -502,7 +522,9 @@ def tables(records: List[dict], meta: dict) -> str:
            f"Wall time {meta['wall_s']} s.\n"]
     for dname in sorted({r["discrepancy"] for r in records}, key=["mmd", "coral"].index):
         rs = [r for r in records if r["discrepancy"] == dname]
-        out.append(f"\n## {dname.upper()}: discrepancy gradient (featurizer)\n")
+        out.append(f"\n## {dname.upper()}: discrepancy gradient (featurizer), UDA_{dname.upper()} trajectory\n")
+        out.append("proj = ⟨mean g_b, g⟩ / ‖g‖²: the batches' mean pull along g, against the full data's 1. "
+                   "source / test acc: the trajectory's model at the step (test: the test env's in-split).\n")
         out.append("bias² (epoch 1): from the first epoch's batches alone; close to bias² where E epochs are "
                    "enough (PSDA's epochs reuse one matching, so its epoch mean changes only by the shuffle).\n")
         vs = dname == "mmd"
@@ -513,15 +535,16 @@ def tables(records: List[dict], meta: dict) -> str:
                        "||mean g_b − g − b||² / ||g||², the bias the sampler's coupling adds (noise: ~floor).\n")
         extra = " V-stat bias² | other bias² |" if vs else ""
         out.append("| step | source acc | test acc | full value | variant | B | total | bias² | var | floor | "
-                   f"bias² (epoch 1) |{extra} cos |")
-        out.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if vs else "") + "---:|")
+                   f"bias² (epoch 1) |{extra} cos | proj |")
+        out.append("|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if vs else "")
+                   + "---:|---:|")
         for r in rs:
             d = r["disc"]
             e1 = f"{d['bias2_epoch1']:.4g}" if "bias2_epoch1" in d else "–"
             ex = f" {d['vstat_bias2']:.4g} | {d['other_bias2']:.4g} |" if vs else ""
             out.append(f"| {r['step']} | {r['source_acc']:.3f} | {r['test_acc']:.3f} | {r['full_value']:.4g} | "
                        f"{r['label']} | {r['batches']} | {d['total']:.4g} | {d['bias2']:.4g} | {d['variance']:.4g} | "
-                       f"{d['floor']:.2g} | {e1} |{ex} {d['cosine']:.4f} |")
+                       f"{d['floor']:.2g} | {e1} |{ex} {d['cosine']:.4f} | {d['proj']:.3f} |")
         lams = sorted(rs[0]["objective"], key=float)
         out.append(f"\n### {dname.upper()}: the whole objective's gradient (task + λ × discrepancy), "
                    "relative to ||o||², and the discrepancy noise against the task gradient\n")
