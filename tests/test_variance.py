@@ -368,3 +368,26 @@ def test_cli_all_methods_have_rows_and_setup_times():
     assert set(err) == set(psda.SAMPLERS)
     setup = parse_table(out, "set-up seconds (strata, partition, eigenvectors or matching)")
     assert all(float(setup[m][4]) >= 0 for m in psda.SAMPLERS)
+
+
+@pytest.mark.skipif(not _native_available(), reason="psda's native core is not built")
+def test_cli_imbalance_splits_bias_and_variance():
+    code, out = run_cli("variance", "--n-source", "120", "--n-target", "90", "--k", "8", "--epochs", "40",
+                        "--plans", "40", "--methods", "double-paired", "--imbalance", "cost", "random",
+                        "--no-progress")
+    assert code == 0
+    err = parse_table(out, "error (mean over batches)")
+    bias = parse_table(out, "bias^2")
+    var = parse_table(out, "variance (error - bias^2)")
+    assert set(bias) == {"double-paired", "double-paired/random"}
+    for row in bias:
+        assert float(err[row][8]) == pytest.approx(float(bias[row][8]) + float(var[row][8]), rel=1e-2, abs=1e-6)
+    # The paper's extra uses bias the estimate; drawn ones do not (over 40 plans), though each plan errs more.
+    assert float(bias["double-paired"][8]) > 5 * abs(float(bias["double-paired/random"][8]))
+    assert float(err["double-paired/random"][8]) > float(err["double-paired"][8])
+
+
+def test_cli_rejects_unknown_imbalance(capsys):
+    with pytest.raises(SystemExit):
+        run_cli("variance", "--imbalance", "costly")
+    assert "--imbalance" in capsys.readouterr().err

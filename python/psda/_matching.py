@@ -60,6 +60,9 @@ class Matching:
         n_source, n_target: numbers of source and target examples matched.
         batch_size, stages, discrepancy, kernel, gammas: the settings the
             matching was computed with (the costs depend on them).
+        imbalance: who chose the smaller domain's extra uses when the sizes
+            differ: ``"cost"`` (the paper's Stage 1, psda.match) or a draw,
+            ``"random"`` / ``"systematic"`` (psda.samplers.imbalance).
 
     Example:
         >>> import numpy as np, psda
@@ -82,6 +85,7 @@ class Matching:
     discrepancy: str
     kernel: str
     gammas: Tuple[float, ...] = field(default=DEFAULT_GAMMAS)
+    imbalance: str = "cost"
 
     def __post_init__(self) -> None:
         # Freeze the arrays: a sampler and its state rely on them not changing.
@@ -169,6 +173,7 @@ class Matching:
                 "discrepancy": str(self.discrepancy),
                 "kernel": str(self.kernel),
                 "gammas": tuple(float(g) for g in self.gammas),
+                "imbalance": str(self.imbalance),
                 "fingerprint": self.fingerprint,
             }
             object.__setattr__(self, "_state", st)
@@ -195,6 +200,8 @@ class Matching:
                 discrepancy=str(st["discrepancy"]),
                 kernel=str(st["kernel"]),
                 gammas=tuple(float(g) for g in st["gammas"]),
+                # States written before the option hold the paper's matchings.
+                imbalance=str(st.get("imbalance", "cost")),
             )
             for name in ("n_source", "n_target", "batch_size", "stages"):
                 _check_int64(getattr(m, name), name)

@@ -24,7 +24,8 @@ import numpy as np
 
 from ._progress import Progress
 from .samplers.registry import REGISTRY, SAMPLERS as SAMPLER_METHODS
-from .variance import DEFAULT_GAMMAS, DiscrepancyError, expected_error
+from .samplers.imbalance import IMBALANCE
+from .variance import DEFAULT_GAMMAS, DiscrepancyError, ErrorEstimate, expected_error, pooled_bias2
 
 __all__ = ["main", "make_data"]
 
@@ -172,6 +173,15 @@ def _variance_parser(sub) -> argparse.ArgumentParser:
                         "Gaussian mixtures")
     p.add_argument("--methods", type=_method_list, default=list(DEFAULT_METHODS),
                    help="'all' (every sampler of psda.SAMPLERS) or comma separated, from: " + ", ".join(METHODS))
+    p.add_argument("--imbalance", nargs="+", choices=IMBALANCE, default=["cost"],
+                   help="for paired and double-paired with n_source != n_target: who chooses the smaller "
+                        "domain's extra uses, one row per value: 'cost' (the paper's, biased), 'random' or "
+                        "'systematic' (drawn anew per plan, unbiased over plans); see --plans")
+    p.add_argument("--plans", type=_positive, default=1,
+                   help="independent runs per cell, each of the cell's epochs divided by it: a new draw of "
+                        "the extra uses for 'random'/'systematic', new epochs of the same plan otherwise. With "
+                        ">= 2 the tables split the error into bias^2 (its Monte Carlo noise removed) and "
+                        "variance")
     p.add_argument("--plot", metavar="PATH", default=None,
                    help="write a PNG of error vs k (needs matplotlib)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
@@ -255,15 +265,27 @@ class _Reference:
         return self.cache[key]
 
 
-def _sampler(method: str, k: int, args, s, t, ref_holder: dict):
+def _rows(args) -> List[str]:
+    """The table's rows: each method, paired and double-paired once per --imbalance value ("double-paired/random")."""
+    rows = []
+    for m in args.methods:
+        if m in ("paired", "double-paired") and args.imbalance != ["cost"]:
+            rows += [m if v == "cost" else f"{m}/{v}" for v in args.imbalance]
+        else:
+            rows.append(m)
+    return rows
+
+
+def _sampler(row: str, k: int, args, s, t, ref_holder: dict):
     n_s, n_t = len(s), len(t)
+    method, _, imbalance = row.partition("/")
     if method in SAMPLER_METHODS:
         from .samplers import batch_sampler
 
         opts: dict = {"seed": args.seed, "num_replicas": 1, "rank": 0}
         if method in ("paired", "double-paired"):
             opts.update(discrepancy=args.discrepancy, gammas=tuple(args.gammas), solver=args.solver,
-                        **_kernel_kwargs(args))
+                        imbalance=imbalance or "cost", **_kernel_kwargs(args))
         elif method == "random-pairs":
             opts.update(discrepancy=args.discrepancy, gammas=tuple(args.gammas), **_kernel_kwargs(args))
         elif method in ("anticlustering", "vardass", "ordered"):
@@ -306,11 +328,13 @@ def run_variance(args) -> int:
     ev = DiscrepancyError(s, t, discrepancy=args.discrepancy, kernel=args.kernel,
                           gammas=args.gammas)
     plan = []
+    rows = _rows(args)
     for k in args.k:
-        for m in args.methods:
-            if _na_reason(m, k, args) is None:
+        for m in rows:
+            if _na_reason(m.partition("/")[0], k, args) is None:
                 plan.append((m, k, _epochs_for(args, k, m)))
-    prog = Progress(sum(e + 1 for _, _, e in plan), "psda variance",
+    plans = args.plans
+    prog = Progress(sum(e + plans for _, _, e in plan), "psda variance",
                     enabled=not args.no_progress)
     results: Dict[Tuple[str, int], object] = {}
     seconds: Dict[Tuple[str, int], float] = {}
@@ -324,8 +348,17 @@ def run_variance(args) -> int:
         setup[m, k] = time.perf_counter() - t_cell
         prog.advance()
         prog.set_label(f"{m} k={k}")
-        results[m, k] = expected_error(s, t, sampler, epochs=epochs, evaluator=ev,
-                                       on_epoch=lambda e: prog.advance())
+        per_plan = -(-epochs // plans)
+        runs = []
+        for p in range(plans):
+            if p and "/" in m:
+                sampler.update(s, t)  # a new draw of the extra uses, in force from the next epoch
+                prog.advance()
+            elif p:
+                prog.advance()
+            runs.append(expected_error(s, t, sampler, epochs=per_plan, evaluator=ev, first_epoch=p * per_plan,
+                                       on_epoch=lambda e: prog.advance()))
+        results[m, k] = _combine(runs, ev)
         seconds[m, k] = time.perf_counter() - t_cell
     prog.close()
     elapsed = time.perf_counter() - t_start
@@ -333,15 +366,34 @@ def run_variance(args) -> int:
     print(f"E||D_hat - D||^2: {args.discrepancy.upper()} ({kname}), {args.data} data, "
           f"n_s={args.n_source} n_t={args.n_target} d={args.dim}, seed={args.seed}, "
           f"{elapsed:.1f} s")
-    for m in args.methods:
-        print(f"  {m}: {_DESCRIPTIONS[m]}")
+    for m in rows:
+        method, _, imbalance = m.partition("/")
+        extra = f"; extra uses drawn '{imbalance}' per plan" if imbalance else ""
+        if imbalance and args.n_source == args.n_target:
+            extra += " (n_s = n_t: there are no extra uses, so the same matching as the paper's)"
+        print(f"  {m}: {_DESCRIPTIONS[method]}{extra}")
     err = {key: f"{r.mean:.3e}" for key, r in results.items()}
     print()
-    print(_fmt_table("error (mean over batches)", args.methods, args.k, err))
+    print(_fmt_table("error (mean over batches)", rows, args.k, err))
+    if plans >= 2:
+        print()
+        print(f"bias^2 = ||E D_hat - D||^2, E over the {plans} plans' draws (--imbalance random/systematic) "
+              "or, for a fixed plan, over its epochs' shuffles; the plug-in value over all batches less its "
+              "Monte Carlo noise (psda.variance.pooled_bias2); variance = error - bias^2")
+        print(_fmt_table("bias^2", rows, args.k, {key: f"{r.bias2:.3e}" for key, r in results.items()}))
+        print()
+        print(_fmt_table("bias^2 / error", rows, args.k,
+                         {key: f"{r.bias2 / r.mean:.3f}" if r.mean > 0 else "n/a" for key, r in results.items()}))
+        print()
+        print(_fmt_table("variance (error - bias^2)", rows, args.k,
+                         {key: f"{r.mean - r.bias2:.3e}" for key, r in results.items()}))
+        print()
+        print(_fmt_table("bias^2 noise removed (tr Cov / plans)", rows, args.k,
+                         {key: f"{r.bias2_noise:.1e}" for key, r in results.items()}))
     rse = {key: f"{100 * r.stderr / r.mean:.1f}%" if r.mean > 0 else "n/a"
            for key, r in results.items()}
     print()
-    print(_fmt_table("relative standard error", args.methods, args.k, rse))
+    print(_fmt_table("relative standard error", rows, args.k, rse))
     if "uniform" in args.methods:
         # A batch of the whole data set (k = n) has no error: uniform's
         # mean is then 0 and the ratio undefined ("n/a"), not a crash.
@@ -349,17 +401,36 @@ def run_variance(args) -> int:
                                      else math.nan)
                  for (m, k), r in results.items() if ("uniform", k) in results}
         print()
-        print(_fmt_table("ratio to uniform", args.methods, args.k, ratio))
+        print(_fmt_table("ratio to uniform", rows, args.k, ratio))
     print()
-    print(_fmt_table("set-up seconds (strata, partition, eigenvectors or matching)", args.methods, args.k,
+    print(_fmt_table("set-up seconds (strata, partition, eigenvectors or matching)", rows, args.k,
                      {key: f"{v:.2f}" for key, v in setup.items()}))
-    timing = {(m, k): f"{e}/{seconds[m, k]:.1f}s" for m, k, e in plan}
+    timing = {(m, k): f"{plans * -(-e // plans)}/{seconds[m, k]:.1f}s" for m, k, e in plan}
     print()
     print(_fmt_table("epochs/seconds (sampler set-up, matching included, and evaluation)",
-                     args.methods, args.k, timing))
+                     rows, args.k, timing))
     if args.plot:
         return _plot(args, results)
     return 0
+
+
+class _Combined(ErrorEstimate):
+    """An ErrorEstimate over several plans, with bias2 pooled (noise removed) and the noise removed."""
+
+    bias2_noise: float = math.nan
+
+
+def _combine(runs: List[ErrorEstimate], ev: DiscrepancyError) -> ErrorEstimate:
+    """One estimate from the plans' runs (equal numbers of epochs): the mean of their means, their SE."""
+    means = np.array([r.mean for r in runs])
+    if len(runs) >= 5:
+        se = float(means.std(ddof=1) / math.sqrt(len(runs)))
+    else:
+        se = float(math.sqrt(sum(r.stderr ** 2 for r in runs)) / len(runs))
+    bias2, noise = pooled_bias2(runs, ev)
+    out = _Combined(float(means.mean()), se, sum(r.n_batches for r in runs), sum(r.epochs for r in runs), bias2)
+    out.bias2_noise = noise
+    return out
 
 
 def _plot(args, results) -> int:
@@ -378,7 +449,7 @@ def _plot(args, results) -> int:
     names = {"paired": "PSDA Paired", "double-paired": "PSDA Double-paired",
              "ref-paired": "PSDA Paired (SciPy reference)", "ref-double-paired": "PSDA Double-paired (SciPy reference)",
              "kmeans++": "k-means++", "dpp": "k-DPP", "vardass": "VaRDASS", "ordered": "ORDERED"}
-    for i, m in enumerate(args.methods):
+    for i, m in enumerate(_rows(args)):
         ks = [k for k in args.k if (m, k) in results]
         if ks:
             psda_method = "paired" in m

@@ -20,14 +20,14 @@ in O(n^2 d) time and O(block) memory.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, Iterable, List, Optional, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ._matching import DEFAULT_GAMMAS  # re-exported: the core's default mixture
 
-__all__ = ["DEFAULT_GAMMAS", "DiscrepancyError", "ErrorEstimate", "expected_error"]
+__all__ = ["DEFAULT_GAMMAS", "DiscrepancyError", "ErrorEstimate", "expected_error", "pooled_bias2"]
 
 
 def _as_features(x, name: str) -> np.ndarray:
@@ -166,6 +166,63 @@ class DiscrepancyError:
         flush()
         return np.concatenate(out) if out else np.zeros(0)
 
+    # -- the mean of D_hat over batches: bias ----------------------------------
+
+    def batch_sum(self, batches: Iterable) -> Tuple[Any, int]:
+        """Returns (the sum of D_hat over batches, their number), D_hat in a form mean_error reads.
+
+        Linear MMD: the sum of mu_hat_s - mu_hat_t (a d-vector); RBF MMD: the
+        weights (w, v) with sum_b mu_hat_b = sum_i w_i phi(s_i) - sum_j v_j
+        phi(t_j); CORAL: the sum of the batch covariance differences (d x d).
+        O(k d) per batch (O(k d^2) CORAL).
+        """
+        d = self.s.shape[1]
+        if self.discrepancy == "mmd" and self.kernel == "rbf":
+            acc: Any = (np.zeros(self.n_s), np.zeros(self.n_t))
+        elif self.discrepancy == "mmd":
+            acc = np.zeros(d)
+        else:
+            acc = np.zeros((d, d))
+        n = 0
+        for batch in batches:
+            src, tgt = self._split(batch)
+            k = len(src)
+            n += 1
+            if self.discrepancy == "mmd" and self.kernel == "rbf":
+                np.add.at(acc[0], src, 1.0 / k)
+                np.add.at(acc[1], tgt, 1.0 / k)
+            elif self.discrepancy == "mmd":
+                acc += self.s[src].mean(0) - self.t[tgt].mean(0)
+            else:
+                if k < 2:
+                    raise ValueError("CORAL batches need at least 2 rows per domain (batch_size >= 2)")
+                acc += (np.cov(self.s[src], rowvar=False).reshape(d, d) - np.cov(self.t[tgt], rowvar=False).reshape(d, d))
+        return acc, n
+
+    def mean_error(self, total: Any, n: int) -> float:
+        """||(total / n) - D||^2 for total, n from :meth:`batch_sum`: the squared bias of the batches' mean.
+
+        O(d) linear, O(d^2) CORAL, O(n_s n_t d) RBF (kernel sums over the rows with weight).
+        """
+        if self.discrepancy == "mmd" and self.kernel == "rbf":
+            w, v = total[0] / n, total[1] / n
+            iw, iv = np.flatnonzero(w), np.flatnonzero(v)
+            xs, xt, w, v = self.s[iw], self.t[iv], w[iw], v[iv]
+
+            def quad(x, a, y, b):  # a^T K(x, y) b, blockwise over rows of x
+                rows = max(1, self.block // max(len(y), 1))
+                return sum(float(a[lo:lo + rows] @ (self._kernel(x[lo:lo + rows], y) @ b))
+                           for lo in range(0, len(x), rows))
+
+            val = (quad(xs, w, xs, w) + quad(xt, v, xt, v) - 2.0 * quad(xs, w, xt, v)
+                   - 2.0 * (float(w @ self.g_s[iw]) - float(v @ self.g_t[iv])) + self.delta2)
+            return max(val, 0.0)
+        if self.discrepancy == "mmd":
+            diff = total / n - self.delta
+            return float(diff @ diff)
+        diff = total / n - self.D
+        return float(np.sum(diff * diff))
+
     def _cost_per_batch(self, k: int) -> int:
         d = self.s.shape[1]
         if self.discrepancy == "coral":
@@ -215,34 +272,59 @@ class ErrorEstimate:
     ``stderr`` is the standard error of ``mean`` from the spread of the
     per-epoch means with 5 or more epochs, else from the per-batch spread
     (conservative: batches of one epoch are drawn without replacement).
+
+    ``bias2`` is ||mean of D_hat over the batches - D||^2, the squared bias
+    of the batches it averaged (the variance is ``mean - bias2``). It is the
+    plug-in value: Monte Carlo noise in the mean adds its trace covariance
+    (zero for a fixed plan whose epochs serve every pair exactly once); pool
+    several independent plans with :func:`pooled_bias2` to remove it.
     """
 
     mean: float
     stderr: float
     n_batches: int
     epochs: int
+    bias2: float = math.nan
+    #: (sum of D_hat, batches) from DiscrepancyError.batch_sum, for pooled_bias2.
+    total: Any = field(default=None, repr=False)
 
 
 def expected_error(source, target, batch_source, *, epochs: int = 1, discrepancy: str = "mmd",
                    kernel: str = "linear", gammas: Sequence[float] = DEFAULT_GAMMAS,
                    evaluator: Optional[DiscrepancyError] = None,
-                   on_epoch: Optional[Callable[[int], None]] = None) -> ErrorEstimate:
+                   on_epoch: Optional[Callable[[int], None]] = None, first_epoch: int = 0) -> ErrorEstimate:
     """expected_error averages ||D_hat - D||^2 over ``epochs`` passes of ``batch_source``.
 
     ``batch_source`` is iterated once per epoch (``set_epoch(e)`` is called
     first when it has one, as with DataLoader samplers); a one-shot iterator
     works with epochs=1. Pass a prebuilt ``evaluator`` to reuse the
     full-data terms across samplers; ``on_epoch(e)`` is called after each epoch.
+    The epochs are ``first_epoch, first_epoch + 1, ...``. Also returns the
+    squared bias of the batches' mean (``ErrorEstimate.bias2``).
+
+    Example:
+        >>> import numpy as np, psda
+        >>> from psda.variance import expected_error
+        >>> rng = np.random.default_rng(0)
+        >>> s, t = rng.normal(size=(40, 2)), rng.normal(size=(30, 2))
+        >>> smp = psda.batch_sampler("uniform", s, t, 8, num_replicas=1, rank=0)
+        >>> r = expected_error(s, t, smp, epochs=5)
+        >>> r.n_batches, 0 <= r.bias2 <= r.mean
+        (25, True)
     """
     if epochs < 1:
         raise ValueError(f"epochs = {epochs}: want >= 1")
     ev = evaluator or DiscrepancyError(source, target, discrepancy=discrepancy,
                                        kernel=kernel, gammas=gammas)
     per_epoch: List[np.ndarray] = []
-    for e in range(epochs):
+    total, count = None, 0
+    for e in range(first_epoch, first_epoch + epochs):
         if hasattr(batch_source, "set_epoch"):
             batch_source.set_epoch(e)
-        per_epoch.append(ev.batch_errors(iter(batch_source)))
+        batches = list(batch_source)
+        per_epoch.append(ev.batch_errors(batches))
+        t_e, n_e = ev.batch_sum(batches)
+        total, count = (t_e, n_e) if total is None else (_add(total, t_e), count + n_e)
         if on_epoch is not None:
             on_epoch(e)
     allerr = np.concatenate(per_epoch)
@@ -255,4 +337,35 @@ def expected_error(source, target, batch_source, *, epochs: int = 1, discrepancy
         se = float(means.std(ddof=1) / math.sqrt(len(means)))
     else:
         se = float(allerr.std(ddof=1) / math.sqrt(len(allerr))) if len(allerr) > 1 else math.nan
-    return ErrorEstimate(float(allerr.mean()), se, len(allerr), epochs)
+    return ErrorEstimate(float(allerr.mean()), se, len(allerr), epochs, ev.mean_error(total, count), (total, count))
+
+
+def _add(a: Any, b: Any) -> Any:
+    return (a[0] + b[0], a[1] + b[1]) if isinstance(a, tuple) else a + b
+
+
+def pooled_bias2(estimates: Sequence[ErrorEstimate], evaluator: DiscrepancyError) -> Tuple[float, float]:
+    """The squared bias over independent plans, unbiased for ||E D_hat - D||^2: returns (bias2, noise).
+
+    E is over the plans' draws, the epochs' shuffles and the batches. Each
+    estimate's mean of D_hat, x_p (m of them, equal weight), is an
+    independent draw of a mean whose expectation is E D_hat; the plug-in
+    ||x_bar - D||^2 exceeds ||E D_hat - D||^2 by tr Cov(x_bar) = tr S / m in
+    expectation, where tr S = sum_p ||x_p - x_bar||^2 / (m - 1) =
+    (sum_p ||x_p - D||^2 - m ||x_bar - D||^2) / (m - 1). Returns
+    (plug-in - tr S / m, tr S / m); the first can come out below 0 when the
+    bias is below the noise. m = 1 gives (plug-in, nan).
+    """
+    m = len(estimates)
+    if m == 0:
+        raise ValueError("estimates is empty: pass the ErrorEstimate of each plan")
+    means = [(e.total[0], e.total[1]) for e in estimates]
+    if isinstance(means[0][0], tuple):
+        bar = (sum(t[0] / n for t, n in means) / m, sum(t[1] / n for t, n in means) / m)
+    else:
+        bar = sum(t / n for t, n in means) / m
+    b_bar = evaluator.mean_error(bar, 1)
+    if m == 1:
+        return b_bar, math.nan
+    tr_s = (sum(evaluator.mean_error(t, n) for t, n in means) - m * b_bar) / (m - 1)
+    return b_bar - tr_s / m, tr_s / m

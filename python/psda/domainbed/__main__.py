@@ -28,7 +28,8 @@ sampler); `--algorithm "MMD + Double-paired"` is accepted as well.
 
 Sampler hparams (pass with --hparams; in the random search): psda_refresh_steps
 (100; {50,100,200,500}; 0 = never), psda_background (False), psda_feature_batch_size
-(64); optional: psda_gammas (RBF mixture), psda_solver ("auto", "dense", "sparse").
+(64); optional: psda_gammas (RBF mixture), psda_solver ("auto", "dense", "sparse"),
+psda_imbalance ("cost", "random", "systematic"; psda.samplers.imbalance).
 batch_size is DomainBed's (items per training environment): a batch holds
 k = batch_size x training envs source and k target items, lowered (and said so in
 out.txt) when the data cannot fill it.

@@ -366,6 +366,8 @@ class DomainBedPSDA:
         # and get the sampler's default.
         gammas = hp.get("psda_gammas", getattr(self.algorithm, "gammas", None))
         options: Dict[str, Any] = {} if gammas is None else {"gammas": gammas}
+        if "psda_imbalance" in hp:  # who takes the smaller domain's extra uses (PSDA only; default "cost")
+            options["imbalance"] = hp["psda_imbalance"]
         self.sampler = make_batch_sampler(self.sampler_name, zs, zt, k, seed=self.seed,
                                           discrepancy=self._discrepancy(),
                                           solver=hp.get("psda_solver", "auto"), **options)

@@ -109,8 +109,9 @@ def make_batch_sampler(name: str, source_features: Any, target_features: Any, ba
         name: one of :data:`SAMPLERS`.
         source_features, target_features: (n, d) arrays in dataset order.
         batch_size: k, per domain.
-        options: seed, discrepancy ("mmd"/"coral"), gammas, solver (PSDA only).
+        options: seed, discrepancy ("mmd"/"coral"), gammas, solver and imbalance (PSDA only).
     """
     if REGISTRY[_check_sampler(name)].cls != "PairedBatchSampler":
         options.pop("solver", None)  # only PSDA's matching has a solver to choose
+        options.pop("imbalance", None)  # nor extra uses to assign
     return build(name, source_features, target_features, batch_size, **options)

@@ -69,8 +69,10 @@ def batch_sampler(name: str, source_features: Any, target_features: Any, batch_s
             ``gammas`` for the feature-space samplers and PSDA; ``passes``,
             ``partners``, ``progress`` for vardass/ordered/anticlustering;
             ``strata``, ``min_cluster_size`` for ordered; ``exact_limit``,
-            ``progress`` for dpp; ``stages`` for random-pairs; ``solver`` for
-            paired/double-paired (``stages`` is set by the name).
+            ``progress`` for dpp; ``stages`` for random-pairs; ``solver`` and
+            ``imbalance`` (``"cost"``, ``"random"``, ``"systematic"``: who
+            takes the smaller domain's extra uses) for paired/double-paired
+            (``stages`` is set by the name).
 
     Raises:
         ValueError: for an unknown name (listing SAMPLERS) or invalid options.

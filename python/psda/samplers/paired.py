@@ -16,6 +16,7 @@ import numpy as np
 from .._inputs import _as_pair, _check_batch_fits, _check_config
 from .._matching import DEFAULT_GAMMAS, Matching, _match_arrays
 from .base import STATE_FORMAT, BatchSampler
+from .imbalance import check_imbalance, match_with_uses, rotation
 
 # The state format of PairedBatchSampler before every sampler shared one (read by load_state_dict).
 _OLD_FORMAT = "psda.PairedBatchSampler/1"
@@ -55,6 +56,10 @@ def check_matching(m: Matching, n_source: int, n_target: int, where: str) -> Non
         if len(used) != P or (P and (used.min() < 0 or used.max() >= P or len(np.unique(used)) != P)):
             raise ValueError(f"{where}: its quadruplets and singles do not use each of its {P} pairs exactly once: "
                              "pass an unmodified state_dict()")
+
+
+# Tags the generator of the extra uses' draws (psda.samplers.imbalance).
+_DRAW_TAG = 0x1AB_A1
 
 
 class PairedBatchSampler(BatchSampler):
@@ -109,6 +114,14 @@ class PairedBatchSampler(BatchSampler):
         solver: how the matching is computed, at construction and by
             :meth:`update`: ``"auto"`` (default), ``"dense"`` or ``"sparse"``,
             as for :func:`psda.match`.
+        imbalance: when n_source != n_target, who chooses which rows of the
+            smaller domain are used once more than the others: ``"cost"``
+            (default, the paper's Stage 1; the epoch's batch means are then
+            biased), ``"random"`` (drawn uniformly) or ``"systematic"``
+            (drawn along a chain of its features, lower error); the drawn
+            variants are unbiased over draws and re-drawn for every plan
+            (construction and each :meth:`update`). See
+            :mod:`psda.samplers.imbalance`. Balanced sizes ignore it.
 
     Raises:
         TypeError, ValueError: for invalid features or settings, naming the
@@ -134,9 +147,11 @@ class PairedBatchSampler(BatchSampler):
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, stages: int = 2,
                  discrepancy: str = "mmd", kernel: str = "rbf", gammas: Optional[Sequence[float]] = DEFAULT_GAMMAS,
                  seed: int = 0, drop_last: bool = True, num_replicas: Optional[int] = None,
-                 rank: Optional[int] = None, solver: str = "auto") -> None:
+                 rank: Optional[int] = None, solver: str = "auto", imbalance: str = "cost") -> None:
         cfg = _check_config(batch_size, stages, discrepancy, kernel, gammas, solver)
         self._cfg = cfg
+        self.imbalance = check_imbalance(imbalance)
+        self._draws = 0  # plans drawn so far: the draw of the extra uses is seeded by (seed, draws)
         _, self.stages, self.discrepancy, self.kernel, self.gammas, self.solver = cfg
         self._schedule_cache: Optional[Tuple[Matching, int, Any]] = None
         super().__init__(source_features, target_features, cfg[0], seed=seed, drop_last=drop_last,
@@ -147,9 +162,12 @@ class PairedBatchSampler(BatchSampler):
         """'paired' (stages=1) or 'double-paired' (stages=2), its name in psda.SAMPLERS."""
         return "paired" if self.stages == 1 else "double-paired"
 
+    # The settings a plan records that must be this sampler's (_check_plan).
+    _plan_keys: Tuple[str, ...] = ("stages", "discrepancy", "kernel", "batch_size", "imbalance")
+
     def _config(self) -> Dict[str, Any]:
         return {"stages": self.stages, "discrepancy": self.discrepancy, "kernel": self.kernel,
-                "gammas": self.gammas, "solver": self.solver}
+                "gammas": self.gammas, "solver": self.solver, "imbalance": self.imbalance}
 
     # -- set-up: the matching -------------------------------------------------
 
@@ -170,15 +188,24 @@ class PairedBatchSampler(BatchSampler):
                                discrepancy=self.discrepancy)
 
     def _build(self, s: np.ndarray, t: np.ndarray) -> Matching:
-        return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
-                             solver=self.solver, names=("source_features", "target_features"))
+        names = ("source_features", "target_features")
+        if self.imbalance == "cost" or len(s) == len(t):
+            return _match_arrays(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
+                                 solver=self.solver, names=names)
+        # Its own generator: every rank, and a resumed run, draws the same uses for the same plan.
+        rng = np.random.default_rng([self.seed, _DRAW_TAG, self._draws])
+        u = rotation(self.seed, self._draws) if self.imbalance == "systematic" else None
+        self._draws += 1
+        m = match_with_uses(s, t, self.batch_size, self.stages, self.discrepancy, self.kernel, self.gammas,
+                            imbalance=self.imbalance, rng=rng, u=u, solver=self.solver, names=names)
+        return m
 
     def _check_plan(self, plan: Any, where: str) -> None:
         check_matching(plan, self.n_source, self.n_target, where)
         # The matching becomes .matching: its settings must be this sampler's,
         # or .stages and .matching would disagree.
-        for key in ("stages", "discrepancy", "kernel", "batch_size"):
-            if key == "kernel" and self.discrepancy != "mmd":
+        for key in self._plan_keys:
+            if key == "kernel" and self.discrepancy != "mmd" or key == "imbalance" and self.n_source == self.n_target:
                 continue
             if getattr(plan, key) != getattr(self, key):
                 raise ValueError(
@@ -195,6 +222,11 @@ class PairedBatchSampler(BatchSampler):
                              "state_dict()")
         return Matching._from_state(d, where)
 
+    def state_dict(self) -> Dict[str, Any]:
+        """As :meth:`BatchSampler.state_dict`, with ``draws``: the plans drawn so far (``imbalance`` other
+        than ``"cost"``), so that a resumed run's updates draw what the original's would."""
+        return {**super().state_dict(), "draws": int(self._draws)}
+
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         """As :meth:`BatchSampler.load_state_dict`; also reads the states of psda before the common
         format (``"psda.PairedBatchSampler/1"``: ``matching``/``pending_matching`` for the plans)."""
@@ -203,7 +235,12 @@ class PairedBatchSampler(BatchSampler):
             m = old.pop("matching", None)
             state_dict = {**old, "format": STATE_FORMAT, "plan": m, "pending_plan": old.pop("pending_matching", None),
                           "sampler": "paired" if isinstance(m, dict) and m.get("stages") == 1 else "double-paired"}
+        draws = state_dict.get("draws", 0) if isinstance(state_dict, dict) else 0
+        if not isinstance(draws, int) or isinstance(draws, bool) or draws < 0:
+            raise ValueError(f"state_dict['draws'] = {draws!r}: want an int >= 0 (plans drawn so far); pass an "
+                             "unmodified state_dict()")
         super().load_state_dict(state_dict)
+        self._draws = draws
 
     def digest(self) -> str:
         """The matching's fingerprint (see :meth:`BatchSampler.digest`)."""
@@ -270,8 +307,10 @@ class RandomPairsSampler(PairedBatchSampler):
     Its matching's costs are NaN (not computed).
 
     Args:
-        as :class:`PairedBatchSampler`; ``discrepancy``, ``kernel`` and
-        ``gammas`` are checked and ignored, ``solver`` is not used.
+        as :class:`PairedBatchSampler`; ``discrepancy``, ``kernel``,
+        ``gammas`` and ``imbalance`` are checked and ignored (its extra uses
+        are always drawn uniformly: its matching records ``"random"``),
+        ``solver`` is not used.
 
     Example:
         >>> import numpy as np, psda
@@ -282,6 +321,7 @@ class RandomPairsSampler(PairedBatchSampler):
     """
 
     uses_features = False  # only their number: the pairs are drawn from the seed
+    _plan_keys = ("stages", "discrepancy", "kernel", "batch_size")
 
     @property
     def name(self) -> str:  # type: ignore[override]
@@ -304,4 +344,4 @@ class RandomPairsSampler(PairedBatchSampler):
         nan = float("nan")
         return Matching(pairs=pairs, quads=quads, singles=singles, stage1_cost=nan, stage2_cost=nan,
                         stage2_bound=nan, n_source=ns, n_target=nt, batch_size=self.batch_size, stages=self.stages,
-                        discrepancy=self.discrepancy, kernel=self.kernel, gammas=self.gammas)
+                        discrepancy=self.discrepancy, kernel=self.kernel, gammas=self.gammas, imbalance="random")
