@@ -24,7 +24,9 @@ What it does:
    total = mean_b ||g_b − g||², bias² = ||mean_b g_b − g||², variance = total − bias², the
    cosine between mean_b g_b and g, and floor = variance / B, the part of the bias²
    estimate that B independent batches would leave from noise alone (bias² near the
-   floor is not resolved).
+   floor is not resolved), and proj = ⟨mean_b g_b, g⟩ / ||g||², how hard the batches pull
+   along g. For MMD the bias is split into the V-statistic's part, which every sampler
+   with k distinct rows per domain has (:func:`vstat_bias`, closed form), and the rest.
 3. Variants: uniform / paired / double-paired (variance reduction; Stage 1 alone vs both
    stages); random-pairs (PSDA's fixed quadruplets drawn at random: the fixed coupling
    without the optimisation); double-paired built from the step-0 features and from the
@@ -38,7 +40,7 @@ What it does:
 
 Outputs under --out: why.jsonl (one line per discrepancy, checkpoint and variant, every
 figure), why.md (the tables), why.png (bias² and variance per variant and checkpoint).
-Weights go to --out/checkpoints (not committed: rebuild them with this command).
+Weights go to --out/checkpoints (ignored by git: rebuild them with this command).
 
 Deterministic per --seed (torch's global seed is set before the model is built; the
 samplers have their own seeded generators). One thread by default (--threads).
@@ -49,7 +51,7 @@ Commands (DomainBed on PYTHONPATH, Fashion-MNIST from Debian's dataset-fashion-m
     export PYTHONPATH=$PWD/python:/work/shared/DomainBed
     nice -n 15 python tools/why_psda.py --out results/why            # the committed run
     nice -n 15 python tools/why_psda.py --out /tmp/why --env_size 120 --steps 4 \\
-        --checkpoints 0 2 4 --epochs 1 --ks 8 --discrepancies mmd   # seconds: a smoke run
+        --checkpoints 0 2 4 --epochs 1 --k 8 --ks 8 --discrepancies mmd   # ~1 min: a smoke run
 """
 
 from __future__ import annotations
