@@ -297,9 +297,18 @@ def test_guard_refuses_a_split_smaller_than_the_batch(domainbed_on_path):
     """DomainBed's own InfiniteDataLoader on 5 items with batch_size 8 never yields (drop_last);
     guarded, it is refused at construction, and still serves splits that fill a batch or have
     class weights (drawn with replacement)."""
-    from domainbed.lib.fast_data_loader import InfiniteDataLoader
+    import importlib.util
+
+    from domainbed.lib import fast_data_loader
 
     from psda.domainbed.guard import SplitSmallerThanBatch, guarded, unguarded
+
+    # DomainBed's own class from a fresh copy of its module: psda.domainbed.install (other
+    # tests) replaces the module's attribute by psda's loaders or by this guard.
+    spec = importlib.util.spec_from_file_location("_fresh_fast_data_loader", fast_data_loader.__file__)
+    fresh = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fresh)
+    InfiniteDataLoader = fresh.InfiniteDataLoader
 
     load = guarded(InfiniteDataLoader)
     assert guarded(load) is load and unguarded(load) is InfiniteDataLoader

@@ -359,8 +359,9 @@ def test_jobs_in_one_process_do_not_leak_into_each_other(domainbed, tmp_path):
     from domainbed.lib import fast_data_loader
 
     from psda.domainbed.__main__ import main
+    from psda.domainbed.guard import unguarded
 
-    original = fast_data_loader.InfiniteDataLoader
+    original = unguarded(fast_data_loader.InfiniteDataLoader)  # DomainBed's own class
     stdout = sys.stdout
     common = ["--dataset", "RotatedDigitsFlat", "--task", "domain_adaptation", "--uda_holdout_fraction", "0.2",
               "--test_envs", "0", "--steps", "2", "--checkpoint_freq", "5", "--skip_model_save",
@@ -369,7 +370,9 @@ def test_jobs_in_one_process_do_not_leak_into_each_other(domainbed, tmp_path):
     main(common + ["--algorithm", "ERM", "--sampler", "double-paired", "--output_dir", str(tmp_path / "a")])
     assert sys.stdout is stdout and fast_data_loader.InfiniteDataLoader is not original
     main(common + ["--algorithm", "ERM", "--output_dir", str(tmp_path / "b")])
-    assert sys.stdout is stdout and fast_data_loader.InfiniteDataLoader is original
+    # DomainBed's own loader again, behind psda's guard (psda.domainbed.guard)
+    loader = fast_data_loader.InfiniteDataLoader
+    assert sys.stdout is stdout and loader is not original and unguarded(loader) is original
     from domainbed import algorithms
 
     assert not getattr(algorithms.get_algorithm_class, "psda_original", None)

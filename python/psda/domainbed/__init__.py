@@ -116,7 +116,9 @@ def install(coordinator: Optional[Any] = None) -> None:
     if coordinator is None:
         if "InfiniteDataLoader" in _ORIGINAL:
             # DomainBed's own loader, refusing splits smaller than a batch (it would hang).
-            fast_data_loader.InfiniteDataLoader = guard.guarded(_ORIGINAL["InfiniteDataLoader"])
+            if "guarded" not in _ORIGINAL:  # one wrapper, so that every job gets the same loader
+                _ORIGINAL["guarded"] = guard.guarded(_ORIGINAL["InfiniteDataLoader"])
+            fast_data_loader.InfiniteDataLoader = _ORIGINAL["guarded"]
         algorithms.get_algorithm_class = get
         loaders.activate(None)
     else:
