@@ -407,9 +407,35 @@ def figure(args, runs, chosen, rows, envs):
     plt.close(fig)
 
 
+def compare(args):
+    """compare: the selected runs of --output_dir (A) against those of --against (B), unit by
+    unit ((algorithm, test env, trial) present in both): per-env and average mean ± SE of each,
+    and the paired difference A − B with paired_stats; printed and written to
+    compare.md in --output_dir. For two runs of the same jobs under one changed fixed hparam
+    (e.g. psda_imbalance), so that the units pair up."""
+    _, a = _load(args.output_dir)
+    _, b = _load(args.against)
+    units = sorted(set(a) & set(b))
+    if not units:
+        raise SystemExit("compare: no (algorithm, test env, trial) unit finished in both %s and %s"
+                         % (args.output_dir, args.against))
+    lines = ["| run | " + " | ".join("env %d" % e for e in sorted({u[1] for u in units})) + " | Avg (units) |",
+             "|---|" + "---|" * (len({u[1] for u in units}) + 1)]
+    for name, sel in ((args.output_dir, a), (args.against, b)):
+        cells = [_fmt(*mean_se([sel[u]["test_acc"] for u in units if u[1] == e])) for e in sorted({u[1] for u in units})]
+        lines.append("| %s | %s | %s |" % (name, " | ".join(cells), _fmt(*mean_se([sel[u]["test_acc"] for u in units]))))
+    st = paired_stats({u: a[u]["test_acc"] for u in units}, {u: b[u]["test_acc"] for u in units})
+    lines += ["", "A − B over %d units: %s points, paired t p %s, Wilcoxon p %s, wins / losses / ties %d / %d / %d"
+              % (st["n"], _fmt(st["mean"], st["se"]), _p(st["t_p"]), _p(st["w_p"]), st["wins"], st["losses"], st["ties"])]
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    with open(os.path.join(args.output_dir, "compare.md"), "w") as f:
+        f.write(text)
+
+
 def parser():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("command", choices=["run", "analyze", "list"])
+    p.add_argument("command", choices=["run", "analyze", "list", "compare"])
     p.add_argument("--output_dir", required=True)
     p.add_argument("--dataset", default="RotatedFashionMNISTFlat")
     p.add_argument("--shard", default="0/1", help="i/N: run jobs i, i + N, ... of the ordered list")
@@ -428,6 +454,7 @@ def parser():
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     p.add_argument("--background", nargs=2, metavar=("OFF_DIR", "ON_DIR"), default=None,
                    help="analyze: add the background-refresh time table from these two run directories")
+    p.add_argument("--against", default=None, help="compare: the run directory B to pair --output_dir (A) with")
     return p
 
 
@@ -436,6 +463,10 @@ def main(argv=None):
     os.makedirs(args.output_dir, exist_ok=True)
     if args.command == "run":
         run(args)
+    elif args.command == "compare":
+        if not args.against:
+            raise SystemExit("compare needs --against DIR (the run to pair --output_dir with)")
+        compare(args)
     elif args.command == "list":
         for j in list_jobs(args):
             ta = j.train_args
