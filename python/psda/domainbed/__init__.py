@@ -19,7 +19,9 @@ See docs/domainbed.md.
 - algorithms ``UDA_MMD`` and ``UDA_CORAL`` (the paper's UDA MMD and CORAL: task loss +
   trade-off × discrepancy between the union of the training domains and the UDA split),
   and ``PSDA_MMD`` / ``PSDA_CORAL`` (the same with the double-paired sampler);
-- the datasets ``RotatedDigits`` and ``RotatedDigitsFlat`` (offline, :mod:`psda.domainbed.datasets`);
+- the datasets ``RotatedDigits`` and ``RotatedDigitsFlat`` (offline, :mod:`psda.domainbed.datasets`),
+  ``RotatedFashionMNIST`` and ``RotatedFashionMNISTFlat`` (Debian's dataset-fashion-mnist or
+  ``--data_dir``, :mod:`psda.domainbed.fashion`);
 - their hparams and the sampler hparams (:mod:`psda.domainbed.hparams`);
 - recorded names "<algorithm> + <Sampler>" (:mod:`psda.domainbed.samplers`).
 """
@@ -28,17 +30,20 @@ from typing import Any, Optional
 
 from .algorithms import PSDA_CORAL, PSDA_MMD, UDA_CORAL, UDA_MMD, PSDAAlgorithm, coral, rbf_mmd
 from .datasets import RotatedDigits, RotatedDigitsFlat
+from .fashion import RotatedFashionMNIST, RotatedFashionMNISTFlat
 from .samplers import SAMPLERS, default_sampler, display_name, parse_algorithm
 
 __all__ = ["UDA_MMD", "UDA_CORAL", "PSDA_MMD", "PSDA_CORAL", "PSDAAlgorithm", "rbf_mmd", "coral", "install",
-           "register_name", "PSDA_ALGORITHMS", "PSDA_DATASETS", "RotatedDigits", "RotatedDigitsFlat", "SAMPLERS", "display_name",
+           "register_name", "PSDA_ALGORITHMS", "PSDA_DATASETS", "RotatedDigits", "RotatedDigitsFlat",
+           "RotatedFashionMNIST", "RotatedFashionMNISTFlat", "SAMPLERS", "display_name",
            "parse_algorithm", "default_sampler"]
 
 #: The algorithms this package adds to DomainBed.
 PSDA_ALGORITHMS = {"UDA_MMD": UDA_MMD, "UDA_CORAL": UDA_CORAL, "PSDA_MMD": PSDA_MMD, "PSDA_CORAL": PSDA_CORAL}
 
 #: The datasets this package adds to DomainBed.
-PSDA_DATASETS = {"RotatedDigits": RotatedDigits, "RotatedDigitsFlat": RotatedDigitsFlat}
+PSDA_DATASETS = {"RotatedDigits": RotatedDigits, "RotatedDigitsFlat": RotatedDigitsFlat,
+                 "RotatedFashionMNIST": RotatedFashionMNIST, "RotatedFashionMNISTFlat": RotatedFashionMNISTFlat}
 
 _ORIGINAL: dict = {}
 

@@ -22,10 +22,15 @@ into one that also knows
   own loaders: ``psda_refresh_steps`` (100; {50, 100, 200, 500}: recompute the
   features and the sampler's state every N steps, 0 never), ``psda_background``
   (False), ``psda_feature_batch_size`` (64);
-- the datasets RotatedDigits and RotatedDigitsFlat, which get RotatedMNIST's hparams;
-  RotatedDigitsFlat (DomainBed's MLP) also gets the MLP's, for every algorithm, with
-  DomainBed's defaults and search (as for DANN): mlp_width 256 (int(2 ** U(6, 10))),
-  mlp_depth 3 ({3, 4, 5}), mlp_dropout 0 ({0, 0.1, 0.5}).
+- the datasets RotatedDigits, RotatedDigitsFlat, RotatedFashionMNIST and
+  RotatedFashionMNISTFlat, which get RotatedMNIST's hparams; the flat ones (DomainBed's
+  MLP) also get the MLP's, for every algorithm, with DomainBed's defaults and search (as
+  for DANN): mlp_width 256 (int(2 ** U(6, 10))), mlp_depth 3 ({3, 4, 5}), mlp_dropout 0
+  ({0, 0.1, 0.5}). The Fashion-MNIST ones also get ``psda_env_size`` (0: every image;
+  N: the first N of each environment) and, for every algorithm, the paper's batch-size
+  search: k ~ int(2 ** U(3, 7)) items per domain, batch_size = max(1, round(k / 5)) per
+  training environment (5 training environments when one of the six is held out; see
+  :func:`paper_batch_size`); the default stays RotatedMNIST's 64.
 
 ``batch_size`` means what it means in DomainBed: items per training environment. A
 sampler's batch holds k = batch_size × (training environments) source items and as
@@ -47,7 +52,24 @@ __all__ = ["wrap", "PSDA_BASES"]
 PSDA_BASES = {"UDA_MMD": "MMD", "UDA_CORAL": "CORAL", "PSDA_MMD": "MMD", "PSDA_CORAL": "CORAL",
               "UDA_DANN": "DANN", "UDA_CDANN": "CDANN"}
 
-_DATASET_ALIASES = {"RotatedDigits": "RotatedMNIST", "RotatedDigitsFlat": "RotatedMNIST"}
+_DATASET_ALIASES = {"RotatedDigits": "RotatedMNIST", "RotatedDigitsFlat": "RotatedMNIST",
+                    "RotatedFashionMNIST": "RotatedMNIST", "RotatedFashionMNISTFlat": "RotatedMNIST"}
+
+#: psda's datasets built on DomainBed's MLP (flattened inputs): they need its hparams.
+_FLAT = ("RotatedDigitsFlat", "RotatedFashionMNISTFlat")
+
+#: Datasets whose random search draws the paper's k (items per domain in a batch, over
+#: the union of the training environments), for every algorithm; see :func:`paper_batch_size`.
+_PAPER_K = {"RotatedFashionMNIST": 5, "RotatedFashionMNISTFlat": 5}
+
+
+def paper_batch_size(r, n_train: int) -> int:
+    """paper_batch_size draws the paper's k ~ int(2 ** U(3, 7)) (8..127 items per domain)
+    and returns DomainBed's batch_size for it: items per training environment,
+    max(1, round(k / n_train)), so that a batch holds about k source items (and a psda
+    sampler's k = batch_size × n_train target items)."""
+    k = int(2 ** r.uniform(3, 7))
+    return max(1, int(round(k / n_train)))
 
 
 def wrap(original: Callable) -> Callable:
@@ -70,7 +92,10 @@ def wrap(original: Callable) -> Callable:
         if base in PSDA_BASES:
             draw("batch_size", hp["batch_size"][0], lambda r: int(2 ** r.uniform(3, 7)))
             draw("weight_decay", 0.0, lambda r: 10 ** r.uniform(-6, -2))
-        if dataset == "RotatedDigitsFlat" and "mlp_width" not in hp:  # DomainBed's MLP needs these
+        if dataset in _PAPER_K:  # every algorithm, ERM and DANN included: one k distribution per row
+            draw("batch_size", hp["batch_size"][0], lambda r: paper_batch_size(r, _PAPER_K[dataset]))
+            draw("psda_env_size", 0, lambda r: 0)
+        if dataset in _FLAT and "mlp_width" not in hp:  # DomainBed's MLP needs these
             draw("mlp_width", 256, lambda r: int(2 ** r.uniform(6, 10)))
             draw("mlp_depth", 3, lambda r: int(r.choice([3, 4, 5])))
             draw("mlp_dropout", 0.0, lambda r: float(r.choice([0.0, 0.1, 0.5])))
