@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import List
 
-__all__ = ["RotatedDigits", "RotatedDigitsFlat", "rotated_digits_tensors"]
+__all__ = ["TensorEnvironments", "RotatedDigits", "RotatedDigitsFlat", "rotated_digits_tensors"]
 
 ANGLES = (0, 15, 30, 45, 60, 75)
 
@@ -49,7 +49,31 @@ def rotated_digits_tensors(angles=ANGLES, seed: int = 0) -> List[tuple]:
     return out
 
 
-class RotatedDigits:
+class TensorEnvironments:
+    """TensorEnvironments is DomainBed's dataset interface (``ds[i]``, ``len(ds)``,
+    ``input_shape``, ``num_classes``) over environments held in memory: a subclass sets
+    its class attributes and calls :meth:`_hold` with one (x, y) pair per environment,
+    each x reshaped to ``INPUT_SHAPE`` per image (a flat variant only changes it)."""
+
+    N_WORKERS = 0  # tensors in memory: worker processes would only cost
+    INPUT_SHAPE: tuple = (1, 28, 28)
+    NUM_CLASSES = 10
+
+    def _hold(self, environments) -> None:
+        from torch.utils.data import TensorDataset
+
+        self.datasets = [TensorDataset(x.reshape((len(x),) + tuple(self.INPUT_SHAPE)), y) for x, y in environments]
+        self.input_shape = self.INPUT_SHAPE
+        self.num_classes = self.NUM_CLASSES
+
+    def __getitem__(self, index):
+        return self.datasets[index]
+
+    def __len__(self):
+        return len(self.datasets)
+
+
+class RotatedDigits(TensorEnvironments):
     """RotatedDigits is a DomainBed dataset: ``RotatedDigits(root, test_envs, hparams)``
     (all three ignored; no download) holds six ``TensorDataset`` environments, 299 or 300
     images each, input shape (1, 28, 28), ten classes.
@@ -63,21 +87,9 @@ class RotatedDigits:
     ENVIRONMENTS = [str(a) for a in ANGLES]
     N_STEPS = 1001
     CHECKPOINT_FREQ = 100
-    N_WORKERS = 0  # 1,797 tensors in memory: worker processes would only cost
-    INPUT_SHAPE = (1, 28, 28)
 
     def __init__(self, root=None, test_envs=None, hparams=None):
-        from torch.utils.data import TensorDataset
-
-        self.datasets = [TensorDataset(x, y) for x, y in rotated_digits_tensors()]
-        self.input_shape = self.INPUT_SHAPE
-        self.num_classes = 10
-
-    def __getitem__(self, index):
-        return self.datasets[index]
-
-    def __len__(self):
-        return len(self.datasets)
+        self._hold(rotated_digits_tensors())
 
 
 class RotatedDigitsFlat(RotatedDigits):
@@ -95,10 +107,3 @@ class RotatedDigitsFlat(RotatedDigits):
     """
 
     INPUT_SHAPE = (784,)
-
-    def __init__(self, root=None, test_envs=None, hparams=None):
-        from torch.utils.data import TensorDataset
-
-        self.datasets = [TensorDataset(x.reshape(len(x), -1), y) for x, y in rotated_digits_tensors()]
-        self.input_shape = self.INPUT_SHAPE
-        self.num_classes = 10

@@ -31,10 +31,11 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from .datasets import ANGLES, TensorEnvironments
+
 __all__ = ["RotatedFashionMNIST", "RotatedFashionMNISTFlat", "read_idx", "load_fashion_mnist",
            "find_fashion_mnist", "rotated_fashion_tensors", "DEBIAN_DIR", "FILES"]
 
-ANGLES = (0, 15, 30, 45, 60, 75)
 
 #: Where Debian's package dataset-fashion-mnist installs the IDX files.
 DEBIAN_DIR = "/usr/share/datasets/fashion-mnist"
@@ -157,7 +158,7 @@ def rotated_fashion_tensors(root: Optional[str] = None, angles: Sequence[float] 
     return out
 
 
-class RotatedFashionMNIST:
+class RotatedFashionMNIST(TensorEnvironments):
     """RotatedFashionMNIST is a DomainBed dataset: ``RotatedFashionMNIST(root, test_envs,
     hparams)`` holds six ``TensorDataset`` environments (rotated 0..75°), input shape
     (1, 28, 28) (DomainBed's ``MNIST_CNN``), ten classes.
@@ -178,23 +179,10 @@ class RotatedFashionMNIST:
     ENVIRONMENTS = [str(a) for a in ANGLES]
     N_STEPS = 5001  # RotatedMNIST's
     CHECKPOINT_FREQ = 100
-    N_WORKERS = 0  # tensors in memory: worker processes would only cost
-    INPUT_SHAPE: tuple = (1, 28, 28)
 
     def __init__(self, root=None, test_envs=None, hparams=None):
-        from torch.utils.data import TensorDataset
-
         env_size = int((hparams or {}).get("psda_env_size", 0) or 0)
-        self.datasets = [TensorDataset(x.reshape((len(x),) + self.INPUT_SHAPE), y)
-                         for x, y in rotated_fashion_tensors(root, env_size=env_size)]
-        self.input_shape = self.INPUT_SHAPE
-        self.num_classes = 10
-
-    def __getitem__(self, index):
-        return self.datasets[index]
-
-    def __len__(self):
-        return len(self.datasets)
+        self._hold(rotated_fashion_tensors(root, env_size=env_size))
 
 
 class RotatedFashionMNISTFlat(RotatedFashionMNIST):
