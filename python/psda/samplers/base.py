@@ -460,7 +460,8 @@ class BatchSampler(_Base):
         it needs, an odd last batch with ``stages=2``, options that do not fit
         the rest's size), or a re-grouping that would not serve exactly the
         same rows (VaRDASS when k does not divide the rest) or would repeat a
-        row within a batch where the old batches did not. Never an exception,
+        row within a batch where the old batches did not (the kinds whose
+        batches hold distinct rows). Never an exception,
         never a change of which rows are served.
 
         Args:
@@ -487,6 +488,12 @@ class BatchSampler(_Base):
             True
         """
         effective = _check_effective(effective)
+        s, t, plan = self._update_plan(source_features, target_features)
+        if effective == "batch":
+            self._reform(s, t, plan)
+
+    def _update_plan(self, source_features: Any, target_features: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+        """update()'s first half: checks the features, builds the plan, makes it pending; returns (s, t, plan)."""
         s, t = self._features(source_features, target_features)
         if (len(s), len(t)) != (self.n_source, self.n_target):
             raise ValueError(
@@ -495,8 +502,7 @@ class BatchSampler(_Base):
         plan = self._built(s, t, "the updated set-up")
         with self._lock:
             self._pending = plan
-        if effective == "batch":
-            self._reform(s, t, plan)
+        return s, t, plan
 
     # -- the rest of an epoch re-formed (update effective="batch") ----------------
 
@@ -629,11 +635,15 @@ class BatchSampler(_Base):
         order = [queue[n].pop(0) for n in lens.tolist()]
         pick = np.concatenate([np.arange(fo[i], fo[i + 1]) for i in order]) if order else np.zeros(0, np.int64)
         new_s, new_t = src[fs[pick]], tgt[ft[pick]]
+        from .registry import REGISTRY
+
+        distinct = REGISTRY[self.name].distinct_rows if self.name in REGISTRY else False
         for old, new, side in ((src, new_s, "source"), (tgt, new_t, "target")):
             if not np.array_equal(np.sort(old), np.sort(new)):
                 keep(f"the re-grouped batches would not serve the same {side} rows")
                 return None
-            if _repeats(new, lens) and not _repeats(old, lens):
+            # The kinds that promise k distinct rows per batch keep that promise.
+            if distinct and _repeats(new, lens) and not _repeats(old, lens):
                 keep(f"the re-grouped batches would repeat a {side} row within a batch")
                 return None
         return new_s, new_t

@@ -1,0 +1,374 @@
+"""Issue 27, item 4(c): update(..., effective="batch") re-forms the rest of the running epoch.
+
+For every sampler of psda.SAMPLERS, balanced and imbalanced, drop_last True and
+False, one and two ranks: after a mid-epoch update with effective="batch",
+(a) the epoch serves per domain exactly the rows it served without the update,
+(b) the batches after the switch are a fresh sampler's batches on those rows'
+new features (built here by hand), and differ from the old ones for PSDA,
+(c) a state taken right after the switch resumes exactly, (d) so does a pickle,
+(e) the next epoch uses the new full plan, (f) effective="epoch" is unchanged.
+Then the views, a switch racing a thread, states that were edited, and
+FeatureRefresher in both modes. Each test of the new behaviour fails on the code
+before it (update() had no ``effective``).
+"""
+
+import copy
+import pickle
+import threading
+
+import numpy as np
+import pytest
+
+import psda
+from psda.samplers.base import _REST_TAG
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import ConcatDataset, DataLoader, TensorDataset  # noqa: E402
+
+from psda.refresh import FeatureRefresher  # noqa: E402
+
+K = 4
+SIZES = {"balanced": (42, 42), "imbalanced": (42, 27)}
+# The kinds that always re-group the rest in these cases (no refusal applies).
+ALWAYS = {"uniform", "random-pairs", "paired", "double-paired"}
+# The kinds that never do: independent draws from the whole domain.
+NEVER = {"kmeans++", "dpp"}
+
+
+def _features(ns, nt, seed):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(ns, 3)), rng.normal(0.5, 1.0, size=(nt, 3))
+
+
+def _make(name, s, t, R, rank, drop_last, seed=5):
+    return psda.batch_sampler(name, s, t, K, seed=seed, drop_last=drop_last, num_replicas=R, rank=rank)
+
+
+def _domains(batches, n_source):
+    """Per domain, the sorted rows served by batches (target rows un-offset)."""
+    src = sorted(i for b in batches for i in b[: len(b) // 2])
+    tgt = sorted(i - n_source for b in batches for i in b[len(b) // 2:])
+    return src, tgt
+
+
+def _by_hand(name, s2, t2, old_rest, n_source, seed, epoch, at):
+    """What the rest must be: a fresh sampler of the kind on the old rest's rows' new features."""
+    rs = np.array([i for b in old_rest for i in b[: len(b) // 2]])
+    rt = np.array([i - n_source for b in old_rest for i in b[len(b) // 2:]])
+    lens = [len(b) // 2 for b in old_rest]
+    sub = int(np.random.SeedSequence([seed, epoch, at, _REST_TAG]).generate_state(1, np.uint64)[0])
+    fresh = psda.batch_sampler(name, s2[rs], t2[rt], K, seed=sub, drop_last=False, num_replicas=1, rank=0)
+    got = [(np.array(b[: len(b) // 2]), np.array(b[len(b) // 2:]) - len(rs)) for b in fresh]
+    full = [g for g in got if len(g[0]) == K]
+    short = [g for g in got if len(g[0]) < K]
+    out = []
+    for n in lens:  # full batches in order, the short one where the old schedule had it
+        g = (full if n == K else short).pop(0)
+        out.append(rs[g[0]].tolist() + (rt[g[1]] + n_source).tolist())
+    return out
+
+
+@pytest.mark.parametrize("R", [1, 2])
+@pytest.mark.parametrize("drop_last", [True, False])
+@pytest.mark.parametrize("sizes", list(SIZES))
+@pytest.mark.parametrize("name", psda.SAMPLERS)
+def test_batch_effective_update_regroups_the_rest_and_keeps_coverage(name, sizes, drop_last, R):
+    ns, nt = SIZES[sizes]
+    s, t = _features(ns, nt, 0)
+    s2, t2 = _features(ns, nt, 1)  # the "refreshed" features of the same rows
+    rank = R - 1
+    ref = _make(name, s, t, R, rank, drop_last)
+    old = list(ref)  # epoch 0 without the update
+    at = 3
+    a = _make(name, s, t, R, rank, drop_last)
+    it = iter(a)
+    head = [next(it) for _ in range(at)]
+    assert head == old[:at]
+    a.update(s2, t2, effective="batch")
+    state = a.state_dict()
+    pickled = pickle.dumps(a)
+    rest = list(it)
+    # (a) exact coverage: the same rows per domain as the epoch without the update
+    assert _domains(head + rest, ns) == _domains(old, ns)
+    assert len(rest) == len(old) - at and [len(b) for b in rest] == [len(b) for b in old[at:]]
+    switched = state["rest"] is not None
+    if name in ALWAYS:
+        assert switched
+    if name in NEVER:
+        assert not switched
+    if sizes == "balanced" and drop_last:  # k divides the rest: no kind but the independent draws refuses
+        assert switched == (name not in NEVER)
+    # (b) the rest is a fresh sampler's batches on the rest's new features
+    if switched:
+        assert rest == _by_hand(name, s2, t2, old[at:], ns, 5, 0, at)
+        if name in ("paired", "double-paired"):
+            assert rest != old[at:]
+    else:
+        assert rest == old[at:]
+    # (e) the next epoch uses the new full plan
+    nxt = list(a)
+    fresh = _make(name, s2, t2, R, rank, drop_last)
+    fresh.set_epoch(1)
+    assert nxt == list(fresh)
+    # (c) the state taken right after the switch resumes exactly, then the same next epoch
+    b = _make(name, s, t, R, rank, drop_last, seed=99)
+    b.load_state_dict(state)
+    assert list(b) == rest
+    assert list(b) == nxt
+    # (d) pickling goes through the state
+    c = pickle.loads(pickled)
+    assert list(c) == rest and list(c) == nxt
+
+
+@pytest.mark.parametrize("name", ["uniform", "double-paired", "ordered"])
+def test_epoch_effective_update_leaves_the_running_epoch(name):
+    """(f) effective="epoch" (the default, also spelled out) changes nothing in the running epoch."""
+    s, t = _features(42, 27, 0)
+    s2, t2 = _features(42, 27, 1)
+    old = list(_make(name, s, t, 1, 0, False))
+    for kw in ({}, {"effective": "epoch"}):
+        a = _make(name, s, t, 1, 0, False)
+        it = iter(a)
+        head = [next(it) for _ in range(3)]
+        a.update(s2, t2, **kw)
+        assert a.state_dict()["rest"] is None
+        assert head + list(it) == old
+
+
+@pytest.mark.parametrize("bad", ["next", "Batch", None, 1])
+def test_effective_is_checked_naming_the_argument(bad):
+    s, t = _features(20, 20, 0)
+    a = _make("paired", s, t, 1, 0, True)
+    with pytest.raises(ValueError, match=r"effective = .*want 'epoch' .* or 'batch'"):
+        a.update(s, t, effective=bad)
+    assert a.pending_plan is None  # refused before any work
+    with pytest.raises(ValueError, match="effective = "):
+        FeatureRefresher(a, lambda x: x, None, None, manual=True, effective=bad)
+
+
+def test_two_switches_in_one_epoch_keep_coverage_and_resume():
+    """A second batch-effective update re-forms what the first left; the state still resumes exactly."""
+    s, t = _features(42, 27, 0)
+    old = list(_make("double-paired", s, t, 1, 0, False))
+    a = _make("double-paired", s, t, 1, 0, False)
+    it = iter(a)
+    got = [next(it) for _ in range(2)]
+    a.update(*_features(42, 27, 1), effective="batch")
+    got += [next(it) for _ in range(3)]
+    s3, t3 = _features(42, 27, 2)
+    a.update(s3, t3, effective="batch")
+    st = a.state_dict()
+    assert st["rest"]["from"] == 2 and st["batches"] == 5  # the rest keeps its start: its rows are checkable
+    rest = list(it)
+    assert _domains(got + rest, 42) == _domains(old, 42)
+    b = _make("double-paired", s, t, 1, 0, False)
+    b.load_state_dict(st)
+    assert list(b) == rest
+
+
+def test_views_switch_where_the_view_ahead_stands():
+    """With views, the view behind gets the old batches up to where the view ahead stands, the new ones
+    after: the two stay aligned, and equal a sampler iterated directly and switched at that batch."""
+    s, t = _features(42, 42, 0)
+    s2, t2 = _features(42, 42, 1)
+    direct = _make("paired", s, t, 1, 0, False)
+    it = iter(direct)
+    want = [next(it) for _ in range(4)]
+    direct.update(s2, t2, effective="batch")
+    want += list(it)
+    a = _make("paired", s, t, 1, 0, False)
+    sv, tv = a.views()
+    si, ti = iter(sv), iter(tv)
+    src = [next(si) for _ in range(4)]
+    tgt = [next(ti) for _ in range(1)]
+    a.update(s2, t2, effective="batch")
+    assert a.state_dict()["batches"] == 1  # the state resumes the view behind ...
+    src += list(si)
+    tgt += list(ti)
+    got = [x + [j + 42 for j in y] for x, y in zip(src, tgt)]
+    assert got == want
+    assert got[4:] != list(_make("paired", s, t, 1, 0, False))[4:]
+
+
+def test_state_resumes_the_view_behind_with_old_then_new_batches():
+    s, t = _features(42, 42, 0)
+    s2, t2 = _features(42, 42, 1)
+    a = _make("paired", s, t, 1, 0, False)
+    sv, tv = a.views()
+    si, ti = iter(sv), iter(tv)
+    [next(si) for _ in range(4)]
+    next(ti)
+    a.update(s2, t2, effective="batch")
+    st = a.state_dict()
+    rest_t = list(ti)
+    b = _make("paired", s, t, 1, 0, False)
+    b.load_state_dict(st)
+    assert [x[len(x) // 2:] for x in b] == [[j + 42 for j in y] for y in rest_t]
+
+
+def test_update_in_a_thread_while_iterating_keeps_coverage():
+    """The switch races the iteration (retried when the pass moved): whatever batch it lands on, the
+    epoch serves each row exactly as without it, and the state resumes what is left."""
+    s, t = _features(300, 300, 0)
+    s2, t2 = _features(300, 300, 1)
+    old = list(_make("double-paired", s, t, 1, 0, False))
+    for trial in range(3):
+        a = _make("double-paired", s, t, 1, 0, False)
+        it = iter(a)
+        got = [next(it)]
+        th = threading.Thread(target=a.update, args=(s2, t2), kwargs={"effective": "batch"})
+        th.start()
+        while th.is_alive() and len(got) < len(old) - 10:
+            got.append(next(it))
+        th.join()
+        st = a.state_dict()
+        rest = list(it)
+        assert _domains(got + rest, 300) == _domains(old, 300)
+        b = _make("double-paired", s, t, 1, 0, False)
+        b.load_state_dict(st)
+        assert list(b) == rest
+
+
+def test_a_resumed_epoch_is_reformed_before_its_first_batch():
+    """No pass running but a resumed epoch: its rest is re-formed (and carried by the state)."""
+    s, t = _features(42, 27, 0)
+    s2, t2 = _features(42, 27, 1)
+    a = _make("paired", s, t, 1, 0, False)
+    it = iter(a)
+    head = [next(it) for _ in range(3)]
+    b = _make("paired", s, t, 1, 0, False)
+    b.load_state_dict(a.state_dict())
+    b.update(s2, t2, effective="batch")
+    assert b.state_dict()["rest"]["from"] == 3
+    rest = list(b)
+    old = list(_make("paired", s, t, 1, 0, False))
+    assert _domains(head + rest, 42) == _domains(old, 42)
+    assert rest == _by_hand("paired", s2, t2, old[3:], 42, 5, 0, 3)
+
+
+def test_between_epochs_batch_effective_is_the_epoch_update():
+    s, t = _features(42, 27, 0)
+    s2, t2 = _features(42, 27, 1)
+    a, b = _make("paired", s, t, 1, 0, False), _make("paired", s, t, 1, 0, False)
+    list(a), list(b)
+    a.update(s2, t2, effective="batch")
+    b.update(s2, t2)
+    assert a.state_dict()["rest"] is None and list(a) == list(b)
+
+
+def test_a_rest_too_small_for_the_kind_keeps_its_batches(caplog):
+    """The last batch of ORDERED with 4 distinct rows needs k rows; a short rest of 2 is refused: logged."""
+    s, t = _features(42, 42, 0)
+    old = list(_make("ordered", s, t, 1, 0, False))
+    a = _make("ordered", s, t, 1, 0, False)
+    it = iter(a)
+    head = [next(it) for _ in range(len(old) - 1)]  # only the short batch (42 mod 4 = 2 rows) is left
+    with caplog.at_level("INFO", logger="psda"):
+        a.update(*_features(42, 42, 1), effective="batch")
+    assert "keeps its batches" in caplog.text
+    assert a.state_dict()["rest"] is None and head + list(it) == old
+
+
+@pytest.mark.parametrize("edit, msg", [
+    (lambda r: r.update({"from": 99}), "from"),
+    (lambda r: r.update({"from": "3"}), "from"),
+    (lambda r: r.pop("target"), "is not None nor a dict"),
+    (lambda r: r["source"].update({"shape": [r["source"]["shape"][0] - 1]}), "malformed|shape"),
+    ("out of range", "outside"),
+    ("served twice", "does not serve the rows"),
+])
+def test_load_state_dict_checks_the_rest(edit, msg):
+    s, t = _features(42, 27, 0)
+    a = _make("paired", s, t, 1, 0, False)
+    it = iter(a)
+    [next(it) for _ in range(3)]
+    a.update(*_features(42, 27, 1), effective="batch")
+    st = copy.deepcopy(a.state_dict())
+    if edit == "out of range" or edit == "served twice":
+        rows = np.frombuffer(st["rest"]["source"]["data"], np.int64).copy()
+        if edit == "out of range":
+            rows[0] = 42
+        else:
+            rows[0] = rows[1]
+        st["rest"]["source"]["data"] = rows.tobytes()
+    else:
+        edit(st["rest"])
+    b = _make("paired", s, t, 1, 0, False)
+    before = b.state_dict()
+    with pytest.raises((ValueError, TypeError), match=msg):  # TypeError for a "from" that is no int
+        b.load_state_dict(st)
+    assert b.state_dict()["rest"] is None and b.state_dict()["batches"] == before["batches"]
+
+
+def test_a_state_without_rest_still_loads():
+    s, t = _features(42, 27, 0)
+    a = _make("paired", s, t, 1, 0, False)
+    it = iter(a)
+    [next(it) for _ in range(3)]
+    st = a.state_dict()
+    del st["rest"]  # the states written before effective="batch"
+    b = _make("paired", s, t, 1, 0, False)
+    b.load_state_dict(st)
+    assert list(b) == list(it)
+
+
+# ---- FeatureRefresher --------------------------------------------------------
+
+
+def _run(background, effective, every=3, epochs=2):
+    """A tiny training loop whose model moves every step; returns the batches the loader served."""
+    g = torch.Generator().manual_seed(0)
+    src = TensorDataset(torch.randn(42, 4, generator=g), torch.arange(42))
+    tgt = TensorDataset(torch.randn(27, 4, generator=g) + 0.5, torch.arange(27))
+    model = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        model.weight.copy_(torch.randn(3, 4, generator=g))
+        model.bias.zero_()
+
+    def feats(ds):
+        with torch.no_grad():
+            return model(ds.tensors[0]).numpy()
+
+    sampler = psda.batch_sampler("double-paired", feats(src), feats(tgt), K, drop_last=False, num_replicas=1,
+                                 rank=0)
+    loader = DataLoader(ConcatDataset([src, tgt]), batch_sampler=sampler)
+    refresher = FeatureRefresher(sampler, model, src, tgt, every_steps=every, background=background,
+                                 effective=effective, progress=False, batch_size=64)
+    served = []
+    for _ in range(epochs):
+        for _, idx in loader:
+            served.append(idx.tolist())
+            with torch.no_grad():
+                model.weight.mul_(-1.1).add_(0.3)  # the "training step" that moves the features
+            refresher.step()
+        refresher.epoch_end()
+    refresher.wait()
+    return served, len(sampler)
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_refresher_batch_effective_is_deterministic_and_changes_the_epoch(background):
+    one, nb = _run(background, "batch")
+    two, _ = _run(background, "batch")
+    assert one == two
+    per_epoch, _ = _run(background, "epoch")
+    assert one[:3] == per_epoch[:3]  # nothing changes before the first refresh
+    assert one[:nb] != per_epoch[:nb]  # ... the first epoch changes after it
+    for e in range(2):  # each epoch still serves every source row once (items carry their own index)
+        ep = one[e * nb:(e + 1) * nb]
+        assert sorted(i for b in ep for i in b[: len(b) // 2]) == list(range(42))
+
+
+def test_where_each_mode_switches():
+    """Refresh after step 3 (batches 0-2 served): the foreground one re-forms from batch 3, the
+    background one is joined at step 4 and re-forms from batch 4; before that, the epoch mode's batches."""
+    ep, nb = _run(False, "epoch", epochs=1)
+    fg, _ = _run(False, "batch", epochs=1)
+    bg, _ = _run(True, "batch", epochs=1)
+    assert fg[:3] == ep[:3] and fg[3] != ep[3]
+    assert bg[:4] == ep[:4] and bg[4] != ep[4]
+
+
+def test_background_batch_refresh_needs_a_psda_sampler():
+    with pytest.raises(ValueError, match="needs a psda batch sampler"):
+        FeatureRefresher(object(), lambda x: x, None, None, manual=True, background=True, effective="batch")
