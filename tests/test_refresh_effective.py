@@ -15,12 +15,12 @@ before it (update() had no ``effective``).
 import copy
 import pickle
 import threading
+import time
 
 import numpy as np
 import pytest
 
 import psda
-from psda.samplers.base import _REST_TAG
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import ConcatDataset, DataLoader, TensorDataset  # noqa: E402
@@ -56,6 +56,8 @@ def _by_hand(name, s2, t2, old_rest, n_source, seed, epoch, at):
     rs = np.array([i for b in old_rest for i in b[: len(b) // 2]])
     rt = np.array([i - n_source for b in old_rest for i in b[len(b) // 2:]])
     lens = [len(b) // 2 for b in old_rest]
+    from psda.samplers.base import _REST_TAG  # the tag of the rest's seed (seed, epoch, batch, tag)
+
     sub = int(np.random.SeedSequence([seed, epoch, at, _REST_TAG]).generate_state(1, np.uint64)[0])
     fresh = psda.batch_sampler(name, s2[rs], t2[rt], K, seed=sub, drop_last=False, num_replicas=1, rank=0)
     got = [(np.array(b[: len(b) // 2]), np.array(b[len(b) // 2:]) - len(rs)) for b in fresh]
@@ -212,21 +214,34 @@ def test_update_in_a_thread_while_iterating_keeps_coverage():
     s, t = _features(300, 300, 0)
     s2, t2 = _features(300, 300, 1)
     old = list(_make("double-paired", s, t, 1, 0, False))
+    switched = 0
     for trial in range(3):
         a = _make("double-paired", s, t, 1, 0, False)
         it = iter(a)
         got = [next(it)]
-        th = threading.Thread(target=a.update, args=(s2, t2), kwargs={"effective": "batch"})
+        errors = []
+
+        def work():
+            try:
+                a.update(s2, t2, effective="batch")
+            except BaseException as e:  # noqa: BLE001 - reported below
+                errors.append(e)
+
+        th = threading.Thread(target=work)
         th.start()
         while th.is_alive() and len(got) < len(old) - 10:
             got.append(next(it))
+            time.sleep(0.001 * trial)  # 0: the loop mostly waits at the end; 1, 2 ms: it races the thread
         th.join()
+        assert not errors
         st = a.state_dict()
+        switched += st["rest"] is not None
         rest = list(it)
         assert _domains(got + rest, 300) == _domains(old, 300)
         b = _make("double-paired", s, t, 1, 0, False)
         b.load_state_dict(st)
         assert list(b) == rest
+    assert switched  # wherever it landed
 
 
 def test_a_resumed_epoch_is_reformed_before_its_first_batch():

@@ -376,7 +376,7 @@ class FeatureRefresher:
         if err is None and joined is not None:
             # effective="batch": the rest of the epoch from the sampler's next batch,
             # the one the thread prepared if the sampler stands where it expected.
-            self._target._reform(*joined[:3], prepared=joined[3])
+            self._target._reform(*joined[:3], prepared=joined[3], exact=True)
         waited = time.perf_counter() - t0
         if self.stalls:
             self.stalls[-1] += waited

@@ -67,7 +67,7 @@ _MAX_VIEW_LAG = 64
 
 # update(effective="batch"): how often a rest re-formed in another thread is
 # re-done when the epoch moved on meanwhile, and the tag of its seed.
-_REFORM_TRIES = 4
+_REFORM_TRIES = 6
 _REST_TAG = 0x2E57
 _EFFECTIVE = ("epoch", "batch")
 
@@ -549,9 +549,12 @@ class BatchSampler(_Base):
         if plan is new_plan:
             return None
         lens = self._lens(plan)
-        if at is not None and b < at <= len(lens):
-            b = at
+        if at is not None and at > b:
+            b = min(at, len(lens))
         new = None
+        if b == len(lens):
+            logger.info("%s: epoch %d ended before its rest was re-formed; the update is in force from the next "
+                        "epoch", self.name, epoch)
         if b < len(lens):
             src, tgt = self._rows_from(epoch, plan, start, old)
             cut = int(lens[start:b].sum())
@@ -565,14 +568,15 @@ class BatchSampler(_Base):
                     new = _Rest(b, got[0], got[1])
         return _Reform(p, epoch, plan, b, old, new, generation)
 
-    def _install_rest(self, r: _Reform) -> bool:
-        """Installs r's rows if the epoch still stands where r was prepared; returns False if it moved."""
+    def _install_rest(self, r: _Reform, exact: bool = True) -> bool:
+        """Installs r's rows if no side has handed out batch r.at yet (exact: and the next batch is r.at)
+        and nothing else changed the epoch; returns False otherwise."""
         with self._lock:
             if r.generation != self._generation:
                 return False
             if r.pass_ is not None:
                 p = r.pass_
-                if self._current is not p or p.ahead != r.at or p.rest is not r.old:
+                if self._current is not p or p.ahead > r.at or (exact and p.ahead != r.at) or p.rest is not r.old:
                     return False
                 if r.new is not None:
                     p.switch(r.new)
@@ -586,18 +590,30 @@ class BatchSampler(_Base):
             logger.debug("%s: epoch %d re-formed from batch %d on from the updated features", self.name, r.epoch, r.at)
         return True
 
-    def _reform(self, s: np.ndarray, t: np.ndarray, new_plan: Any, prepared: Optional[_Reform] = None) -> bool:
-        """Re-forms and installs the rest of the epoch under way (prepared first, if given); True if it changed."""
-        r = prepared
+    def _reform(self, s: np.ndarray, t: np.ndarray, new_plan: Any, prepared: Optional[_Reform] = None,
+                exact: bool = False) -> bool:
+        """Re-forms and installs the rest of the epoch under way (prepared first, if given); True if it changed.
+
+        exact: from the next batch the sampler hands out when it is ready
+        (the caller iterates the sampler, so nothing moves meanwhile), else
+        from the next one or, when the sampler moved while the rest was
+        re-formed, from a batch a little further on (where it is expected to
+        stand by the time the next try is ready).
+        """
+        r, at = prepared, None
         for _ in range(_REFORM_TRIES):
             if r is None:
-                r = self._prepare_rest(s, t, new_plan)
+                r = self._prepare_rest(s, t, new_plan, at=at)
                 if r is None:
                     logger.debug("%s: no epoch under way on the old set-up, nothing to re-form; the update is in "
                                  "force from the next epoch", self.name)
                     return False
-            if self._install_rest(r):
+            if self._install_rest(r, exact):
                 return r.new is not None
+            now = self._position()
+            if now is None:
+                return False
+            at = None if exact else now + 2 * max(now - r.at, 0) + 1
             r = None
         logger.info("%s: the epoch moved on while its rest was re-formed, %d times; it keeps its batches and the "
                     "update is in force from the next epoch", self.name, _REFORM_TRIES)
