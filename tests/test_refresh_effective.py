@@ -330,7 +330,7 @@ def test_a_state_without_rest_still_loads():
 # ---- FeatureRefresher --------------------------------------------------------
 
 
-def _run(background, effective, every=3, epochs=2):
+def _run(background, effective, every=3, epochs=2, save_after=None):
     """A tiny training loop whose model moves every step; returns the batches the loader served."""
     g = torch.Generator().manual_seed(0)
     src = TensorDataset(torch.randn(42, 4, generator=g), torch.arange(42))
@@ -356,6 +356,8 @@ def _run(background, effective, every=3, epochs=2):
             with torch.no_grad():
                 model.weight.mul_(-1.1).add_(0.3)  # the "training step" that moves the features
             refresher.step()
+            if len(served) == save_after:  # a checkpoint: the states, taken between two steps
+                refresher.state_dict(), sampler.state_dict()
         refresher.epoch_end()
     refresher.wait()
     return served, len(sampler)
@@ -382,6 +384,14 @@ def test_where_each_mode_switches():
     bg, _ = _run(True, "batch", epochs=1)
     assert fg[:3] == ep[:3] and fg[3] != ep[3]
     assert bg[:4] == ep[:4] and bg[4] != ep[4]
+
+
+def test_a_checkpoint_after_the_refresh_step_changes_no_batch():
+    """The background refresh's switch point is a batch count: a state_dict() right after the refresh
+    step (which joins the thread there) gives the batches of the run without it."""
+    plain, _ = _run(True, "batch", epochs=1)
+    saved, _ = _run(True, "batch", epochs=1, save_after=3)
+    assert saved == plain
 
 
 def test_background_batch_refresh_needs_a_psda_sampler():

@@ -24,12 +24,16 @@ every run and on every rank, whatever the thread's speed.
 With ``effective="batch"`` the rest of the running epoch is re-grouped from the new
 features too (the same rows, each still served exactly as often: see
 ``BatchSampler.update``): in the foreground from the next batch the sampler hands out;
-in background mode the thread's work is joined at the next :meth:`FeatureRefresher.step`
-(or :meth:`~FeatureRefresher.wait`, :meth:`~FeatureRefresher.epoch_end`), where the rest
-is re-formed from the next batch the sampler hands out after that step. Training waits
-there if the thread is still running. Batches already handed to the DataLoader
-(prefetched) keep their rows. The join point is a step count, so the batches are the
-same on every run.
+in background mode from one batch later: if b is the next batch the sampler would hand
+out when :meth:`~FeatureRefresher.refresh` runs, the rest is re-formed from batch b + 1
+(the batch after the one the next step takes). The thread prepares that rest; it is
+installed at the next :meth:`FeatureRefresher.step` (or :meth:`~FeatureRefresher.wait`,
+:meth:`~FeatureRefresher.epoch_end`, :meth:`~FeatureRefresher.state_dict`, whichever
+comes first), where training waits if the thread is still running. Only if the sampler
+has handed out batch b + 1 by then is the rest re-formed there, from where it stands.
+Batches already handed to the DataLoader (prefetched) keep their rows. The switch point
+is a batch count, not a time, so the batches are the same on every run, with or without
+a checkpoint between the refresh and the next step.
 
 Under ``torch.distributed`` feature extraction is sharded across ranks and gathered
 (see :mod:`psda.distributed`), so every rank hands byte-identical features to the
@@ -180,9 +184,9 @@ class FeatureRefresher:
         background: compute the matching in a thread.
         effective: ``"epoch"`` (default): a refresh is in force from the sampler's next
             epoch; ``"batch"``: also for the rest of the running epoch, re-grouped from
-            the next batch (foreground) or from the next batch after the following
-            :meth:`step` (background: joined there); see the module docstring. Needs a
-            psda batch sampler (or a wrapper with ``.sampler``).
+            the next batch (foreground) or the one after it (background: installed at
+            the next :meth:`step`); see the module docstring. Needs a psda batch sampler
+            (or a wrapper with ``.sampler``).
         distributed: shard extraction across ranks (None: when torch.distributed is
             initialised with more than one process).
         extract_kwargs: batch_size, device, num_workers, input_fn, collate_fn, progress
@@ -255,9 +259,9 @@ class FeatureRefresher:
         self._joined: Any = None  # (s, t, plan, prepared rest) from the thread, re-formed at the join
 
     def step(self) -> bool:
-        """step joins a background ``effective="batch"`` refresh (re-forming the rest of
-        the epoch from the next batch), counts one optimiser step and refreshes when the
-        schedule says so; it returns True when a refresh was started."""
+        """step joins a background ``effective="batch"`` refresh (installing the rest of
+        the epoch it re-formed), counts one optimiser step and refreshes when the schedule
+        says so; it returns True when a refresh was started."""
         if self._thread is not None and self._target is not None:
             self.wait()
         if self.schedule.step():
@@ -347,9 +351,9 @@ class FeatureRefresher:
         in ``stalls``. It re-raises an error the matching raised. Interrupted (Ctrl-C),
         it cancels the matching and waits for it to stop before re-raising: the
         refresh is dropped, :meth:`pending` is False and the sampler gets no update.
-        With ``effective="batch"`` it then re-forms the rest of the running epoch from
-        the sampler's next batch (in this thread if the sampler moved since the thread
-        prepared it; the time counts as waiting)."""
+        With ``effective="batch"`` it then installs the rest of the running epoch the
+        thread prepared (re-forming it here if the sampler has passed its first batch;
+        the time counts as waiting)."""
         if self._thread is None:
             return 0.0
         t0 = time.perf_counter()
@@ -376,7 +380,7 @@ class FeatureRefresher:
         if err is None and joined is not None:
             # effective="batch": the rest of the epoch from the sampler's next batch,
             # the one the thread prepared if the sampler stands where it expected.
-            self._target._reform(*joined[:3], prepared=joined[3], exact=True)
+            self._target._reform(*joined[:3], prepared=joined[3], foreground=True)
         waited = time.perf_counter() - t0
         if self.stalls:
             self.stalls[-1] += waited

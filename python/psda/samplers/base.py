@@ -568,20 +568,21 @@ class BatchSampler(_Base):
                     new = _Rest(b, got[0], got[1])
         return _Reform(p, epoch, plan, b, old, new, generation)
 
-    def _install_rest(self, r: _Reform, exact: bool = True) -> bool:
-        """Installs r's rows if no side has handed out batch r.at yet (exact: and the next batch is r.at)
-        and nothing else changed the epoch; returns False otherwise."""
+    def _install_rest(self, r: _Reform) -> bool:
+        """Installs r's rows if no side has handed out batch r.at yet and nothing else changed the epoch
+        since r was prepared; returns False otherwise."""
         with self._lock:
             if r.generation != self._generation:
                 return False
             if r.pass_ is not None:
                 p = r.pass_
-                if self._current is not p or p.ahead > r.at or (exact and p.ahead != r.at) or p.rest is not r.old:
+                if self._current is not p or p.ahead > r.at or p.rest is not r.old:
                     return False
                 if r.new is not None:
                     p.switch(r.new)
             else:
-                if (self._resume != r.at or self._epoch != r.epoch or self._plan is not r.plan
+                # A resume point stays until a pass begins (which zeroes it) or the generation changes.
+                if (not 0 < self._resume <= r.at or self._epoch != r.epoch or self._plan is not r.plan
                         or self._resume_rest is not r.old):
                     return False
                 if r.new is not None:
@@ -591,14 +592,16 @@ class BatchSampler(_Base):
         return True
 
     def _reform(self, s: np.ndarray, t: np.ndarray, new_plan: Any, prepared: Optional[_Reform] = None,
-                exact: bool = False) -> bool:
-        """Re-forms and installs the rest of the epoch under way (prepared first, if given); True if it changed.
+                foreground: bool = False) -> bool:
+        """Re-forms and installs the rest of the epoch under way; True if it changed.
 
-        exact: from the next batch the sampler hands out when it is ready
-        (the caller iterates the sampler, so nothing moves meanwhile), else
-        from the next one or, when the sampler moved while the rest was
-        re-formed, from a batch a little further on (where it is expected to
-        stand by the time the next try is ready).
+        prepared (from _prepare_rest) is installed if the sampler has not
+        passed its first batch; otherwise, and without it, the rest is
+        re-formed from the next batch the sampler hands out. foreground: the
+        caller is the thread that iterates the sampler, so nothing moves
+        meanwhile; else, when the sampler moved while the rest was re-formed,
+        the next try aims a little further on (where the sampler is expected
+        to stand by the time it is ready).
         """
         r, at = prepared, None
         for _ in range(_REFORM_TRIES):
@@ -608,12 +611,12 @@ class BatchSampler(_Base):
                     logger.debug("%s: no epoch under way on the old set-up, nothing to re-form; the update is in "
                                  "force from the next epoch", self.name)
                     return False
-            if self._install_rest(r, exact):
+            if self._install_rest(r):
                 return r.new is not None
             now = self._position()
             if now is None:
                 return False
-            at = None if exact else now + 2 * max(now - r.at, 0) + 1
+            at = None if foreground else now + 2 * max(now - r.at, 0) + 1
             r = None
         logger.info("%s: the epoch moved on while its rest was re-formed, %d times; it keeps its batches and the "
                     "update is in force from the next epoch", self.name, _REFORM_TRIES)
