@@ -397,3 +397,47 @@ def test_a_checkpoint_after_the_refresh_step_changes_no_batch():
 def test_background_batch_refresh_needs_a_psda_sampler():
     with pytest.raises(ValueError, match="needs a psda batch sampler"):
         FeatureRefresher(object(), lambda x: x, None, None, manual=True, background=True, effective="batch")
+
+
+# ---- DomainBed's stand-in loaders ---------------------------------------------
+
+
+@pytest.mark.parametrize("background", [False, True])
+def test_domainbed_hparam_psda_refresh_effective_reaches_the_sampler(background):
+    """psda_refresh_effective="batch": a refresh mid-epoch re-forms the rest of the epoch (the sampler's
+    state then carries it); the default, "epoch", leaves the running epoch alone."""
+    from test_domainbed import HP, Items, simulate_train_py, tiny
+
+    from psda.domainbed import PSDA_MMD
+    from psda.domainbed.loaders import DomainBedPSDA, activate
+
+    rests = {}
+    for effective in ("epoch", "batch"):
+        envs, uda = [Items(30, 3, 0), Items(26, 3, 1, shift=0.5)], [Items(40, 3, 2, shift=2.0)]
+        coord = DomainBedPSDA(n_train=2, seed=3)
+        activate(coord)
+        try:
+            train_it, uda_it = simulate_train_py(coord, envs, uda, batch_size=2)
+            hp = dict(HP, psda_refresh_steps=3, psda_feature_batch_size=8, psda_background=background)
+            if effective == "batch":
+                hp["psda_refresh_effective"] = "batch"
+            alg = tiny(PSDA_MMD, hp=hp)
+            for _ in range(5):  # 14 batches per epoch: the refresh after step 3 is mid-epoch
+                mbs, ubs = next(train_it), next(uda_it)
+                alg.update([(x, y % 2) for x, y in mbs], [x for x, _ in ubs])
+            assert coord.refresher.effective == effective and coord.refresher.refreshes == 1
+            rests[effective] = coord.sampler.state_dict()["rest"]
+        finally:
+            activate(None)
+    assert rests["epoch"] is None and rests["batch"] is not None
+    assert rests["batch"]["from"] == (4 if background else 3)
+
+
+def test_domainbed_registry_default_is_epoch():
+    pytest.importorskip("domainbed", reason="needs DomainBed on the path")
+    from domainbed import hparams_registry
+
+    from psda.domainbed.hparams import wrap
+
+    hp = wrap(hparams_registry._hparams)("PSDA_MMD", "RotatedMNIST", 0)
+    assert hp["psda_refresh_effective"] == ("epoch", "epoch")
