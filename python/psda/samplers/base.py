@@ -553,8 +553,8 @@ class BatchSampler(_Base):
             b = min(at, len(lens))
         new = None
         if b == len(lens):
-            logger.info("%s: epoch %d ended before its rest was re-formed; the update is in force from the next "
-                        "epoch", self.name, epoch)
+            logger.debug("%s: no batch of epoch %d left to re-form; the update is in force from the next epoch",
+                         self.name, epoch)
         if b < len(lens):
             src, tgt = self._rows_from(epoch, plan, start, old)
             cut = int(lens[start:b].sum())
