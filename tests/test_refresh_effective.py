@@ -441,3 +441,27 @@ def test_domainbed_registry_default_is_epoch():
 
     hp = wrap(hparams_registry._hparams)("PSDA_MMD", "RotatedMNIST", 0)
     assert hp["psda_refresh_effective"] == ("epoch", "epoch")
+
+
+def test_why_batch_refresh_tiny_run(tmp_path, monkeypatch):
+    """tools/why_batch_refresh.py at a tiny size: the four modes recorded, epoch mode equal to stale,
+    every source row served once in each mode's epoch."""
+    import test_why
+
+    if not test_why.DOMAINBED or test_why._fashion_missing() is not None:
+        pytest.skip("needs DomainBed and Fashion-MNIST (see tests/test_why.py)")
+    import importlib.util
+    import os
+
+    monkeypatch.syspath_prepend(test_why.DOMAINBED)
+    path = os.path.join(test_why.REPO, "tools", "why_batch_refresh.py")
+    spec = importlib.util.spec_from_file_location("why_batch_refresh", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    records = tool.run(tool.parse(["--out", str(tmp_path), "--env_size", "60", "--at", "3", "--gap", "2",
+                                   "--k", "8"]))
+    by = {r["mode"]: r for r in records}
+    assert set(by) == {"stale", "epoch", "batch", "fresh"}
+    assert by["epoch"]["disc"] == by["stale"]["disc"] and by["batch"]["disc"] != by["stale"]["disc"]
+    assert all(r["source_rows_once"] for r in records)
+    assert "| batch |" in (tmp_path / "batch_refresh.md").read_text()
