@@ -465,3 +465,53 @@ def test_why_batch_refresh_tiny_run(tmp_path, monkeypatch):
     assert by["epoch"]["disc"] == by["stale"]["disc"] and by["batch"]["disc"] != by["stale"]["disc"]
     assert all(r["source_rows_once"] for r in records)
     assert "| batch |" in (tmp_path / "batch_refresh.md").read_text()
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("background", [False, True])
+def test_stateful_dataloader_resumes_after_a_batch_refresh(num_workers, background):
+    """A StatefulDataLoader restored from states saved mid-epoch, some batches after a batch-effective
+    refresh, yields exactly the rest of the uninterrupted run (the re-formed rows are in the state)."""
+    tdl = pytest.importorskip("torchdata.stateful_dataloader")
+    g = torch.Generator().manual_seed(0)
+    src = TensorDataset(torch.randn(42, 4, generator=g), torch.arange(42))
+    tgt = TensorDataset(torch.randn(27, 4, generator=g) + 0.5, torch.arange(27))
+    ds = ConcatDataset([src, tgt])
+
+    def run(stop_after=None, states=None):
+        model = torch.nn.Linear(4, 3)
+        with torch.no_grad():
+            model.weight.copy_(torch.arange(12.0).reshape(3, 4).sin())
+            model.bias.zero_()
+        if states is None:
+            with torch.no_grad():
+                zs, zt = model(src.tensors[0]).numpy(), model(tgt.tensors[0]).numpy()
+        else:
+            zs, zt = np.zeros((42, 2)), np.arange(54.0).reshape(27, 2)  # other features: the state decides
+        sampler = psda.batch_sampler("double-paired", zs, zt, K, drop_last=False, num_replicas=1, rank=0)
+        loader = tdl.StatefulDataLoader(ds, batch_sampler=sampler, num_workers=num_workers)
+        refresher = FeatureRefresher(sampler, model, src, tgt, manual=True, background=background,
+                                     effective="batch", progress=False)
+        if states is not None:
+            loader.load_state_dict(states[0])
+            refresher.load_state_dict(states[1])
+        out = []
+        for epoch in range(2 if states is None else 1):
+            for i, (_, idx) in enumerate(loader):
+                out.append(idx.tolist())
+                refresher.step()
+                if states is None and (epoch, i) == (0, 1):
+                    with torch.no_grad():
+                        model.weight.mul_(-2.0).add_(0.5)
+                    refresher.refresh()
+                if stop_after is not None and len(out) == stop_after:
+                    return out, (loader.state_dict(), refresher.state_dict())
+            refresher.epoch_end()
+        return out, None
+
+    full, _ = run()
+    head, states = run(stop_after=6)
+    assert head == full[:6]
+    tail, _ = run(states=states)
+    n = len(full) // 2
+    assert tail == full[6:n]

@@ -391,21 +391,33 @@ class FeatureRefresher:
     def state_dict(self) -> dict:
         """state_dict joins a background matching and returns the schedule's counters
         and the refreshed plan not yet in force (the sampler's ``pending_plan``
-        state, or None). Save it next to the DataLoader's or sampler's state."""
+        state, or None), and the running epoch's rows re-formed by an ``effective="batch"``
+        refresh (the sampler's ``rest``, with its epoch, or None). Save it next to the
+        DataLoader's or sampler's state."""
         self.wait()
-        pending = None
+        pending = rest = None
         if hasattr(self.sampler, "state_dict"):
-            pending = self.sampler.state_dict().get("pending_plan")
+            st = self.sampler.state_dict()
+            pending = st.get("pending_plan")
+            if st.get("rest") is not None:
+                rest = {"epoch": st["epoch"], "rest": st["rest"]}
         return {"schedule": self.schedule.state_dict(), "refreshes": self.refreshes,
-                "pending_plan": pending}
+                "pending_plan": pending, "rest": rest}
 
     def load_state_dict(self, state: dict) -> None:
         """load_state_dict restores the counters saved by :meth:`state_dict`; a refreshed
         matching that was pending at the save is put back into the sampler at the next
         :meth:`epoch_end` if the sampler's restored state lacks it (a DataLoader with
         workers snapshots the sampler ahead of the training loop), so the next epoch
-        uses it exactly as the uninterrupted run would."""
+        uses it exactly as the uninterrupted run would. Likewise the rows an
+        ``effective="batch"`` refresh re-formed: the sampler's next ``load_state_dict``
+        (the DataLoader's, at its next ``iter``) adopts them if its state, of the same
+        epoch, lacks them, so the rest of that epoch is the uninterrupted run's."""
         self.schedule.load_state_dict(state["schedule"])
         self.refreshes = int(state["refreshes"])
+        rest = state.get("rest")
+        target = getattr(self.sampler, "sampler", self.sampler)
+        if rest is not None and hasattr(target, "_expect_rest"):
+            target._expect_rest(rest["epoch"], rest["rest"])
         # "pending_matching": the key before every sampler shared one state format.
         self._restore_pending = state.get("pending_plan", state.get("pending_matching"))

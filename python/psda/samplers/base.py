@@ -760,8 +760,13 @@ class BatchSampler(_Base):
         if pending is not None:
             pending = self._plan_from_state(pending, "pending_plan")
             self._check_plan(pending, "state_dict['pending_plan']")
-        # States before update(effective="batch") have no "rest".
+        # States before update(effective="batch") have no "rest". One that lacks it where
+        # FeatureRefresher's state has it (a DataLoader with workers snapshots the sampler
+        # ahead of the loop, before a refresh) takes the refresher's (_expect_rest).
         rest = state_dict.get("rest")
+        expected, self._expected_rest = getattr(self, "_expected_rest", None), None
+        if rest is None and expected is not None and expected[0] == epoch and expected[1]["from"] >= batches:
+            rest = expected[1]
         if rest is not None and batches < nb:
             rest = self._rest_from_state(rest, plan, seed, epoch)
         else:
@@ -772,6 +777,11 @@ class BatchSampler(_Base):
         self._pending = pending
         self._epoch, self._resume = ((epoch + 1) % _EPOCHS, 0) if batches == nb else (epoch, batches)
         self._resume_rest = rest
+
+    def _expect_rest(self, epoch: int, rest: Dict[str, Any]) -> None:
+        """Keeps the ``rest`` of a state taken after a re-forming, for the next load_state_dict of epoch
+        whose state lacks it (called by FeatureRefresher.load_state_dict; checked as any state's)."""
+        self._expected_rest = (int(epoch), rest)
 
     def _rest_from_state(self, d: Any, plan: Any, seed: int, epoch: int) -> _Rest:
         """The state's re-formed rows, checked: lengths, rows in range, and the same rows per domain as the
