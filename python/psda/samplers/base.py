@@ -9,7 +9,9 @@ this class owns everything else, once:
   advancing it;
 - the pending update (:meth:`update`), applied when a pass starts an epoch
   at its first batch (never inside an epoch, nor in the rest of an epoch
-  resumed by :meth:`load_state_dict`);
+  resumed by :meth:`load_state_dict`); with ``effective="batch"`` also the
+  rest of the running epoch, re-grouped by a fresh sampler of the same kind
+  on the same rows (``_regroup``, one rule for every subclass);
 - sharding over ranks and the exact ``len`` (one rule for every sampler:
   psda.BatchesPerRank in the Go core, see :meth:`BatchSampler.batch_lens`);
 - :meth:`state_dict` / :meth:`load_state_dict`, which validate everything
