@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import psda
+import psda.samplers.registry
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import ConcatDataset, DataLoader, TensorDataset  # noqa: E402
@@ -30,7 +31,7 @@ from psda.refresh import FeatureRefresher  # noqa: E402
 K = 4
 SIZES = {"balanced": (42, 42), "imbalanced": (42, 27)}
 # The kinds that always re-group the rest in these cases (no refusal applies).
-ALWAYS = {"uniform", "random-pairs", "paired", "double-paired"}
+ALWAYS = {"uniform", "random-pairs", "paired", "double-paired", "anticlustering", "ordered"}
 # The kinds that never do: independent draws from the whole domain.
 NEVER = {"kmeans++", "dpp"}
 
@@ -49,6 +50,15 @@ def _domains(batches, n_source):
     src = sorted(i for b in batches for i in b[: len(b) // 2])
     tgt = sorted(i - n_source for b in batches for i in b[len(b) // 2:])
     return src, tgt
+
+
+def _within_batch_repeats(batches):
+    """How many rows repeat within their batch, per domain, summed."""
+    n = 0
+    for b in batches:
+        for half in (b[: len(b) // 2], b[len(b) // 2:]):
+            n += len(half) - len(set(half))
+    return n
 
 
 def _by_hand(name, s2, t2, old_rest, n_source, seed, epoch, at):
@@ -102,7 +112,16 @@ def test_batch_effective_update_regroups_the_rest_and_keeps_coverage(name, sizes
         assert switched == (name not in NEVER)
     # (b) the rest is a fresh sampler's batches on the rest's new features
     if switched:
-        assert rest == _by_hand(name, s2, t2, old[at:], ns, 5, 0, at)
+        want = _by_hand(name, s2, t2, old[at:], ns, 5, 0, at)
+        distinct = psda.samplers.registry.REGISTRY[name].distinct_rows
+        if distinct and _within_batch_repeats(want) and not _within_batch_repeats(old[at:]):
+            # kinds of distinct rows: the copies of a row the fresh sampler put in one batch were swapped
+            # apart; the rest is the fresh batches up to those few swaps
+            assert not _within_batch_repeats(rest)
+            moved = sum(x != y for a_, b_ in zip(rest, want) for x, y in zip(a_, b_))
+            assert 0 < moved <= 4 * _within_batch_repeats(want)
+        else:
+            assert rest == want
         if name in ("paired", "double-paired"):
             assert rest != old[at:]
     else:
@@ -547,8 +566,28 @@ def test_random_sizes_ranks_and_positions_keep_coverage_and_resume():
                          sorted(i for b in L for i in b[len(b) // 2:])]
         assert dom(head + rest) == dom(ref), (name, ns, nt, k, kw, h)
         assert [len(b) for b in head + rest] == [len(b) for b in ref]
+        if psda.samplers.registry.REGISTRY[name].distinct_rows and not _within_batch_repeats(ref):
+            assert not _within_batch_repeats(rest), (name, ns, nt, k, kw, h)
         b = psda.batch_sampler(name, s, t, k, **{**kw, "seed": 1})
         b.load_state_dict(st)
         assert list(b) == rest, (name, ns, nt, k, kw, h)
         done += 1
     assert done >= 60
+
+
+def test_separate_repeats_swaps_copies_apart_or_says_it_cannot():
+    from psda.samplers.base import _separate_repeats
+
+    got = _separate_repeats(np.array([1, 1, 2, 3]), np.array([2, 2]))
+    assert got.tolist() == [1, 2, 1, 3]
+    assert _separate_repeats(np.array([1, 1]), np.array([2])) is None  # one batch: nowhere to go
+    assert _separate_repeats(np.array([1, 1, 1, 2]), np.array([2, 2])) is None  # three copies, two batches
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # against the definition: same rows, no batch holds one twice
+        lens = rng.integers(1, 5, size=rng.integers(2, 8))
+        rows = rng.integers(0, 6, size=int(lens.sum()))
+        out = _separate_repeats(rows.copy(), lens)
+        if out is not None:
+            assert sorted(out.tolist()) == sorted(rows.tolist())
+            parts = np.split(out, np.cumsum(lens)[:-1])
+            assert all(len(set(p.tolist())) == len(p) for p in parts)

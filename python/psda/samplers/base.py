@@ -120,6 +120,37 @@ def _repeats(rows: np.ndarray, lens: np.ndarray) -> bool:
     return bool(((rows[o][1:] == rows[o][:-1]) & (batch[o][1:] == batch[o][:-1])).any())
 
 
+def _separate_repeats(rows: np.ndarray, lens: np.ndarray) -> Optional[np.ndarray]:
+    """rows (batches of lens, consecutive) with every repeat within a batch swapped with a row of a later
+    (else earlier) batch that holds neither; None if one cannot be. Deterministic; O(repeats * rows)."""
+    from collections import Counter
+
+    batches = [list(b) for b in np.split(np.asarray(rows), np.cumsum(lens)[:-1])] if len(lens) else []
+    held = [Counter(b) for b in batches]
+    for i, b in enumerate(batches):
+        seen: set = set()
+        for p, r in enumerate(b):
+            if r not in seen:  # the first copy stays
+                seen.add(r)
+                continue
+            for j in list(range(i + 1, len(batches))) + list(range(i)):
+                if held[j][r]:
+                    continue
+                q = next((q for q, x in enumerate(batches[j]) if not held[i][x]), None)
+                if q is not None:
+                    x = batches[j][q]
+                    b[p], batches[j][q] = x, r
+                    held[i][r] -= 1
+                    held[i][x] += 1
+                    held[j][x] -= 1
+                    held[j][r] += 1
+                    seen.add(x)
+                    break
+            else:
+                return None
+    return np.asarray([r for b in batches for r in b], dtype=np.int64)
+
+
 class _Pass:
     """One walk through an epoch's batches on this rank, shared by the two views.
 
@@ -461,10 +492,12 @@ class BatchSampler(_Base):
         :attr:`regroups` is False), a rest the kind refuses (fewer rows than
         it needs, an odd last batch with ``stages=2``, options that do not fit
         the rest's size), or a re-grouping that would not serve exactly the
-        same rows (VaRDASS when k does not divide the rest) or would repeat a
-        row within a batch where the old batches did not (the kinds whose
-        batches hold distinct rows). Never an exception,
-        never a change of which rows are served.
+        same rows (VaRDASS when k does not divide the rest). For the kinds
+        whose batches hold distinct rows, copies of a row the rest serves
+        twice that the fresh sampler put in one batch are swapped apart with
+        rows of other batches (the rows served stay the same); where that is
+        impossible the rest keeps its batches. Never an exception, never a
+        change of which rows are served.
 
         Args:
             source_features: (n_source, d') features of the same source examples, same order.
@@ -663,10 +696,19 @@ class BatchSampler(_Base):
             if not np.array_equal(np.sort(old), np.sort(new)):
                 keep(f"the re-grouped batches would not serve the same {side} rows")
                 return None
-            # The kinds that promise k distinct rows per batch keep that promise.
-            if distinct and _repeats(new, lens) and not _repeats(old, lens):
-                keep(f"the re-grouped batches would repeat a {side} row within a batch")
-                return None
+        # The kinds that promise k distinct rows per batch keep that promise: the
+        # fresh sampler saw a row the rest serves twice as two rows, and may have
+        # put both in one batch; such copies are swapped apart (rows only move
+        # between batches, so the rows served stay the same).
+        if distinct:
+            for side in ("source", "target"):
+                old, new = (src, new_s) if side == "source" else (tgt, new_t)
+                if _repeats(new, lens) and not _repeats(old, lens):
+                    fixed = _separate_repeats(new, lens)
+                    if fixed is None:
+                        keep(f"the re-grouped batches would repeat a {side} row within a batch")
+                        return None
+                    new[:] = fixed
         return new_s, new_t
 
     def _plan_state(self, plan: Any) -> Dict[str, Any]:
