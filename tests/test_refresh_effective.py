@@ -452,8 +452,12 @@ def test_domainbed_hparam_psda_refresh_effective_reaches_the_sampler(background)
     assert rests["batch"]["from"] == (4 if background else 3)
 
 
-def test_domainbed_registry_default_is_epoch():
-    pytest.importorskip("domainbed", reason="needs DomainBed on the path")
+def test_domainbed_registry_default_is_epoch(monkeypatch):
+    import test_domainbed
+
+    if not test_domainbed.DOMAINBED:
+        pytest.skip("no DomainBed checkout (see tests/test_domainbed.py)")
+    monkeypatch.syspath_prepend(test_domainbed.DOMAINBED)
     from domainbed import hparams_registry
 
     from psda.domainbed.hparams import wrap
