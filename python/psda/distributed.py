@@ -253,9 +253,10 @@ class WholeBatches(_Base):  # type: ignore[misc]
         """set_epoch sets the wrapped sampler's epoch."""
         self.sampler.set_epoch(epoch)
 
-    def update(self, source_features: Any, target_features: Any) -> None:
-        """update recomputes the wrapped sampler's matching (used from its next epoch)."""
-        self.sampler.update(source_features, target_features)
+    def update(self, source_features: Any, target_features: Any, **kwargs: Any) -> None:
+        """update recomputes the wrapped sampler's matching (used from its next epoch; kwargs such as
+        ``effective="batch"`` go to the sampler's update)."""
+        self.sampler.update(source_features, target_features, **kwargs)
 
     def state_dict(self) -> dict:
         """state_dict returns the wrapped sampler's state."""

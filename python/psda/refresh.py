@@ -13,13 +13,27 @@ This module makes that a few lines:
 - :class:`FeatureRefresher` ties the three together and can compute the new matching
   in a background thread (the Go core releases the GIL), so training keeps going.
 
-Timing guarantees. ``PairedBatchSampler.update`` takes effect at the sampler's next
-``__iter__`` and never inside a running epoch, so batches already queued (DataLoader
-prefetching, worker processes) always come from one matching. In background mode the
-new matching is computed while training continues and joined at the next
+Timing guarantees. By default (``effective="epoch"``) ``sampler.update`` takes effect
+at the sampler's next epoch and never inside a running one, so batches already queued
+(DataLoader prefetching, worker processes) always come from one matching. In background
+mode the new matching is computed while training continues and joined at the next
 :meth:`FeatureRefresher.epoch_end` (or :meth:`FeatureRefresher.wait`), i.e. before the
 next epoch starts; the epoch in which a pairing first appears is therefore the same on
 every run and on every rank, whatever the thread's speed.
+
+With ``effective="batch"`` the rest of the running epoch is re-grouped from the new
+features too (the same rows, each still served exactly as often: see
+``BatchSampler.update``): in the foreground from the next batch the sampler hands out;
+in background mode from one batch later: if b is the next batch the sampler would hand
+out when :meth:`~FeatureRefresher.refresh` runs, the rest is re-formed from batch b + 1
+(the batch after the one the next step takes). The thread prepares that rest; it is
+installed at the next :meth:`FeatureRefresher.step` (or :meth:`~FeatureRefresher.wait`,
+:meth:`~FeatureRefresher.epoch_end`, :meth:`~FeatureRefresher.state_dict`, whichever
+comes first), where training waits if the thread is still running. Only if the sampler
+has handed out batch b + 1 by then is the rest re-formed there, from where it stands.
+Batches already handed to the DataLoader (prefetched) keep their rows. The switch point
+is a batch count, not a time, so the batches are the same on every run, with or without
+a checkpoint between the refresh and the next step.
 
 Under ``torch.distributed`` feature extraction is sharded across ranks and gathered
 (see :mod:`psda.distributed`), so every rank hands byte-identical features to the
@@ -36,6 +50,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from .extract import extract_features
+from .samplers.base import _check_effective
 
 __all__ = [
     "extract_features",
@@ -69,11 +84,14 @@ def refresh(
     target_dataset: Any,
     *,
     distributed: Optional[bool] = None,
+    effective: str = "epoch",
     **extract_kwargs: Any,
 ) -> tuple:
     """refresh extracts the features of both datasets with ``model`` and calls
-    ``sampler.update(source_features, target_features)``; the new matching is used from
-    the sampler's next epoch. It returns the two feature arrays.
+    ``sampler.update(source_features, target_features, effective=effective)``; the new
+    matching is used from the sampler's next epoch (``effective="epoch"``), or also for
+    the rest of the running epoch from its next batch (``"batch"``). It returns the two
+    feature arrays.
 
     ``distributed=None`` shards the extraction across ranks when ``torch.distributed``
     is initialised with more than one process (every rank must call refresh);
@@ -83,8 +101,12 @@ def refresh(
 
     Cost: one forward pass over both datasets plus one matching.
     """
+    _check_effective(effective)
     src, tgt = _extract_pair(model, source_dataset, target_dataset, distributed, **extract_kwargs)
-    sampler.update(src, tgt)
+    if effective == "epoch":
+        sampler.update(src, tgt)  # any object with update(src, tgt)
+    else:
+        sampler.update(src, tgt, effective=effective)
     return src, tgt
 
 
@@ -160,6 +182,11 @@ class FeatureRefresher:
             still join a background matching). Without it, giving neither
             interval is a ValueError, since the refresher would silently never run.
         background: compute the matching in a thread.
+        effective: ``"epoch"`` (default): a refresh is in force from the sampler's next
+            epoch; ``"batch"``: also for the rest of the running epoch, re-grouped from
+            the next batch (foreground) or the one after it (background: installed at
+            the next :meth:`step`); see the module docstring. Needs a psda batch sampler
+            (or a wrapper with ``.sampler``).
         distributed: shard extraction across ranks (None: when torch.distributed is
             initialised with more than one process).
         extract_kwargs: batch_size, device, num_workers, input_fn, collate_fn, progress
@@ -191,8 +218,10 @@ class FeatureRefresher:
         manual: bool = False,
         background: bool = False,
         distributed: Optional[bool] = None,
+        effective: str = "epoch",
         **extract_kwargs: Any,
     ):
+        self.effective = _check_effective(effective)
         if every_steps is None and every_epochs is None and not manual:
             raise ValueError(
                 "FeatureRefresher: every_steps and every_epochs are both None, so step() and epoch_end() would "
@@ -218,10 +247,23 @@ class FeatureRefresher:
         self._cancel = threading.Event()
         self._error: Optional[BaseException] = None
         self._restore_pending: Any = None
+        self._target = None  # the psda sampler a background "batch" refresh re-forms
+        if self.effective == "batch" and self.background:
+            inner = getattr(sampler, "sampler", sampler)
+            if not hasattr(inner, "_prepare_rest"):
+                raise ValueError(
+                    "FeatureRefresher: effective='batch' with background=True needs a psda batch sampler "
+                    "(psda.batch_sampler), got %s: pass one, or effective='epoch'" % type(sampler).__name__)
+            self._target = inner
+        self._at: Optional[int] = None  # the batch a background "batch" refresh expects to start at
+        self._joined: Any = None  # (s, t, plan, prepared rest) from the thread, re-formed at the join
 
     def step(self) -> bool:
-        """step counts one optimiser step and refreshes when the schedule says so; it
-        returns True when a refresh was started."""
+        """step joins a background ``effective="batch"`` refresh (installing the rest of
+        the epoch it re-formed), counts one optimiser step and refreshes when the schedule
+        says so; it returns True when a refresh was started."""
+        if self._thread is not None and self._target is not None:
+            self.wait()
         if self.schedule.step():
             self.refresh()
             return True
@@ -264,9 +306,17 @@ class FeatureRefresher:
         if self.background:
             self._error = None
             self._cancel = threading.Event()
+            if self._target is not None:
+                # The join comes after one more step, which takes one more batch:
+                # the thread prepares the rest from there (re-done at the join if
+                # the sampler stands elsewhere then).
+                b = self._target._position()
+                self._at = None if b is None else b + 1
             self._thread = threading.Thread(target=self._run, args=(src, tgt),
                                             name="psda-refresh", daemon=True)
             self._thread.start()
+        elif self.effective == "batch":
+            self.sampler.update(src, tgt, effective="batch")
         else:
             self.sampler.update(src, tgt)
         self.refreshes += 1
@@ -279,7 +329,12 @@ class FeatureRefresher:
 
         try:
             with _native.cancel_when(self._cancel):
-                self.sampler.update(src, tgt)
+                if self._target is None:
+                    self.sampler.update(src, tgt)
+                else:
+                    s, t, plan = self._target._update_plan(src, tgt)
+                    ready = None if self._at is None else self._target._prepare_rest(s, t, plan, at=self._at)
+                    self._joined = (s, t, plan, ready)
         except KeyboardInterrupt:
             if not self._cancel.is_set():
                 self._error = KeyboardInterrupt()
@@ -295,7 +350,10 @@ class FeatureRefresher:
         waiting (0 when none is running); the stall is added to the last refresh's entry
         in ``stalls``. It re-raises an error the matching raised. Interrupted (Ctrl-C),
         it cancels the matching and waits for it to stop before re-raising: the
-        refresh is dropped, :meth:`pending` is False and the sampler gets no update."""
+        refresh is dropped, :meth:`pending` is False and the sampler gets no update.
+        With ``effective="batch"`` it then installs the rest of the running epoch the
+        thread prepared (re-forming it here if the sampler has passed its first batch;
+        the time counts as waiting)."""
         if self._thread is None:
             return 0.0
         t0 = time.perf_counter()
@@ -314,13 +372,18 @@ class FeatureRefresher:
                     thread.join(0.05)
                 except KeyboardInterrupt:
                     pass
-            self._thread, self._error = None, None
+            self._thread, self._error, self._joined = None, None, None
             raise
         self._thread = None
+        joined, self._joined = self._joined, None
+        err, self._error = self._error, None
+        if err is None and joined is not None:
+            # effective="batch": the rest of the epoch from the sampler's next batch,
+            # the one the thread prepared if the sampler stands where it expected.
+            self._target._reform(*joined[:3], prepared=joined[3], foreground=True)
         waited = time.perf_counter() - t0
         if self.stalls:
             self.stalls[-1] += waited
-        err, self._error = self._error, None
         if err is not None:
             raise err
         return waited
@@ -328,21 +391,33 @@ class FeatureRefresher:
     def state_dict(self) -> dict:
         """state_dict joins a background matching and returns the schedule's counters
         and the refreshed plan not yet in force (the sampler's ``pending_plan``
-        state, or None). Save it next to the DataLoader's or sampler's state."""
+        state, or None), and the running epoch's rows re-formed by an ``effective="batch"``
+        refresh (the sampler's ``rest``, with its epoch, or None). Save it next to the
+        DataLoader's or sampler's state."""
         self.wait()
-        pending = None
+        pending = rest = None
         if hasattr(self.sampler, "state_dict"):
-            pending = self.sampler.state_dict().get("pending_plan")
+            st = self.sampler.state_dict()
+            pending = st.get("pending_plan")
+            if st.get("rest") is not None:
+                rest = {"epoch": st["epoch"], "rest": st["rest"]}
         return {"schedule": self.schedule.state_dict(), "refreshes": self.refreshes,
-                "pending_plan": pending}
+                "pending_plan": pending, "rest": rest}
 
     def load_state_dict(self, state: dict) -> None:
         """load_state_dict restores the counters saved by :meth:`state_dict`; a refreshed
         matching that was pending at the save is put back into the sampler at the next
         :meth:`epoch_end` if the sampler's restored state lacks it (a DataLoader with
         workers snapshots the sampler ahead of the training loop), so the next epoch
-        uses it exactly as the uninterrupted run would."""
+        uses it exactly as the uninterrupted run would. Likewise the rows an
+        ``effective="batch"`` refresh re-formed: the sampler's next ``load_state_dict``
+        (the DataLoader's, at its next ``iter``) adopts them if its state, of the same
+        epoch, lacks them, so the rest of that epoch is the uninterrupted run's."""
         self.schedule.load_state_dict(state["schedule"])
         self.refreshes = int(state["refreshes"])
+        rest = state.get("rest")
+        target = getattr(self.sampler, "sampler", self.sampler)
+        if rest is not None and hasattr(target, "_expect_rest"):
+            target._expect_rest(rest["epoch"], rest["rest"])
         # "pending_matching": the key before every sampler shared one state format.
         self._restore_pending = state.get("pending_plan", state.get("pending_matching"))

@@ -21,7 +21,9 @@ into one that also knows
 - the sampler hparams, for every algorithm run with a sampler other than DomainBed's
   own loaders: ``psda_refresh_steps`` (100; {50, 100, 200, 500}: recompute the
   features and the sampler's state every N steps, 0 never), ``psda_background``
-  (False), ``psda_feature_batch_size`` (64);
+  (False), ``psda_feature_batch_size`` (64), ``psda_refresh_effective`` ("epoch": a
+  refresh is in force from the next epoch; "batch": also the rest of the running
+  epoch, re-grouped from its next batch, see ``BatchSampler.update``);
 - the datasets RotatedDigits, RotatedDigitsFlat, RotatedFashionMNIST and
   RotatedFashionMNISTFlat, which get RotatedMNIST's hparams; the flat ones (DomainBed's
   MLP) also get the MLP's, for every algorithm, with DomainBed's defaults and search (as
@@ -103,6 +105,7 @@ def wrap(original: Callable) -> Callable:
             draw("psda_refresh_steps", 100, lambda r: int(r.choice([50, 100, 200, 500])))
             draw("psda_background", False, lambda r: False)
             draw("psda_feature_batch_size", 64, lambda r: 64)
+            draw("psda_refresh_effective", "epoch", lambda r: "epoch")
         return hp
 
     _hparams.psda_original = original

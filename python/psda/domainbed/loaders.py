@@ -214,7 +214,10 @@ class DomainBedPSDA:
     Refresh. Every ``hparams['psda_refresh_steps']`` steps (0: never) the features are
     extracted again and handed to ``sampler.update`` (samplers that have it), in a
     thread when ``hparams['psda_background']``. A refresh runs when the batch after the
-    step is requested, so none runs after the final step; its time is printed.
+    step is requested, so none runs after the final step; its time is printed. It is in
+    force from the next epoch, or with ``hparams['psda_refresh_effective'] == "batch"``
+    also for the rest of the running epoch (re-grouped from the next batch; a background
+    one is joined when the following batch is requested).
 
     Args:
         n_train: how many of the loaders train.py creates are training environments
@@ -377,7 +380,8 @@ class DomainBedPSDA:
         # manual: these loaders decide when to refresh (every psda_refresh_steps
         # fetched batches, never after the final step) and call refresh().
         self.refresher = FeatureRefresher(self.sampler, featurizer, src, tgt, manual=True,
-                                          background=bool(hp.get("psda_background", False)), **fkw)
+                                          background=bool(hp.get("psda_background", False)),
+                                          effective=hp.get("psda_refresh_effective", "epoch"), **fkw)
         self._paired = PairedLoaders(src, tgt, self.sampler, split=self._split, before_fetch=self._before_fetch,
                                      on_epoch_end=self.refresher.epoch_end, num_workers=self.num_workers or 0)
         self.log("psda: %s sampler over %d source and %d target items, k = %d, %d batches per epoch, %s; "
@@ -388,7 +392,9 @@ class DomainBedPSDA:
 
     def _before_fetch(self, fetched: int) -> None:
         # `fetched` steps have been taken: refresh after every `every`-th, and only when
-        # another step asks for a batch (so never after the final step).
+        # another step asks for a batch (so never after the final step). step() first
+        # joins a background refresh with psda_refresh_effective "batch" (a no-op else).
+        self.refresher.step()
         if self.every and fetched and fetched % self.every == 0:
             self.refresher.refresh()
             self.refresh_times.append(self.refresher.stalls[-1])

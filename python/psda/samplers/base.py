@@ -9,7 +9,9 @@ this class owns everything else, once:
   advancing it;
 - the pending update (:meth:`update`), applied when a pass starts an epoch
   at its first batch (never inside an epoch, nor in the rest of an epoch
-  resumed by :meth:`load_state_dict`);
+  resumed by :meth:`load_state_dict`); with ``effective="batch"`` also the
+  rest of the running epoch, re-grouped by a fresh sampler of the same kind
+  on the same rows (``_regroup``, one rule for every subclass);
 - sharding over ranks and the exact ``len`` (one rule for every sampler:
   psda.BatchesPerRank in the Go core, see :meth:`BatchSampler.batch_lens`);
 - :meth:`state_dict` / :meth:`load_state_dict`, which validate everything
@@ -37,7 +39,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any, ClassVar, Dict, Iterator, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -64,6 +66,12 @@ _EPOCHS = 1 << 64
 # The most passes one view may run ahead of the other (views()) before the
 # oldest kept for the other view is dropped.
 _MAX_VIEW_LAG = 64
+
+# update(effective="batch"): how often a rest re-formed in another thread is
+# re-done when the epoch moved on meanwhile, and the tag of its seed.
+_REFORM_TRIES = 6
+_REST_TAG = 0x2E57
+_EFFECTIVE = ("epoch", "batch")
 
 # Who iterates a pass: the sampler itself (offset target indices), or one of
 # the two views (un-offset indices).
@@ -96,32 +104,107 @@ def check_rows(a: np.ndarray, n: int, where: str) -> None:
                          "datasets; pass an unmodified state_dict() of a sampler over the same datasets")
 
 
+def _check_effective(effective: Any) -> str:
+    if not isinstance(effective, str) or effective not in _EFFECTIVE:
+        raise ValueError(f"effective = {effective!r}: want 'epoch' (the new set-up from the next epoch) or 'batch' "
+                         "(also the rest of the epoch under way, from its next batch)")
+    return effective
+
+
+def _repeats(rows: np.ndarray, lens: np.ndarray) -> bool:
+    """Whether some batch (consecutive runs of lens rows) holds a row twice."""
+    if len(rows) < 2:
+        return False
+    batch = np.repeat(np.arange(len(lens)), lens)
+    o = np.lexsort((rows, batch))
+    return bool(((rows[o][1:] == rows[o][:-1]) & (batch[o][1:] == batch[o][:-1])).any())
+
+
+def _separate_repeats(rows: np.ndarray, lens: np.ndarray) -> Optional[np.ndarray]:
+    """rows (batches of lens, consecutive) with every repeat within a batch swapped with a row of a later
+    (else earlier) batch that holds neither; None if one cannot be. Deterministic; O(repeats * rows)."""
+    from collections import Counter
+
+    batches = [list(b) for b in np.split(np.asarray(rows), np.cumsum(lens)[:-1])] if len(lens) else []
+    held = [Counter(b) for b in batches]
+    for i, b in enumerate(batches):
+        seen: set = set()
+        for p, r in enumerate(b):
+            if r not in seen:  # the first copy stays
+                seen.add(r)
+                continue
+            for j in list(range(i + 1, len(batches))) + list(range(i)):
+                if held[j][r]:
+                    continue
+                q = next((q for q, x in enumerate(batches[j]) if not held[i][x]), None)
+                if q is not None:
+                    x = batches[j][q]
+                    b[p], batches[j][q] = x, r
+                    held[i][r] -= 1
+                    held[i][x] += 1
+                    held[j][x] -= 1
+                    held[j][r] += 1
+                    seen.add(x)
+                    break
+            else:
+                return None
+    return np.asarray([r for b in batches for r in b], dtype=np.int64)
+
+
 class _Pass:
     """One walk through an epoch's batches on this rank, shared by the two views.
 
     Fixed when it begins (at the first batch request): nothing done to the
-    sampler afterwards (update, set_epoch) changes its batches. The rows are
+    sampler afterwards (update, set_epoch) changes its batches, except an
+    ``update(..., effective="batch")``, which may replace the batches no side
+    has handed out yet by ``rest`` (the same rows, re-grouped). The rows are
     produced when a side starts walking and released when no side walks, so
-    a pass kept for a view that has not started costs O(batches).
+    a pass kept for a view that has not started costs O(batches) (plus its
+    explicit rest, if any).
     """
 
     def __init__(self, sampler: "BatchSampler", epoch: int, plan: Any, start: int, sides: Tuple[str, ...],
-                 generation: int):
+                 generation: int, rest: Optional["_Rest"] = None):
         self.sampler, self.epoch, self.plan, self.start, self.generation = sampler, epoch, plan, start, generation
         self.lens = sampler._lens(plan)
         self.num_batches = len(self.lens)
         self.progress = {side: start for side in sides}
         self.walkers = 0
+        self.rest = rest  # batches rest.start.. as explicit rows, after a switch
         self._arrays: Optional[Tuple[np.ndarray, np.ndarray, np.ndarray]] = None
 
-    def acquire(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Returns (source rows, target rows, offsets) of batches start..; pair with release()."""
+    def rows(self) -> Tuple[np.ndarray, np.ndarray]:
+        """(source rows, target rows) of batches start.., flat and un-offset: the plan's, then the rest's."""
+        if self._arrays is not None:
+            return self._arrays[0], self._arrays[1]
+        return self.sampler._rows_from(self.epoch, self.plan, self.start, self.rest)
+
+    def acquire(self) -> None:
+        """Produces the rows of batches start.. if no side holds them; pair with release()."""
         self.walkers += 1
         if self._arrays is None:
-            src, tgt = self.sampler._epoch_rows(self.plan, self.epoch, self.start)
+            src, tgt = self.rows()
             offsets = np.concatenate([[0], np.cumsum(self.lens[self.start:])])
             self._arrays = (src, tgt, offsets)
-        return self._arrays
+
+    def batch(self, b: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Batch b's (source rows, target rows); between acquire() and release()."""
+        src, tgt, offsets = self._arrays  # one read: a switch replaces the tuple whole
+        lo, hi = int(offsets[b - self.start]), int(offsets[b - self.start + 1])
+        return src[lo:hi], tgt[lo:hi]
+
+    def switch(self, rest: "_Rest") -> None:
+        """Serves rest from batch rest.start on; the caller holds the lock and checked that no side got it."""
+        self.rest = rest
+        if self._arrays is not None:
+            src, tgt, offsets = self._arrays
+            if rest.start <= self.start:  # a rest resumed from a state may begin before this pass
+                skip = int(self.lens[rest.start:self.start].sum())
+                self._arrays = (rest.source[skip:], rest.target[skip:], offsets)
+            else:
+                cut = int(offsets[rest.start - self.start])
+                self._arrays = (np.concatenate([src[:cut], rest.source]), np.concatenate([tgt[:cut], rest.target]),
+                                offsets)
 
     def release(self) -> None:
         self.walkers -= 1
@@ -132,6 +215,31 @@ class _Pass:
     def done(self) -> int:
         """Batches handed out on every side."""
         return min(self.progress.values())
+
+    @property
+    def ahead(self) -> int:
+        """Batches handed out on the side furthest on: where a switch can start."""
+        return max(self.progress.values())
+
+
+class _Rest(NamedTuple):
+    """Explicit rows of an epoch's batches start.. on this rank (flat, un-offset), left by a switch."""
+
+    start: int
+    source: np.ndarray
+    target: np.ndarray
+
+
+class _Reform(NamedTuple):
+    """A re-formed rest prepared by BatchSampler._prepare_rest, installed by _install_rest if still valid."""
+
+    pass_: Optional[_Pass]  # the running pass, or None for the resume point of the epoch
+    epoch: int
+    plan: Any
+    at: int  # the first batch re-formed
+    old: Optional[_Rest]  # the rest in force when prepared (install checks it is still)
+    new: Optional[_Rest]  # None: the remainder cannot be re-formed, the old batches stay
+    generation: int
 
 
 class BatchSampler(_Base):
@@ -174,6 +282,10 @@ class BatchSampler(_Base):
     name: ClassVar[str] = "base"
     #: Whether the sampler reads the features (uniform does not: no scale check).
     uses_features: ClassVar[bool] = True
+    #: Whether ``update(..., effective="batch")`` can re-group the rest of an
+    #: epoch (False where each batch is an independent draw from the whole
+    #: domain: the rest of an epoch is then no set of rows to re-group).
+    regroups: ClassVar[bool] = True
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *, seed: int = 0,
                  drop_last: bool = True, num_replicas: Optional[int] = None, rank: Optional[int] = None) -> None:
@@ -208,6 +320,11 @@ class BatchSampler(_Base):
     def _config(self) -> Dict[str, Any]:
         """The sampler's own settings (for repr and pickling)."""
         return {}
+
+    def _options(self) -> Dict[str, Any]:
+        """The keyword arguments (besides seed, drop_last, ranks) that build a sampler of the same kind
+        (update(..., effective="batch") builds one on the rest of an epoch)."""
+        return self._config()
 
     def _min_rows(self) -> int:
         """The fewest rows per domain the sampler needs (k for samplers of distinct rows)."""
@@ -294,6 +411,7 @@ class BatchSampler(_Base):
         self._pending: Any = None  # from update(), used from the next epoch
         self._epoch = 0  # epoch of the next pass
         self._resume = 0  # batch at which the next pass starts (load_state_dict)
+        self._resume_rest: Optional[_Rest] = None  # the resumed epoch's re-formed rows (update effective="batch")
         # Bumped by set_epoch and load_state_dict: stops passes already under
         # way from advancing the epoch afterwards.
         self._generation = getattr(self, "_generation", 0) + 1
@@ -338,26 +456,79 @@ class BatchSampler(_Base):
             raise ValueError(f"epoch = {epoch}: want 0 <= epoch < 2**64 (the shuffle's epoch counter is 64 bits)")
         with self._lock:
             if epoch != self._epoch:
-                self._resume = 0
+                self._resume, self._resume_rest = 0, None
             self._epoch = epoch
             self._generation += 1
 
-    def update(self, source_features: Any, target_features: Any) -> None:
-        """Recomputes the set-up from new features of the same examples; in force from the next epoch.
+    def update(self, source_features: Any, target_features: Any, *, effective: str = "epoch") -> None:
+        """Recomputes the set-up from new features of the same examples.
 
         The new plan is used from the next pass that starts an epoch at its
-        first batch, never inside a running epoch nor for the rest of an epoch
-        resumed by :meth:`load_state_dict`; until then it is
-        :attr:`pending_plan`. May run in another thread while the sampler is
-        iterated (what :class:`psda.refresh.FeatureRefresher` does).
+        first batch, never for the rest of an epoch resumed by
+        :meth:`load_state_dict`; until then it is :attr:`pending_plan`. May
+        run in another thread while the sampler is iterated (what
+        :class:`psda.refresh.FeatureRefresher` does).
+
+        With ``effective="batch"`` the epoch under way changes too, from its
+        next batch: the batches not yet handed out on this rank keep exactly
+        the rows they would have served (per domain the same multiset, so
+        every row is served as often in the epoch as without the update), re-
+        grouped by a sampler of the same kind and options built on those rows'
+        *new* features (balanced, one replica, ``drop_last=False``, seeded by
+        (seed, epoch, batch)); its batches take the places of the old ones,
+        the short batch (``drop_last=False``) where the old one was. "Next
+        batch" is the first batch that no side has handed out: with
+        :meth:`views` the view that is behind still gets the old batches up to
+        there, so the views stay aligned. A pass running when the sampler is
+        iterated in another thread is re-formed from where it stands once the
+        new set-up is ready (retried if it moved meanwhile); without a running
+        pass, the rest of a resumed epoch is re-formed, and otherwise there is
+        nothing to re-form (the next epoch uses the new plan anyway).
+        :meth:`state_dict` carries the re-formed rows, so a resume is exact.
+
+        Where the rest cannot be re-formed, it keeps its batches and the
+        ``psda`` logger says why (level INFO): the kinds whose batches are
+        independent draws from the whole domain (``kmeans++``, ``dpp``:
+        :attr:`regroups` is False), a rest the kind refuses (fewer rows than
+        it needs, an odd last batch with ``stages=2``, options that do not fit
+        the rest's size), or a re-grouping that would not serve exactly the
+        same rows (VaRDASS when k does not divide the rest). For the kinds
+        whose batches hold distinct rows, copies of a row the rest serves
+        twice that the fresh sampler put in one batch are swapped apart with
+        rows of other batches (the rows served stay the same); where that is
+        impossible the rest keeps its batches. Never an exception, never a
+        change of which rows are served.
 
         Args:
             source_features: (n_source, d') features of the same source examples, same order.
             target_features: (n_target, d') features of the same target examples.
+            effective: ``"epoch"`` (default): the new plan from the next
+                epoch; ``"batch"``: also the rest of the epoch under way, from
+                its next batch, as above. Costs a second set-up on the rest's
+                rows (at most N per domain).
 
         Raises:
-            TypeError, ValueError: as the constructor, and if the numbers of examples changed.
+            TypeError, ValueError: as the constructor, if the numbers of
+                examples changed, or for an ``effective`` other than the two.
+
+        Example:
+            >>> import numpy as np, psda
+            >>> x = np.random.default_rng(0).normal(size=(64, 2))
+            >>> s = psda.batch_sampler("paired", x, x + 1, 8, num_replicas=1, rank=0)
+            >>> it = iter(s)
+            >>> first = [next(it) for _ in range(3)]
+            >>> s.update(x ** 2, x, effective="batch")   # batches 3..7 re-grouped now
+            >>> served = sum(first + list(it), [])
+            >>> sorted(i for i in served if i < 64) == list(range(64))   # each source row once
+            True
         """
+        effective = _check_effective(effective)
+        s, t, plan = self._update_plan(source_features, target_features)
+        if effective == "batch":
+            self._reform(s, t, plan)
+
+    def _update_plan(self, source_features: Any, target_features: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
+        """update()'s first half: checks the features, builds the plan, makes it pending; returns (s, t, plan)."""
         s, t = self._features(source_features, target_features)
         if (len(s), len(t)) != (self.n_source, self.n_target):
             raise ValueError(
@@ -366,6 +537,179 @@ class BatchSampler(_Base):
         plan = self._built(s, t, "the updated set-up")
         with self._lock:
             self._pending = plan
+        return s, t, plan
+
+    # -- the rest of an epoch re-formed (update effective="batch") ----------------
+
+    def _rows_from(self, epoch: int, plan: Any, start: int, rest: Optional[_Rest]) -> Tuple[np.ndarray, np.ndarray]:
+        """Rows (flat, un-offset) of this rank's batches start.. of epoch: the plan's, and rest's from rest.start."""
+        if rest is None:
+            return self._epoch_rows(plan, epoch, start)
+        lens = self._lens(plan)
+        if rest.start <= start:
+            cut = int(lens[rest.start:start].sum())
+            return rest.source[cut:], rest.target[cut:]
+        src, tgt = self._epoch_rows(plan, epoch, start)
+        cut = int(lens[start:rest.start].sum())
+        return np.concatenate([src[:cut], rest.source]), np.concatenate([tgt[:cut], rest.target])
+
+    def _position(self) -> Optional[int]:
+        """The first batch of the epoch under way that no side has handed out, or None between epochs."""
+        with self._lock:
+            where = self._under_way()
+        return None if where is None else where[3]
+
+    def _under_way(self) -> Optional[Tuple[Optional[_Pass], int, Any, int, int, Optional[_Rest]]]:
+        """(pass or None, epoch, plan, first batch not handed out, start, rest) of the epoch under way: the
+        running pass of this generation, else a resume point; None between epochs. Caller holds the lock."""
+        p = self._current
+        if p is not None and p.generation == self._generation and p.ahead < p.num_batches:
+            return p, p.epoch, p.plan, p.ahead, p.start, p.rest
+        if self._resume > 0:
+            return None, self._epoch, self._plan, self._resume, self._resume, self._resume_rest
+        return None
+
+    def _prepare_rest(self, s: np.ndarray, t: np.ndarray, new_plan: Any = None,
+                      at: Optional[int] = None) -> Optional[_Reform]:
+        """Re-forms the rest of the epoch under way from batch max(at, position) on, without installing it.
+
+        None when no epoch is under way, or when it already uses new_plan.
+        """
+        with self._lock:
+            where = self._under_way()
+            generation = self._generation
+        if where is None:
+            return None
+        p, epoch, plan, b, start, old = where
+        if plan is new_plan:
+            return None
+        lens = self._lens(plan)
+        if at is not None and at > b:
+            b = min(at, len(lens))
+        new = None
+        if b == len(lens):
+            logger.debug("%s: no batch of epoch %d left to re-form; the update is in force from the next epoch",
+                         self.name, epoch)
+        if b < len(lens):
+            src, tgt = self._rows_from(epoch, plan, start, old)
+            cut = int(lens[start:b].sum())
+            got = self._regroup(s, t, src[cut:], tgt[cut:], lens[b:], epoch, b)
+            if got is not None:
+                if old is not None and old.start < b:
+                    keep = int(lens[old.start:b].sum())
+                    new = _Rest(old.start, np.concatenate([old.source[:keep], got[0]]),
+                                np.concatenate([old.target[:keep], got[1]]))
+                else:
+                    new = _Rest(b, got[0], got[1])
+        return _Reform(p, epoch, plan, b, old, new, generation)
+
+    def _install_rest(self, r: _Reform) -> bool:
+        """Installs r's rows if no side has handed out batch r.at yet and nothing else changed the epoch
+        since r was prepared; returns False otherwise."""
+        with self._lock:
+            if r.generation != self._generation:
+                return False
+            if r.pass_ is not None:
+                p = r.pass_
+                if self._current is not p or p.ahead > r.at or p.rest is not r.old:
+                    return False
+                if r.new is not None:
+                    p.switch(r.new)
+            else:
+                # A resume point stays until a pass begins (which zeroes it) or the generation changes.
+                if (not 0 < self._resume <= r.at or self._epoch != r.epoch or self._plan is not r.plan
+                        or self._resume_rest is not r.old):
+                    return False
+                if r.new is not None:
+                    self._resume_rest = r.new
+        if r.new is not None:
+            logger.debug("%s: epoch %d re-formed from batch %d on from the updated features", self.name, r.epoch, r.at)
+        return True
+
+    def _reform(self, s: np.ndarray, t: np.ndarray, new_plan: Any, prepared: Optional[_Reform] = None,
+                foreground: bool = False) -> bool:
+        """Re-forms and installs the rest of the epoch under way; True if it changed.
+
+        prepared (from _prepare_rest) is installed if the sampler has not
+        passed its first batch; otherwise, and without it, the rest is
+        re-formed from the next batch the sampler hands out. foreground: the
+        caller is the thread that iterates the sampler, so nothing moves
+        meanwhile; else, when the sampler moved while the rest was re-formed,
+        the next try aims a little further on (where the sampler is expected
+        to stand by the time it is ready).
+        """
+        r, at = prepared, None
+        for _ in range(_REFORM_TRIES):
+            if r is None:
+                r = self._prepare_rest(s, t, new_plan, at=at)
+                if r is None:
+                    logger.debug("%s: no epoch under way on the old set-up, nothing to re-form; the update is in "
+                                 "force from the next epoch", self.name)
+                    return False
+            if self._install_rest(r):
+                return r.new is not None
+            now = self._position()
+            if now is None:
+                return False
+            at = None if foreground else now + 2 * max(now - r.at, 0) + 1
+            r = None
+        logger.info("%s: the epoch moved on while its rest was re-formed, %d times; it keeps its batches and the "
+                    "update is in force from the next epoch", self.name, _REFORM_TRIES)
+        return False
+
+    def _regroup(self, s: np.ndarray, t: np.ndarray, src: np.ndarray, tgt: np.ndarray, lens: np.ndarray,
+                 epoch: int, b: int) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+        """The rows src, tgt (batches of lens) re-grouped by a fresh sampler of this kind on their features
+        s[src], t[tgt]; None (logged) where that cannot keep the rows served, see update()."""
+
+        def keep(why: str) -> None:
+            logger.info("%s: the rest of epoch %d (from batch %d) keeps its batches: %s", self.name, epoch, b, why)
+
+        if not self.regroups:
+            keep("its batches are independent draws from the whole domain, not a set of rows to re-group")
+            return None
+        seed = int(np.random.SeedSequence([self.seed, int(epoch), int(b), _REST_TAG]).generate_state(1, np.uint64)[0])
+        try:
+            fresh = type(self)(s[src], t[tgt], self.batch_size, **self._options(), seed=seed, drop_last=False,
+                               num_replicas=1, rank=0)
+        except ValueError as e:
+            keep(f"a {self.name} sampler refuses its {len(src)} rows per domain ({e})")
+            return None
+        fs, ft = fresh._epoch_rows(fresh._plan, 0, 0)
+        flens = fresh._lens(fresh._plan)
+        if sorted(flens.tolist()) != sorted(lens.tolist()):
+            keep(f"the re-grouped batch sizes {sorted(set(flens.tolist()))} do not fit the rest's")
+            return None
+        # The fresh batches in order, each at the next place of its size: the
+        # short one (drop_last=False) where the old schedule had it.
+        fo = np.concatenate([[0], np.cumsum(flens)])
+        queue: Dict[int, List[int]] = {}
+        for i, n in enumerate(flens.tolist()):
+            queue.setdefault(n, []).append(i)
+        order = [queue[n].pop(0) for n in lens.tolist()]
+        pick = np.concatenate([np.arange(fo[i], fo[i + 1]) for i in order]) if order else np.zeros(0, np.int64)
+        new_s, new_t = src[fs[pick]], tgt[ft[pick]]
+        from .registry import REGISTRY
+
+        distinct = REGISTRY[self.name].distinct_rows if self.name in REGISTRY else False
+        for old, new, side in ((src, new_s, "source"), (tgt, new_t, "target")):
+            if not np.array_equal(np.sort(old), np.sort(new)):
+                keep(f"the re-grouped batches would not serve the same {side} rows")
+                return None
+        # The kinds that promise k distinct rows per batch keep that promise: the
+        # fresh sampler saw a row the rest serves twice as two rows, and may have
+        # put both in one batch; such copies are swapped apart (rows only move
+        # between batches, so the rows served stay the same).
+        if distinct:
+            for side in ("source", "target"):
+                old, new = (src, new_s) if side == "source" else (tgt, new_t)
+                if _repeats(new, lens) and not _repeats(old, lens):
+                    fixed = _separate_repeats(new, lens)
+                    if fixed is None:
+                        keep(f"the re-grouped batches would repeat a {side} row within a batch")
+                        return None
+                    new[:] = fixed
+        return new_s, new_t
 
     def _plan_state(self, plan: Any) -> Dict[str, Any]:
         """The plan as plain types and bytes (torch.load(weights_only=True) accepts it)."""
@@ -391,8 +735,10 @@ class BatchSampler(_Base):
         A fresh sampler of the same class and settings given this state by
         :meth:`load_state_dict` yields exactly the batches this one has not yet
         handed out in the current epoch, then the following epochs. The state
-        carries the plan in force (and a pending one from :meth:`update`):
-        plain Python types and bytes only, so ``torch.save`` /
+        carries the plan in force (and a pending one from :meth:`update`),
+        and ``rest``: None, or after ``update(..., effective="batch")`` the
+        epoch's re-formed batches from batch ``rest["from"]`` on (their rows
+        as int64 arrays): plain Python types and bytes only, so ``torch.save`` /
         ``torch.load(weights_only=True)`` round-trip it.
 
         It counts the batches this sampler has handed to the DataLoader. With
@@ -404,15 +750,17 @@ class BatchSampler(_Base):
             pending = self._pending
             p = self._current
             if p is not None and p.done < p.num_batches:
-                epoch, batches, plan = p.epoch, p.done, p.plan
+                epoch, batches, plan, rest = p.epoch, p.done, p.plan, p.rest
             else:
-                epoch, batches, plan = self._epoch, self._resume, self._plan
+                epoch, batches, plan, rest = self._epoch, self._resume, self._plan, self._resume_rest
         return {
             "format": STATE_FORMAT, "sampler": self.name, "epoch": int(epoch), "batches": int(batches),
             "seed": int(self.seed), "batch_size": self.batch_size, "drop_last": self.drop_last,
             "num_replicas": self.num_replicas, "rank": self.rank, "n_source": self.n_source,
             "n_target": self.n_target, "options": _plain(self._config()),
             "plan": self._plan_state(plan), "pending_plan": None if pending is None else self._plan_state(pending),
+            "rest": None if rest is None else {"from": int(rest.start),
+                                               **_encode({"source": rest.source, "target": rest.target})},
         }
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
@@ -456,11 +804,60 @@ class BatchSampler(_Base):
         if pending is not None:
             pending = self._plan_from_state(pending, "pending_plan")
             self._check_plan(pending, "state_dict['pending_plan']")
+        # States before update(effective="batch") have no "rest". One that lacks it where
+        # FeatureRefresher's state has it (a DataLoader with workers snapshots the sampler
+        # ahead of the loop, before a refresh) takes the refresher's (_expect_rest).
+        rest = state_dict.get("rest")
+        expected, self._expected_rest = getattr(self, "_expected_rest", None), None
+        if rest is None and expected is not None and expected[0] == epoch and expected[1]["from"] >= batches:
+            rest = expected[1]
+        if rest is not None and batches < nb:
+            rest = self._rest_from_state(rest, plan, seed, epoch)
+        else:
+            rest = None
         # Everything checked: only now change this sampler.
         self._reset(plan)
         self.seed = seed
         self._pending = pending
         self._epoch, self._resume = ((epoch + 1) % _EPOCHS, 0) if batches == nb else (epoch, batches)
+        self._resume_rest = rest
+
+    def _expect_rest(self, epoch: int, rest: Dict[str, Any]) -> None:
+        """Keeps the ``rest`` of a state taken after a re-forming, for the next load_state_dict of epoch
+        whose state lacks it (called by FeatureRefresher.load_state_dict; checked as any state's)."""
+        self._expected_rest = (int(epoch), rest)
+
+    def _rest_from_state(self, d: Any, plan: Any, seed: int, epoch: int) -> _Rest:
+        """The state's re-formed rows, checked: lengths, rows in range, and the same rows per domain as the
+        plan serves from batch d["from"] on (what every re-forming keeps)."""
+        if not isinstance(d, dict) or not {"from", "source", "target"} <= set(d):
+            raise ValueError("state_dict['rest'] is not None nor a dict with 'from', 'source', 'target': pass an "
+                             "unmodified state_dict()")
+        lens = self._lens(plan)
+        f = _check_int(d["from"], "state_dict['rest']['from']", "0")
+        if not 0 <= f < len(lens):
+            raise ValueError(f"state_dict['rest']['from'] = {f}: want 0 <= from < {len(lens)} (batches per epoch): "
+                             "pass an unmodified state_dict()")
+        rows = _decode({"source": d["source"], "target": d["target"]}, "rest")
+        want = int(lens[f:].sum())
+        for side, n in (("source", self.n_source), ("target", self.n_target)):
+            a = rows[side]
+            if a.dtype != np.int64 or a.shape != (want,):
+                raise ValueError(f"state_dict['rest'][{side!r}] has dtype {a.dtype} and shape {a.shape}, not int64 "
+                                 f"({want},) (the rows of batches {f}..{len(lens) - 1}): pass an unmodified "
+                                 "state_dict()")
+            check_rows(a, n, f"state_dict['rest'][{side!r}]")
+        seed0, self.seed = self.seed, seed  # the plan's rows of that epoch under the state's seed
+        try:
+            ps, pt = self._epoch_rows(plan, epoch, f)
+        finally:
+            self.seed = seed0
+        for side, a, b in (("source", rows["source"], ps), ("target", rows["target"], pt)):
+            if not np.array_equal(np.sort(a), np.sort(b)):
+                raise ValueError(f"state_dict['rest'][{side!r}] does not serve the rows the plan serves from batch "
+                                 f"{f} on (a re-forming keeps them): the state was edited; pass an unmodified "
+                                 "state_dict()")
+        return _Rest(f, rows["source"], rows["target"])
 
     # -- iteration ----------------------------------------------------------------
 
@@ -469,44 +866,48 @@ class BatchSampler(_Base):
 
         The caller holds self._lock.
         """
-        if self._resume == 0 and self._pending is not None:
+        if self._resume == 0 and self._resume_rest is None and self._pending is not None:
             self._plan, self._pending = self._pending, None
             logger.debug("epoch %d of %s uses the updated set-up", self._epoch, self.name)
-        p = _Pass(self, self._epoch, self._plan, self._resume, sides, self._generation)
-        self._resume = 0
+        p = _Pass(self, self._epoch, self._plan, self._resume, sides, self._generation, self._resume_rest)
+        self._resume, self._resume_rest = 0, None
         self._current = p
         return p
 
-    def _handed(self, p: _Pass, side: str) -> None:
-        """Records that one more batch of p went out on side; ends the pass when all are out."""
+    def _hand_out(self, p: _Pass, side: str, b: int) -> Tuple[np.ndarray, np.ndarray]:
+        """Returns batch b of p and records that it went out on side; ends the pass when all are out.
+
+        Under the lock, so that a switch (update effective="batch") lands
+        either before batch b is read or after it is counted, never between.
+        """
         with self._lock:
+            rows = p.batch(b)
             p.progress[side] += 1
             if p.progress[side] == p.num_batches and p.generation == self._generation and self._epoch == p.epoch:
                 # The first side to finish an epoch advances it, unless
                 # set_epoch or load_state_dict intervened; after 2**64 - 1 the
                 # counter wraps to 0, as the 64-bit shuffle seed does.
                 self._epoch = (p.epoch + 1) % _EPOCHS
+        return rows
 
     def _generate(self, p: _Pass, side: str) -> Iterator[List[int]]:
         with self._lock:
-            src, tgt, offsets = p.acquire()
+            p.acquire()
         try:
             n_source = self.n_source
             for b in range(p.start, p.num_batches):
-                lo, hi = int(offsets[b - p.start]), int(offsets[b - p.start + 1])
-                if side == _BOTH:
-                    batch = src[lo:hi].tolist() + (tgt[lo:hi] + n_source).tolist()
-                elif side == _SOURCE:
-                    batch = src[lo:hi].tolist()
-                else:
-                    batch = tgt[lo:hi].tolist()
                 # Counted before the yield, so that the state taken right after
                 # receiving batch b says b batches, and the epoch advances as
                 # soon as its last batch is out.
-                self._handed(p, side)
+                src, tgt = self._hand_out(p, side, b)
+                if side == _BOTH:
+                    batch = src.tolist() + (tgt + n_source).tolist()
+                elif side == _SOURCE:
+                    batch = src.tolist()
+                else:
+                    batch = tgt.tolist()
                 yield batch
         finally:
-            del src, tgt, offsets
             with self._lock:
                 p.release()
 

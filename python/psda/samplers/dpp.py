@@ -84,6 +84,7 @@ class DPPSampler(BatchSampler):
     """
 
     name = "dpp"
+    regroups = False  # independent draws from the whole domain: see BatchSampler.update
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *,
                  gammas: Sequence[float] = DEFAULT_GAMMAS, exact_limit: int = 600,

@@ -170,6 +170,7 @@ class KMeansPPSampler(_NoKernel):
     """
 
     name = "kmeans++"
+    regroups = False  # independent draws from the whole domain: see BatchSampler.update
 
     def __init__(self, source_features: Any, target_features: Any, batch_size: int, *,
                  chunk: Optional[int] = None, **kwargs: Any) -> None:

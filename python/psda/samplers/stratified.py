@@ -127,6 +127,10 @@ class _FeatureSampler(BatchSampler):
     def _config(self):
         return {"discrepancy": self.discrepancy, "kernel": self.kernel, "passes": self.passes}
 
+    def _options(self):
+        return {**self._config(), "gammas": self.gammas, "partners": self.partners,
+                "rff_per_gamma": self.rff_per_gamma}
+
     def _phi(self, s, t):
         return feature_map(s, t, self.discrepancy, self.kernel, self.gammas, self.seed, self.rff_per_gamma)
 
