@@ -269,6 +269,29 @@ class PairedBatchSampler(BatchSampler):
         is_src = pos < np.repeat(lens, 2 * lens)
         return flat[is_src], flat[~is_src]
 
+    def epoch_batches(self, epoch: int, plan: Any = None) -> Tuple[np.ndarray, np.ndarray]:
+        """As :meth:`BatchSampler.epoch_batches`, from the Go schedule: global batch g is
+        the (g // R)-th batch of rank g mod R. With drop_last=False and k not dividing P,
+        the columns of the short last batch beyond its P mod k rows hold -1 (not served).
+        O(P + batches · k)."""
+        plan = self._plan if plan is None else plan
+        total = self._batches_per_rank()[0]
+        k, R = self.batch_size, self.num_replicas
+        src, tgt = np.full((total, k), -1, np.int64), np.full((total, k), -1, np.int64)
+        sched = self._schedule(plan)
+        # Ranks at or past `total` serve only batches that wrap round to the
+        # epoch's start (drop_last=False), which lower ranks serve too.
+        for r in range(min(R, total)):
+            flat = np.asarray(sched.fill(int(epoch) % (1 << 64), r, 0), dtype=np.int64)
+            lens = np.asarray(sched.batch_lens(r), dtype=np.int64)
+            at = 0
+            for j, n in enumerate(lens.tolist()):
+                g = j * R + r
+                if g < total:
+                    src[g, :n], tgt[g, :n] = flat[at:at + n], flat[at + n:at + 2 * n]
+                at += 2 * n
+        return src, tgt
+
     # -- PSDA's names for the plan ----------------------------------------------
 
     @property
