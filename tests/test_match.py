@@ -425,7 +425,8 @@ def test_docstring_examples_run():
     import psda.loader
 
     samplers = [importlib.import_module(f"psda.samplers.{m}")
-                for m in ("base", "paired", "simple", "stratified", "dpp", "exchange", "kmeans", "imbalance")]
+                for m in ("base", "paired", "simple", "stratified", "dpp", "exchange", "kmeans", "imbalance",
+                          "regroup")]
     for mod in (psda, _matching, psda.loader, psda.samplers, *samplers):
         failed, attempted = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
         assert failed == 0, mod.__name__

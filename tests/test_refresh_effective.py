@@ -66,7 +66,7 @@ def _by_hand(name, s2, t2, old_rest, n_source, seed, epoch, at):
     rs = np.array([i for b in old_rest for i in b[: len(b) // 2]])
     rt = np.array([i - n_source for b in old_rest for i in b[len(b) // 2:]])
     lens = [len(b) // 2 for b in old_rest]
-    from psda.samplers.base import _REST_TAG  # the tag of the rest's seed (seed, epoch, batch, tag)
+    from psda.samplers.regroup import REST_TAG as _REST_TAG  # the tag of the rest's seed (seed, epoch, batch, tag)
 
     sub = int(np.random.SeedSequence([seed, epoch, at, _REST_TAG]).generate_state(1, np.uint64)[0])
     fresh = psda.batch_sampler(name, s2[rs], t2[rt], K, seed=sub, drop_last=False, num_replicas=1, rank=0)
@@ -580,7 +580,7 @@ def test_random_sizes_ranks_and_positions_keep_coverage_and_resume():
 
 
 def test_separate_repeats_swaps_copies_apart_or_says_it_cannot():
-    from psda.samplers.base import _separate_repeats
+    from psda.samplers.regroup import _separate_repeats
 
     got = _separate_repeats(np.array([1, 1, 2, 3]), np.array([2, 2]))
     assert got.tolist() == [1, 2, 1, 3]

@@ -68,9 +68,8 @@ _EPOCHS = 1 << 64
 _MAX_VIEW_LAG = 64
 
 # update(effective="batch"): how often a rest re-formed in another thread is
-# re-done when the epoch moved on meanwhile, and the tag of its seed.
+# re-done when the epoch moved on meanwhile.
 _REFORM_TRIES = 6
-_REST_TAG = 0x2E57
 _EFFECTIVE = ("epoch", "batch")
 
 # Who iterates a pass: the sampler itself (offset target indices), or one of
@@ -109,46 +108,6 @@ def _check_effective(effective: Any) -> str:
         raise ValueError(f"effective = {effective!r}: want 'epoch' (the new set-up from the next epoch) or 'batch' "
                          "(also the rest of the epoch under way, from its next batch)")
     return effective
-
-
-def _repeats(rows: np.ndarray, lens: np.ndarray) -> bool:
-    """Whether some batch (consecutive runs of lens rows) holds a row twice."""
-    if len(rows) < 2:
-        return False
-    batch = np.repeat(np.arange(len(lens)), lens)
-    o = np.lexsort((rows, batch))
-    return bool(((rows[o][1:] == rows[o][:-1]) & (batch[o][1:] == batch[o][:-1])).any())
-
-
-def _separate_repeats(rows: np.ndarray, lens: np.ndarray) -> Optional[np.ndarray]:
-    """rows (batches of lens, consecutive) with every repeat within a batch swapped with a row of a later
-    (else earlier) batch that holds neither; None if one cannot be. Deterministic; O(repeats * rows)."""
-    from collections import Counter
-
-    batches = [list(b) for b in np.split(np.asarray(rows), np.cumsum(lens)[:-1])] if len(lens) else []
-    held = [Counter(b) for b in batches]
-    for i, b in enumerate(batches):
-        seen: set = set()
-        for p, r in enumerate(b):
-            if r not in seen:  # the first copy stays
-                seen.add(r)
-                continue
-            for j in list(range(i + 1, len(batches))) + list(range(i)):
-                if held[j][r]:
-                    continue
-                q = next((q for q, x in enumerate(batches[j]) if not held[i][x]), None)
-                if q is not None:
-                    x = batches[j][q]
-                    b[p], batches[j][q] = x, r
-                    held[i][r] -= 1
-                    held[i][x] += 1
-                    held[j][x] -= 1
-                    held[j][r] += 1
-                    seen.add(x)
-                    break
-            else:
-                return None
-    return np.asarray([r for b in batches for r in b], dtype=np.int64)
 
 
 class _Pass:
@@ -660,56 +619,10 @@ class BatchSampler(_Base):
     def _regroup(self, s: np.ndarray, t: np.ndarray, src: np.ndarray, tgt: np.ndarray, lens: np.ndarray,
                  epoch: int, b: int) -> Optional[Tuple[np.ndarray, np.ndarray]]:
         """The rows src, tgt (batches of lens) re-grouped by a fresh sampler of this kind on their features
-        s[src], t[tgt]; None (logged) where that cannot keep the rows served, see update()."""
+        s[src], t[tgt]; None (logged) where that cannot keep the rows served (psda.samplers.regroup)."""
+        from .regroup import regroup
 
-        def keep(why: str) -> None:
-            logger.info("%s: the rest of epoch %d (from batch %d) keeps its batches: %s", self.name, epoch, b, why)
-
-        if not self.regroups:
-            keep("its batches are independent draws from the whole domain, not a set of rows to re-group")
-            return None
-        seed = int(np.random.SeedSequence([self.seed, int(epoch), int(b), _REST_TAG]).generate_state(1, np.uint64)[0])
-        try:
-            fresh = type(self)(s[src], t[tgt], self.batch_size, **self._options(), seed=seed, drop_last=False,
-                               num_replicas=1, rank=0)
-        except ValueError as e:
-            keep(f"a {self.name} sampler refuses its {len(src)} rows per domain ({e})")
-            return None
-        fs, ft = fresh._epoch_rows(fresh._plan, 0, 0)
-        flens = fresh._lens(fresh._plan)
-        if sorted(flens.tolist()) != sorted(lens.tolist()):
-            keep(f"the re-grouped batch sizes {sorted(set(flens.tolist()))} do not fit the rest's")
-            return None
-        # The fresh batches in order, each at the next place of its size: the
-        # short one (drop_last=False) where the old schedule had it.
-        fo = np.concatenate([[0], np.cumsum(flens)])
-        queue: Dict[int, List[int]] = {}
-        for i, n in enumerate(flens.tolist()):
-            queue.setdefault(n, []).append(i)
-        order = [queue[n].pop(0) for n in lens.tolist()]
-        pick = np.concatenate([np.arange(fo[i], fo[i + 1]) for i in order]) if order else np.zeros(0, np.int64)
-        new_s, new_t = src[fs[pick]], tgt[ft[pick]]
-        from .registry import REGISTRY
-
-        distinct = REGISTRY[self.name].distinct_rows if self.name in REGISTRY else False
-        for old, new, side in ((src, new_s, "source"), (tgt, new_t, "target")):
-            if not np.array_equal(np.sort(old), np.sort(new)):
-                keep(f"the re-grouped batches would not serve the same {side} rows")
-                return None
-        # The kinds that promise k distinct rows per batch keep that promise: the
-        # fresh sampler saw a row the rest serves twice as two rows, and may have
-        # put both in one batch; such copies are swapped apart (rows only move
-        # between batches, so the rows served stay the same).
-        if distinct:
-            for side in ("source", "target"):
-                old, new = (src, new_s) if side == "source" else (tgt, new_t)
-                if _repeats(new, lens) and not _repeats(old, lens):
-                    fixed = _separate_repeats(new, lens)
-                    if fixed is None:
-                        keep(f"the re-grouped batches would repeat a {side} row within a batch")
-                        return None
-                    new[:] = fixed
-        return new_s, new_t
+        return regroup(self, s, t, src, tgt, lens, epoch, b)
 
     def _plan_state(self, plan: Any) -> Dict[str, Any]:
         """The plan as plain types and bytes (torch.load(weights_only=True) accepts it)."""
