@@ -81,22 +81,30 @@ proto=(--dataset RotatedFashionMNIST --data_dir "$bundle/fashion-mnist" --steps 
 deadline=$(( $(date +%s) + budget ))
 token="q$(date +%s)"
 say "$workers workers, deadline in $budget s; jobs in $run_dir"
-pids=()
+declare -A who  # worker pid -> worker number
 for i in $(seq 0 $(( workers - 1 ))); do
     timeout -k 10 $(( budget + 60 )) "$py" "$root/tools/fashion_protocol.py" run --queue "$token" \
         --deadline "$deadline" --shard "$i/$workers" --output_dir "$run_dir" "${proto[@]}" \
         > "$run_dir/worker-$i.log" 2>&1 &
-    pids+=($!)
+    who[$!]=$i
 done
+# A worker that fails (not the hard time limit, 124) stops the others at once, so a broken
+# run ends early and leaves device time for a corrected one.
 failed=0
-for i in "${!pids[@]}"; do
-    rc=0
-    wait "${pids[$i]}" || rc=$?
-    if [ "$rc" != 0 ]; then
-        failed=1
-        say "worker $i exited $rc$([ "$rc" = 124 ] && echo ' (killed at the hard limit: its job is dropped)'); its log ends:"
-        tail -n 20 "$run_dir/worker-$i.log"
+while [ "${#who[@]}" -gt 0 ]; do
+    rc=0 pid=""
+    wait -n -p pid "${!who[@]}" || rc=$?
+    [ -n "${pid:-}" ] || break
+    i=${who[$pid]}
+    unset "who[$pid]"
+    [ "$rc" = 0 ] && continue
+    say "worker $i exited $rc$([ "$rc" = 124 ] && echo ' (killed at the hard limit: its job is dropped)'); its log ends:"
+    tail -n 25 "$run_dir/worker-$i.log"
+    if [ "$rc" != 124 ] && [ "$failed" = 0 ] && [ "${#who[@]}" -gt 0 ]; then
+        say "stopping the other workers"
+        kill "${!who[@]}" 2>/dev/null || true
     fi
+    failed=1
 done
 say "workers done: $(ls "$run_dir"/*/done 2>/dev/null | wc -l) jobs finished"
 grep -h "stops at the deadline" "$run_dir"/worker-*.log || true
@@ -104,12 +112,12 @@ grep -h "stops at the deadline" "$run_dir"/worker-*.log || true
 "$py" "$root/tools/fashion_protocol.py" analyze --output_dir "$run_dir" "${proto[@]}" > "$run_dir/analyze.log" 2>&1 ||
     { failed=1; say "analyze failed:"; tail -n 30 "$run_dir/analyze.log"; }
 for f in tables.md selected.jsonl accuracy_strip.png; do
-    [ -f "$run_dir/$f" ] && cp "$run_dir/$f" "$out/"
+    if [ -f "$run_dir/$f" ]; then cp "$run_dir/$f" "$out/"; fi
 done
 cat "$run_dir"/records-shard*.jsonl > "$out/records.jsonl" 2>/dev/null || true
 (cd "$run_dir" && tar czf "$out/jobs.tar.gz" --exclude='claims-*' --exclude='*.pkl' .)
 say "results in $out: $(cd "$out" && ls | tr '\n' ' ')"
-[ -f "$out/tables.md" ] && sed -n '1,/^## Paired/p' "$out/tables.md"
+if [ -f "$out/tables.md" ]; then sed -n '1,/^## Paired/p' "$out/tables.md"; fi
 return "$failed"
 }
 
