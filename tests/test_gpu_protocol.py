@@ -120,7 +120,8 @@ def test_rehearsal_on_cpu_runs_every_step(bundle, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["accuracy_strip.png", "device.txt", "jobs.tar.gz", "records.jsonl",
                                            "run.log", "selected.jsonl", "tables.md"]
     device = (tmp_path / "device.txt").read_text()
-    assert "/site/psda/" in device  # psda from the bundle's wheel, not the tree
+    assert "psda from /" in device and device.split("psda from ")[1].split(",")[0].endswith("/site/psda")  # the wheel's
+    assert "bundle: psda commit " in device
     recs = [json.loads(x) for x in (tmp_path / "records.jsonl").read_text().splitlines()]
     assert sorted(r["algorithm"] for r in recs) == ["ERM", "UDA_MMD", "UDA_MMD + Double-paired"]
     assert len({r["output_dir"] for r in recs}) == 3  # the queue gave each job to one worker

@@ -40,8 +40,7 @@ t0=$(date +%s)
 say() { echo "gpu_protocol: [$(( $(date +%s) - t0 )) s] $*"; }
 die() { echo "gpu_protocol: $*"; exit 2; }
 
-main() {
-
+main() {  # (not indented: it holds a here-document)
 [ -f "$bundle/SHA256SUMS" ] || die "$bundle/SHA256SUMS not found: make the bundle with tools/device_bundle.py and carry it (run(..., carry=[\"$bundle\"]))"
 bundle="$(cd "$bundle" && pwd)"
 (cd "$bundle" && sha256sum -c --quiet SHA256SUMS) || die "the bundle $bundle does not match its SHA256SUMS: remake it with tools/device_bundle.py"
@@ -53,13 +52,16 @@ site="$(mktemp -d)/site"
 "$py" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$site" "$bundle"/wheels/*.whl
 export PYTHONPATH="$site:$bundle/DomainBed" PYTHONUNBUFFERED=1
 "$py" - "$site" "$bundle" <<'EOF' | tee "$out/device.txt"
-import platform, subprocess, sys
+import json, os, platform, sys
 import torch, psda, domainbed
 site, bundle = sys.argv[1], sys.argv[2]
 assert psda.__file__.startswith(site), "psda comes from %s, not the bundle's wheel" % psda.__file__
 assert domainbed.__file__.startswith(bundle), "domainbed comes from %s, not the bundle" % domainbed.__file__
-print("python %s, torch %s (CUDA %s), psda %s, cores %d" % (platform.python_version(), torch.__version__,
-      torch.version.cuda, psda.__file__, __import__("os").cpu_count()))
+m = json.load(open(os.path.join(bundle, "MANIFEST.json")))
+print("bundle: psda commit %s%s, %s" % (m["psda_commit"], " (tree modified)" if m["psda_tree_dirty"] else "",
+                                       m["psda_wheel"]))
+print("python %s, torch %s (CUDA %s), psda from %s, %d cores" % (platform.python_version(), torch.__version__,
+      torch.version.cuda, os.path.dirname(psda.__file__), os.cpu_count()))
 if torch.cuda.is_available():
     p = torch.cuda.get_device_properties(0)
     print("GPU: %s, %.0f GiB, %d SMs" % (p.name, p.total_memory / 2 ** 30, p.multi_processor_count))
