@@ -154,8 +154,9 @@ import fashion_protocol
 fashion_protocol.main(run_args)
 fashion_protocol.main(["analyze"] + run_args[1:])
 import importlib.metadata as md
-json.dump({"edges": sorted(edges), "dists": md.packages_distributions(),
-           "stdlib": sorted(sys.stdlib_module_names | set(sys.builtin_module_names))}, open(os.environ["PROBE_OUT"], "w"))
+with open(os.environ["PROBE_OUT"], "w") as f:
+    json.dump({"edges": sorted(edges), "dists": md.packages_distributions(),
+               "stdlib": sorted(sys.stdlib_module_names | set(sys.builtin_module_names))}, f)
 """
 
 

@@ -182,10 +182,13 @@ def run(args):
                               "hparams": hparams, "output_dir": os.path.basename(job.output_dir)}) + "\n")
         log.flush()
         done = time.perf_counter() - t_start
-        eta = "" if args.queue else " (eta %.0f min)" % (done / (j + 1) * (len(todo) - j - 1) / 60)
-        print("fashion protocol: %d/%d %s env %d trial %d draw %d: %.1f s wall, %.1f s CPU%s"
-              % (j + 1, len(todo), ta["algorithm"], ta["test_envs"][0], ta["trial_seed"], ta["hparams_seed"],
-                 wall, cpu, eta), flush=True)
+        if args.queue:  # the others' jobs are not this worker's progress
+            count, eta = "worker %d's job %d" % (i, ran), ""
+        else:
+            count, eta = "%d/%d" % (j + 1, len(todo)), " (eta %.0f min)" % (done / (j + 1) * (len(todo) - j - 1) / 60)
+        print("fashion protocol: %s %s env %d trial %d draw %d: %.1f s wall, %.1f s CPU%s"
+              % (count, ta["algorithm"], ta["test_envs"][0], ta["trial_seed"], ta["hparams_seed"], wall, cpu, eta),
+              flush=True)
 
 
 # ---------------------------------------------------------------- analysis
