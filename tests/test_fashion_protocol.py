@@ -133,3 +133,34 @@ def test_job_order_keeps_whole_units_and_same_seeds_per_sampler(tmp_path, monkey
     # two shards: interleaved, disjoint, together all
     a, b = jobs[0::2], jobs[1::2]
     assert {j.output_dir for j in a}.isdisjoint({j.output_dir for j in b}) and len(a) + len(b) == len(jobs)
+
+
+def test_claim_gives_each_job_to_one_process(tmp_path):
+    class Job:
+        output_dir = str(tmp_path / "run" / "abc123")
+
+    assert fp.claim(str(tmp_path), Job) and not fp.claim(str(tmp_path), Job)
+    assert (tmp_path / "abc123").read_text() == "%d\n" % os.getpid()
+
+
+def test_longest_job_reads_every_workers_records(tmp_path):
+    assert fp.longest_job(str(tmp_path)) == 0.0
+    (tmp_path / "records-shard0.jsonl").write_text(json.dumps({"wall_s": 12.5}) + "\n")
+    (tmp_path / "records-shard3.jsonl").write_text(json.dumps({"wall_s": 40.0}) + "\n" + json.dumps({"wall_s": 7}) + "\n")
+    assert fp.longest_job(str(tmp_path)) == 40.0
+
+
+@needs_domainbed
+def test_run_starts_no_job_that_would_end_after_the_deadline(tmp_path, monkeypatch, capsys):
+    import time
+
+    monkeypatch.syspath_prepend(DOMAINBED)
+    # a finished job took 100 s: with 60 s left, the next (estimated 125 s) must not start
+    (tmp_path / "records-shard1.jsonl").write_text(json.dumps({"wall_s": 100.0}) + "\n")
+    fp.main(["run", "--output_dir", str(tmp_path), "--queue", "t1", "--deadline", str(time.time() + 60),
+             "--test_envs", "0", "--n_trials", "1", "--n_hparams", "2"])
+    assert "stops at the deadline" in capsys.readouterr().out
+    assert os.listdir(tmp_path / "claims-t1") == []  # nothing claimed, so nothing dropped for the other workers
+    assert sorted(os.listdir(tmp_path)) == ["claims-t1", "records-shard0.jsonl", "records-shard1.jsonl"]
+    with pytest.raises(SystemExit, match="--queue"):
+        fp.main(["run", "--output_dir", str(tmp_path), "--queue", "../x"])

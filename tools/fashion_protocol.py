@@ -12,6 +12,12 @@ drawn from ``seed_hash(that, hparam name)``, so it does not depend on the sample
 Jobs are ordered (trial, test env, draw, row), and ``--shard i/N`` runs jobs i, i + N, ...
 of that list, so N processes started together finish whole (trial, test env) units
 (every row, every draw) one after another: a run stopped early leaves complete units.
+With ``--queue TOKEN`` the processes share the whole ordered list instead: each takes the
+next job that no other has claimed (a file under ``claims-TOKEN/``, created exclusively),
+so they stay on the earliest unit whatever each job costs. With ``--deadline T`` (Unix
+seconds) a process starts a job only while now + 1.25 × the longest job recorded so far
+in --output_dir ends before T (tools/gpu_protocol.sh: a run sized by its time budget).
+DomainBed's train.py trains on CUDA when torch sees a device, on the CPU otherwise.
 Every job runs in this process through ``psda.domainbed.__main__.main`` (DomainBed's
 unmodified train.py); a job whose directory holds ``done`` is skipped. Each job appends
 one line to ``records-shard<i>.jsonl``: wall seconds, CPU seconds
@@ -74,7 +80,8 @@ def list_jobs(args):
     common = ["launch", "--datasets", args.dataset, "--task", "domain_adaptation", "--uda_holdout_fraction",
               str(args.uda_holdout_fraction), "--single_test_envs", "--n_hparams_from", str(args.n_hparams_from),
               "--n_hparams", str(args.n_hparams), "--n_trials", str(args.n_trials), "--steps", str(args.steps),
-              "--output_dir", args.output_dir, "--command_launcher", "local", "--skip_confirmation",
+              "--output_dir", args.output_dir, "--data_dir", args.data_dir, "--command_launcher", "local",
+              "--skip_confirmation",
               "--hparams", json.dumps(args.fixed), "--test_envs", *map(str, args.test_envs)]
     jobs = make_jobs(_parser().parse_args(common + ["--algorithms", *args.baselines])) if args.baselines else []
     if args.algorithms:
@@ -106,6 +113,23 @@ def sampler_times(out_txt: str):
     return (float(m.group(1)) if m else None), [float(v) for v in _REFRESH.findall(text)]
 
 
+def claim(claims_dir: str, job) -> bool:
+    """claim returns True when this process takes ``job``: it created the job's claim file
+    in ``claims_dir`` (O_EXCL, so one process of those sharing the directory wins)."""
+    try:
+        fd = os.open(os.path.join(claims_dir, os.path.basename(job.output_dir)), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+    except FileExistsError:
+        return False
+    os.write(fd, b"%d\n" % os.getpid())
+    os.close(fd)
+    return True
+
+
+def longest_job(output_dir: str) -> float:
+    """The longest wall time (s) of the jobs recorded in output_dir's records files, 0 if none."""
+    return max((r["wall_s"] for r in _records(output_dir)), default=0.0)
+
+
 def run(args):
     import torch
 
@@ -115,15 +139,34 @@ def run(args):
     i, n = (int(v) for v in args.shard.split("/"))
     if not 0 <= i < n:
         sys.exit("--shard %s: want i/N with 0 <= i < N" % args.shard)
+    if args.queue is not None and not re.fullmatch(r"[\w.-]+", args.queue):
+        sys.exit("--queue %r: want a token of letters, digits, '.', '_' and '-' (it names a directory)" % args.queue)
     jobs = list_jobs(args)
-    mine = jobs[i::n]
+    mine = jobs if args.queue else jobs[i::n]
     todo = [j for j in mine if not os.path.exists(os.path.join(j.output_dir, "done"))]
-    print("fashion protocol: %d jobs, shard %d/%d has %d, %d to run" % (len(jobs), i, n, len(mine), len(todo)),
-          flush=True)
+    if args.queue:
+        claims = os.path.join(args.output_dir, "claims-" + args.queue)
+        os.makedirs(claims, exist_ok=True)
+        print("fashion protocol: %d jobs, %d to run, worker %d takes them from the queue %s"
+              % (len(jobs), len(todo), i, claims), flush=True)
+    else:
+        print("fashion protocol: %d jobs, shard %d/%d has %d, %d to run" % (len(jobs), i, n, len(mine), len(todo)),
+              flush=True)
     extra = ["--checkpoint_freq", str(args.checkpoint_freq), "--skip_model_save"]
     log = open(os.path.join(args.output_dir, "records-shard%d.jsonl" % i), "a")
     t_start = time.perf_counter()
+    ran = 0
     for j, job in enumerate(todo):
+        if args.deadline is not None:
+            estimate = 1.25 * longest_job(args.output_dir)
+            if time.time() + estimate > args.deadline:
+                print("fashion protocol: worker %d stops at the deadline: %.0f s left, next job estimated at %.0f s "
+                      "(1.25 x the longest so far); %d jobs run here" % (i, args.deadline - time.time(), estimate, ran),
+                      flush=True)
+                break
+        if args.queue and not claim(claims, job):
+            continue
+        ran += 1
         if os.path.exists(job.output_dir):  # incomplete: start it again, as delete_incomplete does
             shutil.rmtree(job.output_dir)
         w0, c0 = time.perf_counter(), time.process_time()
@@ -139,9 +182,13 @@ def run(args):
                               "hparams": hparams, "output_dir": os.path.basename(job.output_dir)}) + "\n")
         log.flush()
         done = time.perf_counter() - t_start
-        print("fashion protocol: %d/%d %s env %d trial %d draw %d: %.1f s wall, %.1f s CPU (eta %.0f min)"
-              % (j + 1, len(todo), ta["algorithm"], ta["test_envs"][0], ta["trial_seed"], ta["hparams_seed"],
-                 wall, cpu, done / (j + 1) * (len(todo) - j - 1) / 60), flush=True)
+        if args.queue:  # the others' jobs are not this worker's progress
+            count, eta = "worker %d's job %d" % (i, ran), ""
+        else:
+            count, eta = "%d/%d" % (j + 1, len(todo)), " (eta %.0f min)" % (done / (j + 1) * (len(todo) - j - 1) / 60)
+        print("fashion protocol: %s %s env %d trial %d draw %d: %.1f s wall, %.1f s CPU%s"
+              % (count, ta["algorithm"], ta["test_envs"][0], ta["trial_seed"], ta["hparams_seed"], wall, cpu, eta),
+              flush=True)
 
 
 # ---------------------------------------------------------------- analysis
@@ -231,7 +278,7 @@ def analyze(args):
         for (alg, e, t), v in sorted(chosen.items()):
             f.write(json.dumps(dict(algorithm=alg, test_env=e, trial_seed=t, **v)) + "\n")
     n_jobs = sum(1 for _ in runs)
-    out = ["# RotatedFashionMNISTFlat: the protocol's tables (docs/evidence.md)", "",
+    out = ["# %s: the protocol's tables (docs/evidence.md)" % args.dataset, "",
            "Generated by `python tools/fashion_protocol.py analyze --output_dir %s` from %d finished jobs; "
            "complete (test env, trial) units, every row and draw present: %d. Accuracy: test env's in-split, %%, after "
            "training-domain validation over draws and checkpoints." % (args.output_dir, n_jobs, len(complete)), ""]
@@ -400,7 +447,7 @@ def figure(args, runs, chosen, rows, envs):
     axes[0].set_yticklabels(rows)
     axes[0].invert_yaxis()
     axes[0].legend(title="test env", fontsize=8, loc="lower left")
-    fig.suptitle("RotatedFashionMNISTFlat, domain adaptation (black bar: median)", fontsize=11)
+    fig.suptitle("%s, domain adaptation (black bar: median)" % args.dataset, fontsize=11)
     fig.tight_layout()
     for ext in ("png", "pdf"):
         fig.savefig(os.path.join(args.output_dir, "accuracy_strip." + ext), dpi=150)
@@ -438,6 +485,8 @@ def parser():
     p.add_argument("command", choices=["run", "analyze", "list", "compare"])
     p.add_argument("--output_dir", required=True)
     p.add_argument("--dataset", default="RotatedFashionMNISTFlat")
+    p.add_argument("--data_dir", default="", help="DomainBed's --data_dir: a directory holding Fashion-MNIST's IDX "
+                                                  "files (default: Debian's /usr/share/datasets/fashion-mnist)")
     p.add_argument("--shard", default="0/1", help="i/N: run jobs i, i + N, ... of the ordered list")
     p.add_argument("--n_hparams_from", type=int, default=1, help="first draw (0 = DomainBed's defaults)")
     p.add_argument("--n_hparams", type=int, default=4, help="draws n_hparams_from .. n_hparams - 1")
@@ -452,6 +501,12 @@ def parser():
     p.add_argument("--algorithms", nargs="*", default=ALGORITHMS)
     p.add_argument("--samplers", nargs="+", default=SAMPLERS)
     p.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
+    p.add_argument("--queue", default=None, metavar="TOKEN",
+                   help="run: take jobs from the whole ordered list, claiming each under claims-TOKEN/ (processes "
+                        "started together with one TOKEN share the list); --shard's i then names the records file")
+    p.add_argument("--deadline", type=float, default=None, metavar="UNIX_SECONDS",
+                   help="run: start no job that would end after this time (estimate: 1.25 x the longest job "
+                        "recorded in --output_dir)")
     p.add_argument("--background", nargs=2, metavar=("OFF_DIR", "ON_DIR"), default=None,
                    help="analyze: add the background-refresh time table from these two run directories")
     p.add_argument("--against", default=None, help="compare: the run directory B to pair --output_dir (A) with")
