@@ -43,7 +43,8 @@ var warmMin = 256
 // violated entries (MaxAdd), or when more than n/warmFree rows end free:
 // tie-heavy costs (ReLU features at d = 2) and some 2-D ones give most rows
 // cheaper entries outside their candidates pass after pass, and the auction
-// is the better start there. A failed attempt costs the candidate passes
+// is the better start there. When it gives up at a check (MaxAdd) it leaves
+// the sparse solution in s.seed, from whose prices the auction starts. A failed attempt costs the candidate passes
 // over c, up to warmRounds pricing passes over c and as many sparse solves:
 // a small fraction of the auction that follows (BenchmarkWarmAttempt;
 // figures in docs/performance.md). It returns h's Stop error when h stops
@@ -60,9 +61,15 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	pr := &Pricing{Model: &denseModel{c: s.c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1,
 		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly()}
 	sol, _, err := pr.Solve(adj)
-	if errors.Is(err, ErrNoPerfect) || errors.Is(err, ErrPricingGaveUp) {
-		// +Inf entries beyond the diagonal, or tie-heavy costs: let the
-		// auction decide.
+	if errors.Is(err, ErrPricingGaveUp) {
+		// Too many violators for a few passes: the auction finishes, from
+		// the sparse solution's prices (auctionInit).
+		s.reset()
+		s.seed = sol
+		return false, nil
+	}
+	if errors.Is(err, ErrNoPerfect) {
+		// +Inf entries beyond the diagonal: let the auction decide.
 		return s.reset(), nil
 	}
 	if err != nil {
@@ -92,6 +99,7 @@ func (s *lsap) reset() bool {
 	}
 	clear(s.u)
 	clear(s.v)
+	s.seed = nil
 	return false
 }
 
