@@ -221,6 +221,7 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 	for j := range p {
 		s.v[j] = -p[j]
 	}
+	s.bids += bids
 	h.progress(1)
 	return nil
 }

@@ -65,7 +65,9 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 		// Too many violators for a few passes: the auction finishes, from
 		// the sparse solution's prices (auctionInit).
 		s.reset()
-		s.seed = sol
+		if seedAuction {
+			s.seed = sol
+		}
 		return false, nil
 	}
 	if errors.Is(err, ErrNoPerfect) {
@@ -91,6 +93,10 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	}
 	return s.reset(), nil
 }
+
+// seedAuction lets warmStart seed the auction when it gives up (s.seed);
+// tests and benchmarks turn it off to compare with the cold auction.
+var seedAuction = true
 
 // reset returns s to its cold state and false, for warmStart's give-ups.
 func (s *lsap) reset() bool {
