@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -167,6 +168,66 @@ func BenchmarkSeededAuction(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestRepeatedLines checks repeatedLines against a brute-force count of the
+// rows and columns equal to another, on squared distances between points of
+// which the first share are copies of other points.
+func TestRepeatedLines(t *testing.T) {
+	const n = 300
+	for _, share := range []float64{0, 0.1, 0.25} {
+		rng := rand.New(rand.NewPCG(9, 9))
+		pts := gaussian(rng, n, 2)
+		for i := 0; i < int(share*n); i += 2 {
+			pts[i+1] = pts[i] // a pair of equal points: two repeated lines
+		}
+		c := sqDist(pts, pts)
+		rep := 0
+		for i := 0; i < n; i++ {
+			for k := 0; k < n; k++ {
+				if k != i && slices.Equal(c[i*n:i*n+n], c[k*n:k*n+n]) {
+					rep++
+					break
+				}
+			}
+		}
+		want := float64(rep) / n // c is symmetric: columns repeat as rows do
+		if got := repeatedLines(c, n); got != want {
+			t.Errorf("share %v: repeatedLines = %v, brute force %v", share, got, want)
+		}
+	}
+}
+
+// TestNoSeedOnRepeats checks that warmStart leaves no seed when more than
+// seedRepeats of the lines repeat: stage2Clustered's matrix with a quarter
+// of its pairs duplicated (rows and columns copied).
+func TestNoSeedOnRepeats(t *testing.T) {
+	const n = 500
+	base := stage2Clustered(n, 1)
+	c := slices.Clone(base)
+	for r := 0; r < n/4; r += 2 {
+		for q := 0; q < n; q++ { // pair r+1 := pair r, in its row and its column
+			c[(r+1)*n+q] = base[r*n+q]
+		}
+	}
+	for q := 0; q < n/4; q += 2 {
+		for r := 0; r < n; r++ {
+			c[r*n+q+1] = c[r*n+q]
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		c    []float64
+		seed bool
+	}{{"distinct", base, true}, {"repeated", c, false}} {
+		s := newLSAP(forbidDiagonal(tc.c, n), n, n)
+		if ok, err := s.warmStart(nil); ok || err != nil {
+			t.Fatalf("%s: warmStart = %v, %v: want a give-up", tc.name, ok, err)
+		}
+		if (s.seed != nil) != tc.seed {
+			t.Errorf("%s: seeded %v, want %v (repeatedLines %v)", tc.name, s.seed != nil, tc.seed, repeatedLines(s.c, n))
 		}
 	}
 }
