@@ -76,10 +76,13 @@ func (s *lsap) auctionInit(h *Hooks) error {
 // The pass for δ reads c once, split over the cores.
 //
 // On psda's Stage 2 costs of real features (n = 5000, 16 candidates a row,
-// ~36,000 violators at the first check), δ is 1/35 (MMD) and 1/230 (CORAL)
-// of the cost scale, and the seeded auction makes half the full row scans of
-// the cold one; a first ε of δ/4 or δ/64 made 10–60% more (docs/performance.md,
-// "What a refresh costs on real features").
+// 26,000–36,000 violators at the first check), δ is 1/35 (MMD) and 1/230
+// (CORAL) of the cost scale, and the seeded auction makes half the full row
+// scans of the cold one; a first ε of δ/4, δ/64 or δ/128 made 12–63% more
+// (docs/performance.md, "What a refresh costs on real features"). warmStart
+// leaves no seed on costs of repeated points (seedRepeats).
+//
+// The time complexity of seedPrices is O(n²).
 func (s *lsap) seedPrices(epsMax float64) (p []float64, eps0 float64) {
 	n, sol := s.nr, s.seed
 	p, top := make([]float64, n), slices.Max(sol.V)
