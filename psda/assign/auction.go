@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/psda-dev/psda/psda/internal/par"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
@@ -52,12 +53,61 @@ func (s *lsap) auctionInit(h *Hooks) error {
 	// total over Gaussian and ReLU data (most on tie-heavy ReLU Stage 1,
 	// 6.8 → 4.5 CPU-s), while θ = 16 or 30 and final ε up to 1e-6 were no
 	// better; run-to-run spread on these degenerate inputs is ±20%.
-	if err := s.auction(make([]float64, n), scale/auctionTheta, scale*1e-9, h); err != nil {
+	p, eps0, epsMin := make([]float64, n), scale/auctionTheta, scale*1e-9
+	if s.seed != nil {
+		p, eps0 = s.seedPrices(eps0)
+		eps0 = max(eps0, epsMin)
+	}
+	if err := s.auction(p, eps0, epsMin, h); err != nil {
 		return err
 	}
 	s.tighten()
 	return nil
 }
+
+// seedPrices starts auctionInit from s.seed, the solution of the sparse
+// problem of a warm start that gave up: its assignment, the prices −V
+// (shifted so that the smallest is 0, as in auctionDeep), and a first ε of
+// seedDiv⁻¹ times the largest violation δ = max_ij (U[i] + V[j] − c[i][j])
+// of its potentials on the dense matrix, at most epsMax. Every row's
+// assigned entry is then within δ of its best (the potentials are tight on
+// the assignment), which is ε-complementary slackness for ε = δ, so the
+// phases of larger ε, which build prices from zero, have nothing to do.
+// The pass for δ reads c once, split over the cores.
+//
+// On psda's Stage 2 costs of real features (n = 5000, 16 candidates a row,
+// 26,000–36,000 violators at the first check), δ is 1/35 (MMD) and 1/230
+// (CORAL) of the cost scale, and the seeded auction makes half the full row
+// scans of the cold one; a first ε of δ/4, δ/64 or δ/128 made 12–63% more
+// (docs/performance.md, "What a refresh costs on real features"). warmStart
+// leaves no seed on costs of repeated points (seedRepeats).
+//
+// The time complexity of seedPrices is O(n²).
+func (s *lsap) seedPrices(epsMax float64) (p []float64, eps0 float64) {
+	n, sol := s.nr, s.seed
+	p, top := make([]float64, n), slices.Max(sol.V)
+	for j, v := range sol.V {
+		p[j] = top - v
+	}
+	for i, j := range sol.Col4Row {
+		s.col4row[i], s.row4col[j] = j, i
+	}
+	viol := make([]float64, par.NParts(n))
+	par.Parts(n, func(part, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			m, row := inf, s.c[i*n:i*n+n]
+			for j, x := range row {
+				m = min(m, x-sol.V[j])
+			}
+			viol[part] = max(viol[part], sol.U[i]-m)
+		}
+	})
+	return p, min(epsMax, slices.Max(viol)/seedDiv)
+}
+
+// seedDiv divides the seed's largest violation into the first ε of a seeded
+// auction (seedPrices).
+const seedDiv = 16
 
 // auctionMaxBids bounds the bids of one auction, per row. The auction's
 // work grows with the total price rise it needs over ε: on the costs it
@@ -174,6 +224,7 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 	for j := range p {
 		s.v[j] = -p[j]
 	}
+	s.bids += bids
 	h.progress(1)
 	return nil
 }

@@ -242,6 +242,10 @@ type lsap struct {
 	row4col []int
 
 	settled int // columns settled by augment so far (solveLSAP's budget)
+	// seed is the solution of a warm start's sparse problem that gave up
+	// (warmStart), nil if none: auctionInit starts from its prices.
+	seed *Solution
+	bids int // bids made by auctions so far (tests and benchmarks)
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts

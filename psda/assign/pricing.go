@@ -135,7 +135,9 @@ func (st *Pricing) trace(format string, args ...any) {
 // optimal for the dense problem, with potentials that prove it, and the
 // RowBounds the proof leaves. With MaxPasses it may stop before (the result
 // is then optimal on adj only, with no RowBounds);
-// with MaxAdd it may give up (ErrPricingGaveUp). It returns ErrNoPerfect
+// with MaxAdd it may give up (ErrPricingGaveUp), returning with it the last
+// solution, optimal on the graph before the check's violators joined it
+// (warmStart seeds its auction with it). It returns ErrNoPerfect
 // (wrapped) when adj holds no perfect matching and Hooks' Stop error when
 // they stop it.
 //
@@ -198,7 +200,9 @@ func (st *Pricing) Solve(adj Edges) (*Solution, *RowBounds, error) {
 				break
 			}
 			if st.MaxAdd > 0 && added > st.MaxAdd {
-				return nil, nil, ErrPricingGaveUp
+				// The solution before the violators: optimal on the
+				// graph it was solved on, a seed for the caller's fallback.
+				return pr.sol, nil, ErrPricingGaveUp
 			}
 			dirty, pr.bulk = true, violRows > st.Rows/4 && added > 8*violRows
 		}

@@ -2,6 +2,7 @@ package assign
 
 import (
 	"errors"
+	"math"
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
@@ -43,7 +44,8 @@ var warmMin = 256
 // violated entries (MaxAdd), or when more than n/warmFree rows end free:
 // tie-heavy costs (ReLU features at d = 2) and some 2-D ones give most rows
 // cheaper entries outside their candidates pass after pass, and the auction
-// is the better start there. A failed attempt costs the candidate passes
+// is the better start there. When it gives up at a check (MaxAdd) it leaves
+// the sparse solution in s.seed, from whose prices the auction starts. A failed attempt costs the candidate passes
 // over c, up to warmRounds pricing passes over c and as many sparse solves:
 // a small fraction of the auction that follows (BenchmarkWarmAttempt;
 // figures in docs/performance.md). It returns h's Stop error when h stops
@@ -60,9 +62,17 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	pr := &Pricing{Model: &denseModel{c: s.c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1,
 		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly()}
 	sol, _, err := pr.Solve(adj)
-	if errors.Is(err, ErrNoPerfect) || errors.Is(err, ErrPricingGaveUp) {
-		// +Inf entries beyond the diagonal, or tie-heavy costs: let the
-		// auction decide.
+	if errors.Is(err, ErrPricingGaveUp) {
+		// Too many violators for a few passes: the auction finishes, from
+		// the sparse solution's prices (auctionInit).
+		s.reset()
+		if seedAuction && repeatedLines(s.c, n) <= seedRepeats {
+			s.seed = sol
+		}
+		return false, nil
+	}
+	if errors.Is(err, ErrNoPerfect) {
+		// +Inf entries beyond the diagonal: let the auction decide.
 		return s.reset(), nil
 	}
 	if err != nil {
@@ -85,6 +95,52 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	return s.reset(), nil
 }
 
+// seedAuction lets warmStart seed the auction when it gives up (s.seed);
+// tests and benchmarks turn it off to compare with the cold auction.
+var seedAuction = true
+
+// seedRepeats is the largest share of repeated rows or columns
+// (repeatedLines) at which warmStart seeds the auction. Costs between
+// repeated points, such as the ReLU-like benchmark features at d = 2 (about
+// a quarter of rows and columns repeat another), made the seeded auction
+// and the exact phase after it 1.1–3.5× slower than the cold auction
+// (BenchmarkSolve's Stage 1 and 2 at n = 1000 and 4000); Gaussian features
+// and the real Stage 2 costs of docs/performance.md have none.
+const seedRepeats = 1.0 / 20
+
+// repeatedLines returns the larger of the shares of rows and of columns of
+// the n×n matrix c that repeat another row or column on seedLines sampled
+// entries (the same columns for every row, the same rows for every
+// column): the mark of repeated points, whose costs tie exactly. Time
+// O(seedLines·n·log n).
+func repeatedLines(c []float64, n int) float64 {
+	share := func(at func(line, t int) float64) float64 {
+		keys := make([]uint64, n)
+		for line := range keys {
+			h := uint64(14695981039346656037) // FNV-1a over the sampled entries' bits
+			for t := 0; t < seedLines; t++ {
+				h = (h ^ math.Float64bits(at(line, (t*7919+13)%n))) * 1099511628211
+			}
+			keys[line] = h
+		}
+		slices.Sort(keys)
+		rep := 0
+		for k := range keys {
+			if (k > 0 && keys[k-1] == keys[k]) || (k+1 < n && keys[k+1] == keys[k]) {
+				rep++
+			}
+		}
+		return float64(rep) / float64(n)
+	}
+	rows := share(func(i, j int) float64 { return c[i*n+j] })
+	cols := share(func(j, i int) float64 { return c[i*n+j] })
+	return max(rows, cols)
+}
+
+// seedLines is the number of entries of each row and column that
+// repeatedLines compares.
+const seedLines = 64
+
 // reset returns s to its cold state and false, for warmStart's give-ups.
 func (s *lsap) reset() bool {
 	for i := range s.col4row {
@@ -92,6 +148,7 @@ func (s *lsap) reset() bool {
 	}
 	clear(s.u)
 	clear(s.v)
+	s.seed = nil
 	return false
 }
 
