@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -45,14 +46,14 @@ func TestStage2Factored(t *testing.T) {
 						pairs[r] = feat.Pair{S: j, T: r}
 					}
 				}
-				if _, _, _, ok := factorable(src, tgt, pairs); !ok {
+				if _, _, _, _, ok := factorable(src, tgt, pairs); !ok {
 					t.Fatal("pairs not recognised as factorable")
 				}
 				checkCosts(t, spec, src, tgt, pairs, 1e-12)
 				got, m := stage2Costs(src, tgt, spec, pairs)
-				factorMin = 1 << 30
+				FactorMin = math.MaxInt
 				want, wm := stage2Costs(src, tgt, spec, pairs)
-				factorMin = 4
+				FactorMin = 2
 				if m != wm {
 					t.Fatalf("m = %d, unfactored %d", m, wm)
 				}
