@@ -192,7 +192,7 @@ func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, maxTable int64, 
 	default:
 		md.Bounded = true
 		kern := rbf.New(s.Gammas)
-		if a, b, bIdx, aIsSrc, ok := factorable(src, tgt, pairs); ok && 8*int64(a.N)*int64(b.N) <= maxTable {
+		if a, b, bIdx, aIsSrc, ok := factorable(src, tgt, pairs); ok && 16*int64(a.N)*int64(b.N) <= maxTable {
 			md.model = newRBF2Factored(a, b, bIdx, aIsSrc, kern, mon)
 		} else {
 			md.model = newRBF2(src, tgt, kern, pairs, mon)

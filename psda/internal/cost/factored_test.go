@@ -289,8 +289,8 @@ func TestFactorable(t *testing.T) {
 	}{
 		{"source 2x", src, tgt, pairs, math.MaxInt64, true},
 		{"target 2x", tgt, src, swapped(pairs), math.MaxInt64, true},
-		{"table just fits", src, tgt, pairs, 8 * 20 * 10, true},
-		{"table too large", src, tgt, pairs, 8*20*10 - 1, false},
+		{"tables just fit", src, tgt, pairs, 16 * 20 * 10, true},
+		{"tables too large", src, tgt, pairs, 16*20*10 - 1, false},
 		{"larger side out of order", src, tgt, shuffled, math.MaxInt64, false},
 		{"balanced", src, src, imbalancedPairs(rng, 20, 20), math.MaxInt64, false},
 		{"ratio below FactorMin", src, testref.RandMatrix(rng, 11, 3, false), imbalancedPairs(rng, 20, 11), math.MaxInt64, false},

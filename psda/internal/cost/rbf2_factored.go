@@ -5,6 +5,7 @@ import (
 
 	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/par"
 	"github.com/psda-dev/psda/psda/internal/rbf"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
@@ -79,12 +80,16 @@ type rbf2Factored struct {
 	mon    gram.Progress
 	p, nb  int
 	A, B   gram.Vectors
-	// Set by the first pass (tables): K_bb (n_b×n_b) and K_ab (P×n_b)
-	// row-major, the row sums of K_bb and K_ab, the column sums of K_ab,
-	// and the largest table kernel value of each a (index r) and b
-	// (index P+j) with another paired vector (rbfErr32).
-	kbb, kab, rowBB, rowAB, colAB []float64
-	nearTab                       []float64
+	// Set by the first pass (tables): K_bb (n_b×n_b, row-major); for
+	// each pair r, f_r = K_bb[b_r, ·] − K_ab[r, ·] (P×n_b, row-major) and
+	// K_ab[r, b_r]; K_ab transposed (n_b×P), so that both of V_rq's table
+	// terms, f_r[b_q] and K_ab[q, b_r], are read along rows (read down a
+	// column, each entry would miss the cache); the row sums of K_bb and
+	// K_ab, the column sums of K_ab, and the largest table kernel value of
+	// each a (index r) and b (index P+j) with another paired vector
+	// (rbfErr32).
+	kbb, f, kba, abDiag, rowBB, rowAB, colAB []float64
+	nearTab                                  []float64
 	// Set by a full float64 pass: the row sums of K_aa and the nearest
 	// other paired vector of each a and b (nearTab raised by K_aa).
 	rowAA []float64
@@ -122,7 +127,7 @@ func (m *rbf2Factored) tables() {
 			}
 		}
 	})
-	kab := make([]float64, p*nb)
+	kab, kba := make([]float64, p*nb), make([]float64, nb*p)
 	near := topk.NewMax(p + nb)
 	rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
 	gram.Gram(A, B, false, gram.SqDists, mon, func(t *gram.Tile) {
@@ -139,6 +144,7 @@ func (m *rbf2Factored) tables() {
 				mx = max(mx, v)
 				csum[t.J0+j] += v
 				cmax[j] = max(cmax[j], v)
+				kba[(t.J0+j)*p+r] = v
 			}
 			rsum[r] = s
 			rmax[i] = mx
@@ -163,18 +169,30 @@ func (m *rbf2Factored) tables() {
 		}
 		near.K[p+j] = mx
 	}
-	m.kbb, m.kab, m.rowBB, m.rowAB, m.colAB, m.nearTab = kbb, kab, rowBB, rs.Total(), cs.Total(), near.K
+	// K_ab becomes f in place.
+	abDiag := make([]float64, p)
+	par.Rows(p, func(r0, r1 int) {
+		for r := r0; r < r1; r++ {
+			b := m.bIdx[r]
+			row, bb := kab[r*nb:(r+1)*nb], kbb[b*nb:(b+1)*nb]
+			abDiag[r] = row[b]
+			for j, v := range row {
+				row[j] = bb[j] - v
+			}
+		}
+	})
+	m.kbb, m.f, m.kba, m.abDiag, m.rowBB, m.rowAB, m.colAB, m.nearTab = kbb, kab, kba, abDiag, rowBB, rs.Total(), cs.Total(), near.K
 }
 
 // pass runs the Gram pass of K_aa (symmetric for a full pass; the rows
 // sc.Rows against every a otherwise) and adds the table terms per tile.
 func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
-	if m.kab == nil {
-		if m.tables(); m.kab == nil {
+	if m.f == nil {
+		if m.tables(); m.f == nil {
 			return // cancelled
 		}
 	}
-	A, bIdx, kab, kbb, mon, p, nb := m.A, m.bIdx, m.kab, m.kbb, m.mon, m.p, m.nb
+	A, bIdx, f, kba, mon, p, nb := m.A, m.bIdx, m.f, m.kba, m.mon, m.p, m.nb
 	rows, sym := sc.Rows, sc.Rows == nil
 	rowOf := func(i int) int { return i }
 	x := A
@@ -194,20 +212,6 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	sc.gram(x, A, sym, gram.SqDists, mon, func(t *gram.Tile) {
 		kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
 		bq := bIdx[t.J0:][:t.NJ]
-		// K_ab[q, b_r] for the tile's rows r and columns q, gathered one
-		// row of K_ab at a time (read down a column, each entry would miss
-		// the cache).
-		col := make([]float64, t.NI*t.NJ)
-		br := make([]int, t.NI)
-		for i := range br {
-			br[i] = bIdx[rowOf(t.I0+i)]
-		}
-		for j := 0; j < t.NJ; j++ {
-			row := kab[(t.J0+j)*nb:][:nb]
-			for i, b := range br {
-				col[i*t.NJ+j] = row[b]
-			}
-		}
 		var rsum, csum, rmax, cmax []float64
 		if sums {
 			rsum, csum = pa.Slot(t.BJ), pa.Slot(t.BI)
@@ -220,9 +224,9 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 				j0 = upperFrom(t, i)
 			}
 			kappa(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
-			abr, bbr, cr := kab[r*nb:(r+1)*nb], kbb[br[i]*nb:(br[i]+1)*nb], col[i*t.NJ:(i+1)*t.NJ]
+			fr, bar := f[r*nb:(r+1)*nb], kba[bIdx[r]*p+t.J0:][:t.NJ] // bar[j] = K_ab[q, b_r]
 			for j := j0; j < t.NJ; j++ {
-				out[j] = kr[j] - abr[bq[j]] - cr[j] + bbr[bq[j]]
+				out[j] = kr[j] + fr[bq[j]] - bar[j]
 			}
 			from := j0
 			if sym && t.Diag {
@@ -255,7 +259,7 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 }
 
 func (m *rbf2Factored) finish() ([]float64, []float64) {
-	kab, rowBB, rowAB, colAB, rowAA, bIdx, kern, p, nb := m.kab, m.rowBB, m.rowAB, m.colAB, m.rowAA, m.bIdx, m.kern, m.p, m.nb
+	abDiag, rowBB, rowAB, colAB, rowAA, bIdx, kern, p, nb := m.abDiag, m.rowBB, m.rowAB, m.colAB, m.rowAA, m.bIdx, m.kern, m.p, m.nb
 	fa, fb := float64(p), float64(nb)
 	delta2 := sum(rowAA)/(fa*fa) - 2*sum(rowAB)/(fa*fb) + sum(rowBB)/(fb*fb)
 	hB := make([]float64, nb)
@@ -265,7 +269,7 @@ func (m *rbf2Factored) finish() ([]float64, []float64) {
 	node, w2 := make([]float64, p), make([]float64, p)
 	for r := range node {
 		rho := rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
-		w2[r] = 2*kern.NTerms - 2*kab[r*nb+bIdx[r]] - 2*rho + delta2
+		w2[r] = 2*kern.NTerms - 2*abDiag[r] - 2*rho + delta2
 		node[r] = w2[r] - 2*rho + delta2
 	}
 	return node, w2
