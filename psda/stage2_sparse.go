@@ -89,7 +89,7 @@ func (pl *plan) stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
-	m.addDeferred(md)
+	m.addDeferred(md, src.N, tgt.N)
 	cost := s2.cost
 	oracle := func(r, q int) float64 {
 		if r == p || q == p {

@@ -46,8 +46,9 @@ type Stage1 struct {
 	// Bounded reports that Err32 holds (the model has a float32 bound and
 	// the features are float32Safe): float32 passes may then price.
 	Bounded bool
-	// DeferSums reports that the RBF mixture's kernel sums are left out of
-	// the terms (see NewStage1).
+	// DeferSums reports that every kernel sum of the RBF mixture is left
+	// out of the terms (NewStage1's deferSums with n_s = n_t), so that no
+	// pass needs float64.
 	DeferSums bool
 }
 
@@ -64,14 +65,19 @@ type stage1Cost interface {
 // tgt for the discrepancy s. mon receives the progress of its Gram passes
 // and stops them when cancelled (nil: none).
 //
-// deferSums, for the RBF mixture, leaves every kernel sum out of the
-// terms: the self-kernel sums Σ_i' κ(s_i, s_i') and Σ_j' κ(t_j, t_j'),
-// which cost a Gram pass over each domain, and the cross sums
-// Σ_j κ(s_i, t_j) and Σ_i κ(s_i, t_j), which tie the pass to float64. When
-// n_s = n_t they only shift rows and columns, so the optimal assignment is
-// the same (and the sparse path's candidate pass may run in float32); the
-// objective misses (2ΣST − ΣSS − ΣTT)/n·Scale, which Stage 2's float64
-// pass supplies (Stage2.KernelSums).
+// deferSums, for the RBF mixture, leaves the kernel sums of the sides
+// whose every row is used once by Stage 1 out of the terms. When n_s = n_t
+// that is all of them: the self-kernel sums Σ_i' κ(s_i, s_i') and
+// Σ_j' κ(t_j, t_j'), which cost a Gram pass over each domain, and the cross
+// sums Σ_j κ(s_i, t_j) and Σ_i κ(s_i, t_j), which tie the pass to float64;
+// they only shift rows and columns, so the optimal assignment is the same
+// (and the sparse path's candidate pass may run in float32); the objective
+// misses (2ΣST − ΣSS − ΣTT)/n·Scale. When n_s ≠ n_t it is the larger side's
+// row or column terms (its self-kernel sums, the Gram pass over the larger
+// domain, and its cross sums) and ‖δ‖², paid once per pair: with L the
+// larger side and l the smaller, the objective misses
+// (n_L·Σll/n_l² − ΣLL/n_L)·Scale. Stage 2's float64 pass supplies the sums
+// (Stage2.KernelSums).
 //
 // The time complexity is that of the model's precomputation: O((n_s+n_t)·d)
 // for the MMD, O(N·d·min(N, d)) for CORAL, N = n_s+n_t (see covForm); the
@@ -86,7 +92,7 @@ func NewStage1(src, tgt feat.Matrix, s Spec, deferSums bool, mon gram.Progress) 
 		md.model, md.Bounded = newLinear1(src, tgt, mon), true
 	default:
 		md.model, md.Bounded = newRBF1(src, tgt, rbf.New(s.Gammas), deferSums, mon), true
-		md.DeferSums = deferSums
+		md.DeferSums = deferSums && src.N == tgt.N
 	}
 	md.Bounded = md.Bounded && float32Safe(src, tgt)
 	return md
@@ -117,7 +123,8 @@ func (md *Stage1) Err32() (es, et []float64) { return md.model.err32() }
 //
 // The time complexity is O(n_s·n_t·d) for the linear kernel,
 // O((n_s+n_t)²·d) for the RBF mixture (the self-kernel means are part of
-// the full cost) and O(n_s·n_t·d) for CORAL; memory is the result plus
+// the full cost; with deferSums O(n_s·n_t·d + min(n_s, n_t)²·d)) and
+// O(n_s·n_t·d) for CORAL; memory is the result plus
 // O(N·n/tileSize).
 func (md *Stage1) Dense() []float64 {
 	ns, nt := md.ns, md.nt

@@ -22,7 +22,7 @@ type rbf1 struct {
 	src, tgt  feat.Matrix
 	S, T      gram.Vectors
 	kern      *rbf.Mixture
-	deferSums bool // see NewStage1
+	deferSums bool // see NewStage1: all of them (n_s = n_t), or the larger side's
 	mon       gram.Progress
 	// Set by a full float64 pass: the cross kernel sums by row and column.
 	rs, cs gram.Partials
@@ -41,7 +41,7 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	// Every pass over all entries finds the nearest partners (rbfErr32
 	// allows for a float32 one); the sums need float64.
 	whole := sc.Rows == nil && sc.Cols == nil
-	sums := sc.full() && !m.deferSums
+	sums := sc.full() && !(m.deferSums && ns == nt) // imbalanced, the smaller side's terms need the cross sums
 	if whole {
 		m.nearS, m.nearT = topk.NewMax(ns), topk.NewMax(nt)
 	}
@@ -87,26 +87,38 @@ func (m *rbf1) terms() ([]float64, []float64) {
 	ns, nt := m.src.N, m.tgt.N
 	fs, ft := float64(ns), float64(nt)
 	rowTerm, colTerm := make([]float64, ns), make([]float64, nt)
-	if m.deferSums {
-		for i := range rowTerm {
-			rowTerm[i] = m.kern.NTerms
-		}
-		for j := range colTerm {
-			colTerm[j] = m.kern.NTerms
-		}
-		return rowTerm, colTerm
-	}
-	if m.ss == nil {
-		m.ss, m.tt = kernelRowSums(m.S, m.kern, m.mon), kernelRowSums(m.T, m.kern, m.mon)
-	}
-	ss, tt := m.ss, m.tt
-	st, ts := m.rs.Total(), m.cs.Total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
-	delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
 	for i := range rowTerm {
-		rowTerm[i] = m.kern.NTerms - 2*(ss[i]/fs-st[i]/ft) + delta2
+		rowTerm[i] = m.kern.NTerms
 	}
 	for j := range colTerm {
-		colTerm[j] = m.kern.NTerms + 2*(ts[j]/fs-tt[j]/ft)
+		colTerm[j] = m.kern.NTerms
+	}
+	// Deferred, the terms of a side whose every row is used once (both
+	// sides when n_s = n_t, else the larger) stay NTerms, and so does δ²,
+	// paid once per pair (NewStage1).
+	rows, cols := !m.deferSums || ns < nt, !m.deferSums || nt < ns
+	if rows && m.ss == nil {
+		m.ss = kernelRowSums(m.S, m.kern, m.mon)
+	}
+	if cols && m.tt == nil {
+		m.tt = kernelRowSums(m.T, m.kern, m.mon)
+	}
+	ss, tt := m.ss, m.tt
+	delta2 := 0.0
+	if !m.deferSums {
+		delta2 = sum(ss)/(fs*fs) - 2*sum(m.rs.Total())/(fs*ft) + sum(tt)/(ft*ft)
+	}
+	if rows {
+		st := m.rs.Total() // Σ_j κ(s_i, t_j)
+		for i := range rowTerm {
+			rowTerm[i] = m.kern.NTerms - 2*(ss[i]/fs-st[i]/ft) + delta2
+		}
+	}
+	if cols {
+		ts := m.cs.Total() // Σ_i κ(s_i, t_j)
+		for j := range colTerm {
+			colTerm[j] = m.kern.NTerms + 2*(ts[j]/fs-tt[j]/ft)
+		}
 	}
 	return rowTerm, colTerm
 }
