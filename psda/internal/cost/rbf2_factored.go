@@ -11,7 +11,7 @@ import (
 )
 
 // This file holds the RBF-mixture Stage 2 for the pairs of an imbalanced
-// Stage 1 (docs/method.md, "Stage 2 on imbalanced pairs"): one side's rows
+// Stage 1 (docs/method.md, "Stage 2", "Imbalanced pairs"): one side's rows
 // repeat, so most of rbf2's Gram matrix of the 2P paired vectors repeats
 // too.
 
