@@ -30,7 +30,7 @@ func newStage1Model(src, tgt Matrix, cfg Config, deferSums bool) *cost.Stage1 {
 
 // newStage2Model returns the split of C^MM over pairs for cfg's
 // discrepancy, its Gram passes followed and cancelled by cfg.Monitor;
-// maxTable is cost.NewStage2's (the bytes the RBF mixture's table against
+// maxTable is cost.NewStage2's (the bytes the RBF mixture's tables against
 // the smaller side may take).
 func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, maxTable int64) *cost.Stage2 {
 	return cost.NewStage2(src, tgt, cfg.costSpec(), pairs, maxTable, progress{cfg.Monitor})
@@ -39,7 +39,7 @@ func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, maxTable int64) *
 // stage2Dense returns the dense matrix C^MM over the pairs, its size m
 // (cost.Stage2.Dense) and the model, whose sums Match reads after the pass.
 func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *cost.Stage2) {
-	// The table (P·n_small values, FactorMin <= P/n_small) is smaller than
+	// The tables (2·P·n_small values, FactorMin = 2 <= P/n_small) are no larger than
 	// the P×P matrix.
 	md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
 	c, m := md.Dense()

@@ -42,7 +42,7 @@ func (pl *plan) stage2K(d int) int {
 func (pl *plan) stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage2Costs)
-	// The RBF mixture's table against the smaller side may take what the
+	// The RBF mixture's tables against the smaller side may take what the
 	// dense path may (plan.denseLimit).
 	md := newStage2Model(src, tgt, cfg, m.Pairs, pl.denseLimit)
 	p, n := md.P, md.M

@@ -180,7 +180,7 @@ type stage2Cost interface {
 // means from the pairs' own Gram matrix). For the pairs of an imbalanced
 // Stage 1 the RBF mixture stores the kernel against the smaller side and
 // computes only the larger side's Gram matrix in its passes
-// (rbf2Factored, FactorMin), when that table of P·n_small float64 fits in
+// (rbf2Factored, FactorMin), when its tables of 2·P·n_small float64 fit in
 // maxTable bytes. mon receives the progress of the Gram passes and stops
 // them when cancelled (nil: none).
 //
@@ -252,7 +252,7 @@ type kernelSummer interface{ kernelSums() (ss, st, tt float64) }
 // larger constant for the RBF mixture (the Gram matrix of the 2P paired
 // vectors; about P²/2 + P·n_small entries for an imbalanced Stage 1's
 // pairs, rbf2Factored) and O(P²·d) for CORAL; memory is the result plus
-// O(P·P/tileSize) for the RBF mixture (and P·n_small for rbf2Factored).
+// O(P·P/tileSize) for the RBF mixture (and 2·P·n_small for rbf2Factored).
 func (md *Stage2) Dense() ([]float64, int) {
 	m := md.M
 	c := make([]float64, m*m)

@@ -18,10 +18,9 @@ import (
 // FactorMin is the least ratio P/n_b (P pairs, n_b rows on the smaller
 // side) at which Stage 2 uses rbf2Factored instead of rbf2: a full pass
 // then computes P²/2 + P·n_b + n_b²/2 kernel entries (1.125·P² at
-// P = 2·n_b) against rbf2's 2P²
-// (docs/performance.md, "Stage 2 on imbalanced data"). A variable so that
-// tests and benchmarks can force either model on the same input
-// (math.MaxInt: always rbf2).
+// P = 2·n_b) against rbf2's 2P² (docs/performance.md, "Stage 2 on
+// imbalanced data"). A variable so that tests and benchmarks can force
+// either model on the same input (math.MaxInt: always rbf2).
 var FactorMin = 2
 
 // factorable reports whether the pairs are those of an imbalanced Stage 1
@@ -70,7 +69,7 @@ func factorable(src, tgt feat.Matrix, pairs []feat.Pair) (a, b feat.Matrix, bIdx
 // rowAB[r]/n_b and hB[j] = colAB[j]/n_a − rowBB[j]/n_b, g(a_r) = σ·hA[r]
 // and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
 // the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
-// Memory: P·n_b + n_b² float64 for the tables, kept for the later passes.
+// Memory: 2·P·n_b + n_b² float64 for the tables, kept for the later passes.
 type rbf2Factored struct {
 	a, b   feat.Matrix
 	aIsSrc bool
