@@ -1,6 +1,8 @@
 package psda
 
 import (
+	"math"
+
 	"github.com/psda-dev/psda/psda/internal/cost"
 )
 
@@ -37,11 +39,9 @@ func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, maxTable int64) *
 // stage2Dense returns the dense matrix C^MM over the pairs, its size m
 // (cost.Stage2.Dense) and the model, whose sums Match reads after the pass.
 func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *cost.Stage2) {
-	// The RBF mixture's tables (2·P·n_small float64) may add at most half
-	// the P×P matrix's bytes (P >= 4·n_small), which checkMemory does not
-	// count; from FactorMin to 4 the dense path keeps rbf2.
-	p := int64(len(pairs))
-	md := newStage2Model(src, tgt, cfg, pairs, 4*p*p)
+	// The RBF mixture's tables (2·P·n_small float64) add at most half the
+	// P×P matrix's bytes (cost.FactorMin = 4 <= P/n_small), as before.
+	md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
 	c, m := md.Dense()
 	return c, m, md
 }

@@ -38,7 +38,7 @@ func BenchmarkStage2Factored(b *testing.B) {
 			for _, md := range []struct {
 				name      string
 				factorMin int
-			}{{"rbf2", math.MaxInt}, {"factored", 2}} {
+			}{{"rbf2", math.MaxInt}, {"factored", 4}} {
 				solver := map[string]string{Auto: "auto", Sparse: "sparse"}[sh.solver]
 				b.Run(fmt.Sprintf("%dx%d/d=%d/%s/%s/%s", sh.ns, sh.nt, sh.d, solver, ft.name, md.name), func(b *testing.B) {
 					src, tgt := ft.feat(sh.ns, sh.d, 1), ft.feat(sh.nt, sh.d, 2)

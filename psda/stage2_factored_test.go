@@ -54,7 +54,7 @@ func TestMatchFactoredStage2(t *testing.T) {
 					}
 					return m
 				}
-				old, nw := run(math.MaxInt), run(2)
+				old, nw := run(math.MaxInt), run(2) // 2: the factored model from P/n_small = 2
 				// Stage 1's cost takes its deferred kernel sums from Stage 2.
 				if !slices.Equal(nw.Pairs, old.Pairs) || testref.Rel(nw.Stage1Cost, old.Stage1Cost) > 1e-12 {
 					t.Fatalf("stage 1 differs: cost %.17g vs %.17g", nw.Stage1Cost, old.Stage1Cost)

@@ -276,8 +276,8 @@ func TestStage2Factored(t *testing.T) {
 func TestFactorable(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	spec := Spec{Kind: RBFMMD, K: 2, Gammas: paperGammas}
-	src, tgt := testref.RandMatrix(rng, 20, 3, false), testref.RandMatrix(rng, 10, 3, false)
-	pairs := imbalancedPairs(rng, 20, 10)
+	src, tgt := testref.RandMatrix(rng, 40, 3, false), testref.RandMatrix(rng, 10, 3, false)
+	pairs := imbalancedPairs(rng, 40, 10)
 	shuffled := slices.Clone(pairs)
 	shuffled[0], shuffled[1] = shuffled[1], shuffled[0]
 	for _, tc := range []struct {
@@ -287,13 +287,13 @@ func TestFactorable(t *testing.T) {
 		maxTable int64
 		want     bool
 	}{
-		{"source 2x", src, tgt, pairs, math.MaxInt64, true},
-		{"target 2x", tgt, src, swapped(pairs), math.MaxInt64, true},
-		{"tables just fit", src, tgt, pairs, 16 * 20 * 10, true},
-		{"tables too large", src, tgt, pairs, 16*20*10 - 1, false},
+		{"source 4x", src, tgt, pairs, math.MaxInt64, true},
+		{"target 4x", tgt, src, swapped(pairs), math.MaxInt64, true},
+		{"tables just fit", src, tgt, pairs, 16 * 40 * 10, true},
+		{"tables too large", src, tgt, pairs, 16*40*10 - 1, false},
 		{"larger side out of order", src, tgt, shuffled, math.MaxInt64, false},
-		{"balanced", src, src, imbalancedPairs(rng, 20, 20), math.MaxInt64, false},
-		{"ratio below FactorMin", src, testref.RandMatrix(rng, 11, 3, false), imbalancedPairs(rng, 20, 11), math.MaxInt64, false},
+		{"balanced", src, src, imbalancedPairs(rng, 40, 40), math.MaxInt64, false},
+		{"ratio below FactorMin", src, testref.RandMatrix(rng, 11, 3, false), imbalancedPairs(rng, 40, 11), math.MaxInt64, false},
 	} {
 		md := NewStage2(tc.src, tc.tgt, spec, tc.pairs, tc.maxTable, nil)
 		if _, got := md.model.(*rbf2Factored); got != tc.want {

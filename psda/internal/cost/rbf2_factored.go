@@ -17,11 +17,14 @@ import (
 
 // FactorMin is the least ratio P/n_b (P pairs, n_b rows on the smaller
 // side) at which Stage 2 uses rbf2Factored instead of rbf2: a full pass
-// then computes P²/2 + P·n_b + n_b²/2 kernel entries (1.125·P² at
-// P = 2·n_b) against rbf2's 2P² (docs/performance.md, "Stage 2 on
-// imbalanced data"). A variable so that tests and benchmarks can force
-// either model on the same input (math.MaxInt: always rbf2).
-var FactorMin = 2
+// then computes P²/2 + P·n_b + n_b²/2 kernel entries (0.78·P² at
+// P = 4·n_b) against rbf2's 2P². At 2 it gains only 1.2× per full pass
+// (docs/performance.md, "Stage 2 on imbalanced data"), its tables would
+// double the dense path's memory, and both paths should choose alike (the
+// models' costs agree to rounding, not bit for bit). A variable so that
+// tests and benchmarks can force either model on the same input
+// (math.MaxInt: always rbf2).
+var FactorMin = 4
 
 // factorable reports whether the pairs are those of an imbalanced Stage 1
 // with the larger side A in order (pair r holds row r of A, every row of A
