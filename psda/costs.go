@@ -1,6 +1,8 @@
 package psda
 
 import (
+	"math"
+
 	"github.com/psda-dev/psda/psda/internal/cost"
 )
 
@@ -28,15 +30,18 @@ func newStage1Model(src, tgt Matrix, cfg Config, deferSums bool) *cost.Stage1 {
 
 // newStage2Model returns the split of C^MM over pairs for cfg's
 // discrepancy, its Gram passes followed and cancelled by cfg.Monitor;
-// factored allows the RBF mixture's factored model (dense path only).
-func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, factored bool) *cost.Stage2 {
-	return cost.NewStage2(src, tgt, cfg.costSpec(), pairs, factored, progress{cfg.Monitor})
+// maxTable is cost.NewStage2's (the bytes the RBF mixture's tables against
+// the smaller side may take).
+func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, maxTable int64) *cost.Stage2 {
+	return cost.NewStage2(src, tgt, cfg.costSpec(), pairs, maxTable, progress{cfg.Monitor})
 }
 
 // stage2Dense returns the dense matrix C^MM over the pairs, its size m
 // (cost.Stage2.Dense) and the model, whose sums Match reads after the pass.
 func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *cost.Stage2) {
-	md := newStage2Model(src, tgt, cfg, pairs, true)
+	// The RBF mixture's tables (2·P·n_small float64) add at most half the
+	// P×P matrix's bytes (cost.FactorMin = 4 <= P/n_small), as before.
+	md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
 	c, m := md.Dense()
 	return c, m, md
 }

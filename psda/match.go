@@ -151,11 +151,12 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		}
 	}()
 	m := &Matching{}
-	// Balanced RBF, two stages: Stage 2's pass supplies the kernel sums of
-	// Stage 1's objective (cost.NewStage1's deferSums), which saves Stage 1 a
-	// Gram pass over each domain and lets the sparse path's candidate pass
-	// run in float32.
-	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && src.N == tgt.N
+	// RBF, two stages: Stage 2's pass supplies the kernel sums of Stage 1's
+	// objective (cost.NewStage1's deferSums), which saves Stage 1 the Gram
+	// pass over each domain whose rows are all used once (both when
+	// balanced, then also letting the sparse path's candidate pass run in
+	// float32; else the larger).
+	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF
 	run1 := pl.stage1
 	if sparse1 {
 		run1 = pl.stage1Sparse

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/psda-dev/psda/psda/assign"
+	"github.com/psda-dev/psda/psda/internal/cost"
 )
 
 // ErrCancelled is returned by Match, wrapped, when its Monitor was cancelled;
@@ -140,13 +141,21 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2 bool) {
 	fs, ft := float64(ns), float64(nt)
 	m.units = [PhaseDone + 1]float64{}
 	m.units[PhaseStage1Costs] = fs * ft * fd
-	if cfg.Discrepancy == MMD && cfg.Kernel == RBF {
+	rbf := cfg.Discrepancy == MMD && cfg.Kernel == RBF
+	small := math.Min(fs, ft)
+	switch {
+	case rbf && cfg.Stages == 1:
 		m.units[PhaseStage1Costs] += (fs*fs + ft*ft) / 2 * fd
+	case rbf && ns != nt: // the larger side's self sums wait for Stage 2 (Matching.sumsPending)
+		m.units[PhaseStage1Costs] += small * small / 2 * fd
 	}
 	const assignWork = 1000
 	m.units[PhaseStage1Assign] = assignWork * fs * ft
 	if cfg.Stages == 2 {
 		m.units[PhaseStage2Costs] = 2 * p * p * fd
+		if rbf && small <= p/float64(cost.FactorMin) { // the factored model's passes
+			m.units[PhaseStage2Costs] = (p*p/2 + p*small + small*small/2) * fd
+		}
 		m.units[PhaseStage2Match] = assignWork * p * p
 	}
 	// The sparse path (sparse.go) counts the tiles of its candidate pass as

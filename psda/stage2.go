@@ -21,7 +21,7 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 costs: %w", err)
 	}
-	m.addDeferred(md)
+	m.addDeferred(md, src.N, tgt.N)
 	cfg.Monitor.enter(PhaseStage2Match)
 	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
 	if err != nil {
@@ -53,16 +53,26 @@ func (m *Matching) group(mate []int) {
 	}
 }
 
-// addDeferred completes a Stage1Cost computed without the kernel sums
-// (cost.NewStage1's deferSums) from the sums of md's last float64 full pass: with
-// n_s = n_t = n, the terms' sums over all rows and columns are
-// 2n·nterms + (2ΣST − ΣSS − ΣTT)/n (docs/method.md, "Stage 1"), of which the
-// deferred terms kept 2n·nterms.
-func (m *Matching) addDeferred(md *cost.Stage2) {
+// addDeferred completes a Stage1Cost computed without some kernel sums
+// (cost.NewStage1's deferSums) from the sums of md's last float64 full
+// pass over the pairs of ns sources and nt targets (docs/method.md,
+// "Stage 1"): with n_s = n_t = n, the terms' sums over all rows and
+// columns are 2n·nterms + (2ΣST − ΣSS − ΣTT)/n, of which the deferred
+// terms kept 2n·nterms; otherwise, with L the larger side and l the
+// smaller, the larger side's terms and ‖δ‖² add n_L·Σll/n_l² − ΣLL/n_L.
+func (m *Matching) addDeferred(md *cost.Stage2, ns, nt int) {
 	if !m.sumsPending || md == nil {
 		return
 	}
 	ss, st, tt := md.KernelSums()
-	m.Stage1Cost += (2*st - ss - tt) / float64(md.P) * md.Scale
+	fs, ft := float64(ns), float64(nt)
+	switch {
+	case ns == nt:
+		m.Stage1Cost += (2*st - ss - tt) / fs * md.Scale
+	case ns > nt:
+		m.Stage1Cost += (fs*tt/(ft*ft) - ss/fs) * md.Scale
+	default:
+		m.Stage1Cost += (ft*ss/(fs*fs) - tt/ft) * md.Scale
+	}
 	m.sumsPending = false
 }

@@ -42,7 +42,9 @@ func (pl *plan) stage2K(d int) int {
 func (pl *plan) stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage2Costs)
-	md := newStage2Model(src, tgt, cfg, m.Pairs, false)
+	// The RBF mixture's tables against the smaller side may take what the
+	// dense path may (plan.denseLimit).
+	md := newStage2Model(src, tgt, cfg, m.Pairs, pl.denseLimit)
 	p, n := md.P, md.M
 	adj := make(assign.Edges, n)
 	both := func(r, q int, v float64) {
@@ -87,7 +89,7 @@ func (pl *plan) stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if err != nil {
 		return fmt.Errorf("psda: stage 2 (sparse): %w", err)
 	}
-	m.addDeferred(md)
+	m.addDeferred(md, src.N, tgt.N)
 	cost := s2.cost
 	oracle := func(r, q int) float64 {
 		if r == p || q == p {

@@ -42,7 +42,7 @@ func TestPriceBlossom(t *testing.T) {
 			}
 			cfg := Config{BatchSize: 4, Discrepancy: MMD, Kernel: tc.kernel, Stages: 2}
 			c, m := stage2Costs(src, tgt, cfg, pairs)
-			md := newStage2Model(src, tgt, cfg, pairs, false)
+			md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
 			md.Pass(cost.Scope{}, func(int, int, []float64) {})
 			node, single := md.Finish()
 			p := md.P

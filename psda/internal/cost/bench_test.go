@@ -1,6 +1,8 @@
 package cost
 
 import (
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -40,4 +42,44 @@ func BenchmarkStage2Costs(b *testing.B) {
 			})
 		}
 	})
+}
+
+// BenchmarkStage2Imbalanced times the RBF Stage 2 model's passes on the
+// pairs of an imbalanced Stage 1, with each model forced (FactorMin; the
+// 6000 × 4000 and 6000 × 3000 shapes, P/n_small = 1.5 and 2, time the
+// choice of FactorMin): "pass", a
+// full float64 pass whose entries are dropped (the model's own work);
+// "rows32", a float32 pass over 5% of the rows (a sparse pricing pass);
+// "dense", the dense matrix (pass, terms, finishing and mirroring).
+func BenchmarkStage2Imbalanced(b *testing.B) {
+	defer func(old int) { FactorMin = old }(FactorMin)
+	spec := Spec{Kind: RBFMMD, K: 32, Gammas: paperGammas}
+	for _, sh := range [][3]int{{4000, 160, 64}, {4000, 160, 256}, {12000, 480, 256}, {20000, 1000, 256}, {6000, 4000, 256}, {6000, 3000, 256}} {
+		src, tgt := testref.BenchFeatures(sh[0], sh[2], 1), testref.BenchFeatures(sh[1], sh[2], 2)
+		rng := rand.New(rand.NewPCG(1, 2))
+		pairs := imbalancedPairs(rng, src.N, tgt.N)
+		rows := rng.Perm(len(pairs))[:len(pairs)/20]
+		for _, md := range []struct {
+			name      string
+			factorMin int
+		}{{"rbf2", math.MaxInt}, {"factored", 1}} {
+			for _, what := range []string{"pass", "rows32", "dense"} {
+				b.Run(fmt.Sprintf("%dx%d/d=%d/%s/%s", sh[0], sh[1], sh[2], what, md.name), func(b *testing.B) {
+					FactorMin = md.factorMin
+					testref.LoopCPU(b, func() {
+						m := NewStage2(src, tgt, spec, pairs, math.MaxInt64, nil)
+						switch what {
+						case "pass":
+							m.Pass(Scope{}, func(int, int, []float64) {})
+						case "rows32":
+							m.Pass(Scope{}, func(int, int, []float64) {})
+							m.Pass(Scope{Rows: rows, F32: true}, func(int, int, []float64) {})
+						case "dense":
+							m.Dense()
+						}
+					})
+				})
+			}
+		}
+	}
 }

@@ -46,8 +46,9 @@ type Stage1 struct {
 	// Bounded reports that Err32 holds (the model has a float32 bound and
 	// the features are float32Safe): float32 passes may then price.
 	Bounded bool
-	// DeferSums reports that the RBF mixture's kernel sums are left out of
-	// the terms (see NewStage1).
+	// DeferSums reports that every kernel sum of the RBF mixture is left
+	// out of the terms (NewStage1's deferSums with n_s = n_t), so that no
+	// pass needs float64.
 	DeferSums bool
 }
 
@@ -64,14 +65,19 @@ type stage1Cost interface {
 // tgt for the discrepancy s. mon receives the progress of its Gram passes
 // and stops them when cancelled (nil: none).
 //
-// deferSums, for the RBF mixture, leaves every kernel sum out of the
-// terms: the self-kernel sums Σ_i' κ(s_i, s_i') and Σ_j' κ(t_j, t_j'),
-// which cost a Gram pass over each domain, and the cross sums
-// Σ_j κ(s_i, t_j) and Σ_i κ(s_i, t_j), which tie the pass to float64. When
-// n_s = n_t they only shift rows and columns, so the optimal assignment is
-// the same (and the sparse path's candidate pass may run in float32); the
-// objective misses (2ΣST − ΣSS − ΣTT)/n·Scale, which Stage 2's float64
-// pass supplies (Stage2.KernelSums).
+// deferSums, for the RBF mixture, leaves the kernel sums of the sides
+// whose every row is used once by Stage 1 out of the terms. When n_s = n_t
+// that is all of them: the self-kernel sums Σ_i' κ(s_i, s_i') and
+// Σ_j' κ(t_j, t_j'), which cost a Gram pass over each domain, and the cross
+// sums Σ_j κ(s_i, t_j) and Σ_i κ(s_i, t_j), which tie the pass to float64;
+// they only shift rows and columns, so the optimal assignment is the same
+// (and the sparse path's candidate pass may run in float32); the objective
+// misses (2ΣST − ΣSS − ΣTT)/n·Scale. When n_s ≠ n_t it is the larger side's
+// row or column terms (its self-kernel sums, the Gram pass over the larger
+// domain, and its cross sums) and ‖δ‖², paid once per pair: with L the
+// larger side and l the smaller, the objective misses
+// (n_L·Σll/n_l² − ΣLL/n_L)·Scale. Stage 2's float64 pass supplies the sums
+// (Stage2.KernelSums).
 //
 // The time complexity is that of the model's precomputation: O((n_s+n_t)·d)
 // for the MMD, O(N·d·min(N, d)) for CORAL, N = n_s+n_t (see covForm); the
@@ -86,7 +92,7 @@ func NewStage1(src, tgt feat.Matrix, s Spec, deferSums bool, mon gram.Progress) 
 		md.model, md.Bounded = newLinear1(src, tgt, mon), true
 	default:
 		md.model, md.Bounded = newRBF1(src, tgt, rbf.New(s.Gammas), deferSums, mon), true
-		md.DeferSums = deferSums
+		md.DeferSums = deferSums && src.N == tgt.N
 	}
 	md.Bounded = md.Bounded && float32Safe(src, tgt)
 	return md
@@ -117,7 +123,8 @@ func (md *Stage1) Err32() (es, et []float64) { return md.model.err32() }
 //
 // The time complexity is O(n_s·n_t·d) for the linear kernel,
 // O((n_s+n_t)²·d) for the RBF mixture (the self-kernel means are part of
-// the full cost) and O(n_s·n_t·d) for CORAL; memory is the result plus
+// the full cost; with deferSums O(n_s·n_t·d + min(n_s, n_t)²·d)) and
+// O(n_s·n_t·d) for CORAL; memory is the result plus
 // O(N·n/tileSize).
 func (md *Stage1) Dense() []float64 {
 	ns, nt := md.ns, md.nt
@@ -170,15 +177,16 @@ type stage2Cost interface {
 // NewStage2 returns the split of C^MM over pairs, which may repeat a
 // source or a target but must use every source and every target at least
 // once, as Stage 1's pairs do (the RBF mixture takes the domain kernel
-// means from the pairs' own Gram matrix). factored allows the RBF mixture
-// to store the kernel against the smaller side when that saves work
-// (rbf2Factored: dense path only, it holds P·n_small values). mon receives
-// the progress of the Gram passes and stops them when cancelled (nil:
-// none).
+// means from the pairs' own Gram matrix). For the pairs of an imbalanced
+// Stage 1 the RBF mixture stores the kernel against the smaller side and
+// computes only the larger side's Gram matrix in its passes
+// (rbf2Factored, FactorMin), when its tables of 2·P·n_small float64 fit in
+// maxTable bytes. mon receives the progress of the Gram passes and stops
+// them when cancelled (nil: none).
 //
 // The time complexity is that of the model's precomputation: O(P·d) for
 // the MMD and O(P·d + N·d·min(N, d)) for CORAL, N = n_s+n_t (see covForm).
-func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, factored bool, mon gram.Progress) *Stage2 {
+func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, maxTable int64, mon gram.Progress) *Stage2 {
 	mon = orNone(mon)
 	k := s.K
 	p := len(pairs)
@@ -189,11 +197,12 @@ func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, factored bool, m
 	case LinearMMD:
 		md.model, md.Coef, md.Bounded = newLinear2(src, tgt, pairs, mon), 1, true
 	default:
+		md.Bounded = true
 		kern := rbf.New(s.Gammas)
-		if a, b, bIdx, ok := factorable(src, tgt, pairs); ok && factored {
-			md.model = newRBF2Factored(a, b, bIdx, kern, mon)
+		if a, b, bIdx, aIsSrc, ok := factorable(src, tgt, pairs); ok && 16*int64(a.N)*int64(b.N) <= maxTable {
+			md.model = newRBF2Factored(a, b, bIdx, aIsSrc, kern, mon)
 		} else {
-			md.model, md.Bounded = newRBF2(src, tgt, kern, pairs, mon), true
+			md.model = newRBF2(src, tgt, kern, pairs, mon)
 		}
 	}
 	md.Bounded = md.Bounded && float32Safe(src, tgt)
@@ -204,8 +213,7 @@ func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, factored bool, m
 // concurrently from several goroutines (two calls never share an r at the
 // same time); v is only valid during the call. A full pass (sc.Rows nil)
 // emits the upper triangle q0+k > r only; with sc.Rows it emits every q
-// (r itself included) for the pairs r of sc.Rows. sc.Cols must be nil, and
-// so must sc.Rows for the factored model (dense path only).
+// (r itself included) for the pairs r of sc.Rows. sc.Cols must be nil.
 func (md *Stage2) Pass(sc Scope, emit func(r, q0 int, v []float64)) { md.model.pass(sc, emit) }
 
 // Finish returns node and single; valid once a full pass has completed
@@ -224,11 +232,14 @@ func (md *Stage2) Err32() []float64 { return md.model.err32() }
 // sources with all sources, of their sources with all targets and of their
 // targets with all targets, each weighted by 1/uses (ΣSS, ΣST and ΣTT:
 // every source and target counted once); valid once a float64 full pass
-// has completed. Only the RBF mixture's unfactored model has them (rbf2);
-// any other model panics.
+// has completed. Only the RBF mixture's models have them (rbf2,
+// rbf2Factored); any other model panics.
 func (md *Stage2) KernelSums() (ss, st, tt float64) {
-	return md.model.(*rbf2).kernelSums()
+	return md.model.(kernelSummer).kernelSums()
 }
+
+// kernelSummer is a Stage 2 model with KernelSums.
+type kernelSummer interface{ kernelSums() (ss, st, tt float64) }
 
 // Dense returns the M×M symmetric row-major matrix C^MM_rq of the paper
 // over the pairs, and M, after one full pass. When P is odd, node M−1 is a
@@ -239,8 +250,9 @@ func (md *Stage2) KernelSums() (ss, st, tt float64) {
 //
 // The time complexity is O(P²·d) for the linear kernel, O(P²·d) with a 4×
 // larger constant for the RBF mixture (the Gram matrix of the 2P paired
-// vectors) and O(P²·d) for CORAL; memory is the result plus O(P·P/tileSize)
-// for the RBF mixture.
+// vectors; about P²/2 + P·n_small entries for an imbalanced Stage 1's
+// pairs, rbf2Factored) and O(P²·d) for CORAL; memory is the result plus
+// O(P·P/tileSize) for the RBF mixture (and 2·P·n_small for rbf2Factored).
 func (md *Stage2) Dense() ([]float64, int) {
 	m := md.M
 	c := make([]float64, m*m)

@@ -38,7 +38,7 @@ func stage1Costs(src, tgt feat.Matrix, s Spec) []float64 {
 // stage2Costs is Stage 2's dense matrix and its size, factored where the
 // RBF mixture allows it (as on the dense path).
 func stage2Costs(src, tgt feat.Matrix, s Spec, pairs []feat.Pair) ([]float64, int) {
-	return NewStage2(src, tgt, s, pairs, true, nil).Dense()
+	return NewStage2(src, tgt, s, pairs, math.MaxInt64, nil).Dense()
 }
 
 // refCost names s for the references of internal/testref.

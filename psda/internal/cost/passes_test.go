@@ -60,7 +60,7 @@ func TestModelPasses(t *testing.T) {
 					check1("entry", i, j, m1.At(i, j))
 				}
 				pairs := testref.CoveringPairs(rng, ns, nt)
-				m2 := NewStage2(src, tgt, cc.spec, pairs, false, nil)
+				m2 := NewStage2(src, tgt, cc.spec, pairs, math.MaxInt64, nil)
 				c2, m := m2.Dense()
 				node, _ := m2.Finish()
 				p := len(pairs)
@@ -146,7 +146,7 @@ func TestModelPasses32(t *testing.T) {
 						t.Errorf("stage 1: a float32 full pass changed the terms")
 					}
 					pairs := testref.CoveringPairs(rng, src.N, tgt.N)
-					m2 := NewStage2(src, tgt, cc.spec, pairs, false, nil)
+					m2 := NewStage2(src, tgt, cc.spec, pairs, math.MaxInt64, nil)
 					m2.Dense()
 					node, _ := m2.Finish()
 					e := m2.Err32()
@@ -190,7 +190,7 @@ func TestFloat32Guard(t *testing.T) {
 		for i := range pairs {
 			pairs[i] = feat.Pair{S: i, T: i}
 		}
-		if m2 := NewStage2(src, tgt, spec, pairs, false, nil); m2.Bounded {
+		if m2 := NewStage2(src, tgt, spec, pairs, math.MaxInt64, nil); m2.Bounded {
 			t.Fatalf("kind %d: stage 2 keeps float32 passes with a value of 1e18", spec.Kind)
 		}
 	}

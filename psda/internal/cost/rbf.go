@@ -22,7 +22,7 @@ type rbf1 struct {
 	src, tgt  feat.Matrix
 	S, T      gram.Vectors
 	kern      *rbf.Mixture
-	deferSums bool // see NewStage1
+	deferSums bool // see NewStage1: all of them (n_s = n_t), or the larger side's
 	mon       gram.Progress
 	// Set by a full float64 pass: the cross kernel sums by row and column.
 	rs, cs gram.Partials
@@ -41,7 +41,7 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	// Every pass over all entries finds the nearest partners (rbfErr32
 	// allows for a float32 one); the sums need float64.
 	whole := sc.Rows == nil && sc.Cols == nil
-	sums := sc.full() && !m.deferSums
+	sums := sc.full() && !(m.deferSums && ns == nt) // imbalanced, the smaller side's terms need the cross sums
 	if whole {
 		m.nearS, m.nearT = topk.NewMax(ns), topk.NewMax(nt)
 	}
@@ -87,26 +87,38 @@ func (m *rbf1) terms() ([]float64, []float64) {
 	ns, nt := m.src.N, m.tgt.N
 	fs, ft := float64(ns), float64(nt)
 	rowTerm, colTerm := make([]float64, ns), make([]float64, nt)
-	if m.deferSums {
-		for i := range rowTerm {
-			rowTerm[i] = m.kern.NTerms
-		}
-		for j := range colTerm {
-			colTerm[j] = m.kern.NTerms
-		}
-		return rowTerm, colTerm
-	}
-	if m.ss == nil {
-		m.ss, m.tt = kernelRowSums(m.S, m.kern, m.mon), kernelRowSums(m.T, m.kern, m.mon)
-	}
-	ss, tt := m.ss, m.tt
-	st, ts := m.rs.Total(), m.cs.Total() // Σ_j κ(s_i, t_j), Σ_i κ(s_i, t_j)
-	delta2 := sum(ss)/(fs*fs) - 2*sum(st)/(fs*ft) + sum(tt)/(ft*ft)
 	for i := range rowTerm {
-		rowTerm[i] = m.kern.NTerms - 2*(ss[i]/fs-st[i]/ft) + delta2
+		rowTerm[i] = m.kern.NTerms
 	}
 	for j := range colTerm {
-		colTerm[j] = m.kern.NTerms + 2*(ts[j]/fs-tt[j]/ft)
+		colTerm[j] = m.kern.NTerms
+	}
+	// Deferred, the terms of a side whose every row is used once (both
+	// sides when n_s = n_t, else the larger) stay NTerms, and so does δ²,
+	// paid once per pair (NewStage1).
+	rows, cols := !m.deferSums || ns < nt, !m.deferSums || nt < ns
+	if rows && m.ss == nil {
+		m.ss = kernelRowSums(m.S, m.kern, m.mon)
+	}
+	if cols && m.tt == nil {
+		m.tt = kernelRowSums(m.T, m.kern, m.mon)
+	}
+	ss, tt := m.ss, m.tt
+	delta2 := 0.0
+	if !m.deferSums {
+		delta2 = sum(ss)/(fs*fs) - 2*sum(m.rs.Total())/(fs*ft) + sum(tt)/(ft*ft)
+	}
+	if rows {
+		st := m.rs.Total() // Σ_j κ(s_i, t_j)
+		for i := range rowTerm {
+			rowTerm[i] = m.kern.NTerms - 2*(ss[i]/fs-st[i]/ft) + delta2
+		}
+	}
+	if cols {
+		ts := m.cs.Total() // Σ_i κ(s_i, t_j)
+		for j := range colTerm {
+			colTerm[j] = m.kern.NTerms + 2*(ts[j]/fs-tt[j]/ft)
+		}
 	}
 	return rowTerm, colTerm
 }
@@ -326,162 +338,3 @@ func pairKernel(src, tgt feat.Matrix, kern *rbf.Mixture, pr, pq feat.Pair) float
 	k := func(a feat.Matrix, i int, b feat.Matrix, j int) float64 { return kern.Eval(sqDist(a, i, nil, b, j)) }
 	return k(src, pr.S, src, pq.S) - k(src, pr.S, tgt, pq.T) - k(tgt, pr.T, src, pq.S) + k(tgt, pr.T, tgt, pq.T)
 }
-
-// factorMin is the least ratio P/n_b at which Stage 2 stores the cross
-// kernel instead of computing the Gram matrix of all 2P paired vectors; a
-// variable so that tests can force either path.
-var factorMin = 4
-
-// factorable reports whether the pairs are those of an imbalanced Stage 1
-// with the larger side A in order (pair r holds row r of A, every row of A
-// once) and the smaller side B at least factorMin times smaller. It returns
-// A, B and the B row of each pair.
-func factorable(src, tgt feat.Matrix, pairs []feat.Pair) (a, b feat.Matrix, bIdx []int, ok bool) {
-	p := len(pairs)
-	inOrder := func(side func(feat.Pair) int) bool {
-		for r, pr := range pairs {
-			if side(pr) != r {
-				return false
-			}
-		}
-		return true
-	}
-	bIdx = make([]int, p)
-	switch {
-	case src.N == p && tgt.N*factorMin <= p && inOrder(func(pr feat.Pair) int { return pr.S }):
-		for r, pr := range pairs {
-			bIdx[r] = pr.T
-		}
-		return src, tgt, bIdx, true
-	case tgt.N == p && src.N*factorMin <= p && inOrder(func(pr feat.Pair) int { return pr.T }):
-		for r, pr := range pairs {
-			bIdx[r] = pr.S
-		}
-		return tgt, src, bIdx, true
-	}
-	return feat.Matrix{}, feat.Matrix{}, nil, false
-}
-
-// rbf2Factored is rbf2 for pairs (a_r, b_{bIdx[r]}) where a covers
-// one side in order and b, the other side, is small. Then
-// V_rq = K_aa[r,q] − K_ab[r,b_q] − K_ab[q,b_r] + K_bb[b_r,b_q]
-// (V is symmetric in the roles of source and target), so instead of the
-// Gram matrix of the 2P paired vectors ((2P)²/2 kernel entries) it computes
-// K_bb and K_ab once and stores them (2·P·n_b + n_b² values), then K_aa tile
-// by tile (P²/2 entries): about 4× fewer kernel entries when n_b << P.
-// With g(z) = mean_i κ(z,s_i) − mean_j κ(z,t_j), hA[r] = rowAA[r]/n_a −
-// rowAB[r]/n_b and hB[j] = colAB[j]/n_a − rowBB[j]/n_b, g(a_r) = σ·hA[r]
-// and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
-// the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
-// Memory: the result plus 2·P·n_b + n_b² float64.
-type rbf2Factored struct {
-	a, b  feat.Matrix
-	bIdx  []int
-	kern  *rbf.Mixture
-	mon   gram.Progress
-	p, nb int
-	A, B  gram.Vectors
-	// Set by the pass: K_bb, K_ab row-major and transposed, the row sums
-	// of K_ab, its column sums and the row sums of K_aa.
-	kbb, kab, kba, rowAB, colAB, rowAA []float64
-}
-
-func newRBF2Factored(a, b feat.Matrix, bIdx []int, kern *rbf.Mixture, mon gram.Progress) *rbf2Factored {
-	return &rbf2Factored{a: a, b: b, bIdx: bIdx, kern: kern, mon: mon, p: a.N, nb: b.N,
-		A: rowsOf(a, nil, nil), B: rowsOf(b, nil, nil)}
-}
-
-// at returns V_rq: V is symmetric in the roles of the two sides, so A may
-// pose as the source.
-func (m *rbf2Factored) at(r, q int) float64 {
-	return pairKernel(m.a, m.b, m.kern, feat.Pair{S: r, T: m.bIdx[r]}, feat.Pair{S: q, T: m.bIdx[q]})
-}
-
-func (m *rbf2Factored) pass(_ Scope, emit func(r, q0 int, v []float64)) {
-	A, B, bIdx, kern, mon, p, nb := m.A, m.B, m.bIdx, m.kern, m.mon, m.p, m.nb
-	kbb := make([]float64, nb*nb)
-	gram.Gram(B, B, true, gram.SqDists, mon, func(t *gram.Tile) {
-		e := make([]float64, t.NJ)
-		for i := 0; i < t.NI; i++ {
-			j0 := upperFrom(t, i)
-			row := kbb[(t.I0+i)*nb+t.J0:][:t.NJ]
-			kern.Row(row[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
-			for j := j0; j < t.NJ; j++ {
-				kbb[(t.J0+j)*nb+t.I0+i] = row[j]
-			}
-		}
-	})
-	// K_ab twice, row-major and transposed, so that both of its terms in
-	// V_rq are read along rows (a strided read misses the cache per entry).
-	kab, kba := make([]float64, p*nb), make([]float64, nb*p)
-	rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
-	gram.Gram(A, B, false, gram.SqDists, mon, func(t *gram.Tile) {
-		rsum, csum := rs.Slot(t.BJ), cs.Slot(t.BI)
-		e := make([]float64, t.NJ)
-		for i := 0; i < t.NI; i++ {
-			r := t.I0 + i
-			row := kab[r*nb+t.J0:][:t.NJ]
-			kern.Row(row, t.G[i*t.LD:][:t.NJ], e)
-			s := 0.0
-			for j, v := range row {
-				s += v
-				csum[t.J0+j] += v
-				kba[(t.J0+j)*p+r] = v
-			}
-			rsum[r] = s
-		}
-	})
-	rowAB, colAB := rs.Total(), cs.Total()
-	pa := gram.NewPartials(gram.NBlocks(p), p)
-	gram.Gram(A, A, true, gram.SqDists, mon, func(t *gram.Tile) {
-		rsum, csum := pa.Slot(t.BJ), pa.Slot(t.BI)
-		kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
-		for i := 0; i < t.NI; i++ {
-			r := t.I0 + i
-			j0 := upperFrom(t, i)
-			kern.Row(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
-			br := bIdx[r]
-			abr, bbr := kab[r*nb:(r+1)*nb], kbb[br*nb:(br+1)*nb]
-			bar := kba[br*p+t.J0:][:t.NJ] // K_ab[q, b_r] for the tile's q
-			bq := bIdx[t.J0:][:t.NJ]
-			s := 0.0
-			for j := j0; j < t.NJ; j++ {
-				q, v := t.J0+j, kr[j]
-				s += v
-				if q != r {
-					csum[q] += v // on a diagonal tile csum is rsum: row q's share
-				}
-				out[j] = v - abr[bq[j]] - bar[j] + bbr[bq[j]]
-			}
-			rsum[r] += s
-			from := j0 + b2i(t.Diag)
-			emit(r, t.J0+from, out[from:])
-		}
-	})
-	rowAA := pa.Total()
-	m.kbb, m.kab, m.kba, m.rowAB, m.colAB, m.rowAA = kbb, kab, kba, rowAB, colAB, rowAA
-}
-
-func (m *rbf2Factored) finish() ([]float64, []float64) {
-	kbb, kab, rowAB, colAB, rowAA, bIdx, kern, p, nb := m.kbb, m.kab, m.rowAB, m.colAB, m.rowAA, m.bIdx, m.kern, m.p, m.nb
-	rowBB := make([]float64, nb)
-	for j := range rowBB {
-		rowBB[j] = sum(kbb[j*nb : (j+1)*nb])
-	}
-	fa, fb := float64(p), float64(nb)
-	delta2 := sum(rowAA)/(fa*fa) - 2*sum(rowAB)/(fa*fb) + sum(rowBB)/(fb*fb)
-	hB := make([]float64, nb)
-	for j := range hB {
-		hB[j] = colAB[j]/fa - rowBB[j]/fb
-	}
-	node, w2 := make([]float64, p), make([]float64, p)
-	for r := range node {
-		rho := rowAA[r]/fa - rowAB[r]/fb - hB[bIdx[r]]
-		w2[r] = 2*kern.NTerms - 2*kab[r*nb+bIdx[r]] - 2*rho + delta2
-		node[r] = w2[r] - 2*rho + delta2
-	}
-	return node, w2
-}
-
-// err32 is never called: the factored model runs on the dense path only.
-func (m *rbf2Factored) err32() []float64 { return nil }
