@@ -139,15 +139,7 @@ def table(records: List[dict], meta: dict) -> str:
 def parse(argv: Optional[Sequence[str]] = None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="results/why", help="output directory")
-    p.add_argument("--data_dir", default=None, help="directory with Fashion-MNIST's IDX files (default: Debian's)")
-    p.add_argument("--env_size", type=int, default=1000, help="images per environment (the protocol's 1000)")
-    p.add_argument("--test_env", type=int, default=0)
-    p.add_argument("--trial", type=int, default=0, help="DomainBed's trial seed (seeds the splits)")
-    p.add_argument("--seed", type=int, default=0, help="torch seed of the trajectory and the samplers' seed")
-    p.add_argument("--k", type=int, default=32, help="examples per domain per batch")
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--tradeoff", type=float, default=1.0, help="the trajectory's trade-off (mmd_gamma)")
+    _why().add_trajectory_args(p)
     p.add_argument("--at", type=int, nargs="+", default=[310, 560, 1000], help="the steps S measured")
     p.add_argument("--gap", type=int, default=60, help="the refresh interval G in steps")
     p.add_argument("--frac", type=float, default=0.5, help="where in the epoch the refresh comes (h / batches)")

@@ -623,9 +623,8 @@ def figure(records: List[dict], path: str, k_main: int) -> None:
     plt.close(fig)
 
 
-def parse(argv: Optional[Sequence[str]] = None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_trajectory_args(p: argparse.ArgumentParser) -> None:
+    """The trajectory's arguments, shared with tools/why_batch_refresh.py: data, split, seed, k, lr, trade-off."""
     p.add_argument("--out", default="results/why", help="output directory")
     p.add_argument("--data_dir", default=None, help="directory with Fashion-MNIST's IDX files (default: Debian's)")
     p.add_argument("--env_size", type=int, default=1000, help="images per environment (the protocol's 1000)")
@@ -633,9 +632,15 @@ def parse(argv: Optional[Sequence[str]] = None):
     p.add_argument("--trial", type=int, default=0, help="DomainBed's trial seed (seeds the splits)")
     p.add_argument("--seed", type=int, default=0, help="torch seed of the trajectory and the samplers' seed")
     p.add_argument("--k", type=int, default=32, help="examples per domain per batch of the trajectory")
-    p.add_argument("--ks", type=int, nargs="+", default=[8, 32, 128], help="batch sizes of variant (d)")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--tradeoff", type=float, default=1.0, help="the trajectory's trade-off (mmd_gamma)")
+
+
+def parse(argv: Optional[Sequence[str]] = None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_trajectory_args(p)
+    p.add_argument("--ks", type=int, nargs="+", default=[8, 32, 128], help="batch sizes of variant (d)")
     p.add_argument("--tradeoffs", type=float, nargs="+", default=[0.1, 1.0, 10.0],
                    help="trade-offs at which the objective's error is reported")
     p.add_argument("--steps", type=int, default=1000)
