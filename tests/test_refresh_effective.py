@@ -595,3 +595,61 @@ def test_separate_repeats_swaps_copies_apart_or_says_it_cannot():
             assert sorted(out.tolist()) == sorted(rows.tolist())
             parts = np.split(out, np.cumsum(lens)[:-1])
             assert all(len(set(p.tolist())) == len(p) for p in parts)
+
+
+def _served_with_background_refresh(effective, sleep_after_epoch_end, refresher_on=True, epochs=3):
+    """Batches of a small training run whose refresher (every epoch, background) starts a
+    refresh at each epoch_end; the main thread may sleep after epoch_end, letting the
+    thread finish before the next epoch's first batch."""
+    g = torch.Generator().manual_seed(0)
+    src = TensorDataset(torch.randn(42, 4, generator=g), torch.arange(42))
+    tgt = TensorDataset(torch.randn(27, 4, generator=g) + 0.5, torch.arange(27))
+    model = torch.nn.Linear(4, 3)
+    with torch.no_grad():
+        model.weight.copy_(torch.randn(3, 4, generator=g))
+        model.bias.zero_()
+
+    def feats(ds):
+        with torch.no_grad():
+            return model(ds.tensors[0]).numpy()
+
+    sampler = psda.batch_sampler("double-paired", feats(src), feats(tgt), 4, drop_last=False, num_replicas=1,
+                                 rank=0)
+    loader = DataLoader(ConcatDataset([src, tgt]), batch_sampler=sampler)
+    r = None
+    if refresher_on:
+        r = FeatureRefresher(sampler, model, src, tgt, every_epochs=1, background=True, effective=effective,
+                             progress=False, batch_size=64)
+    served = []
+    for _ in range(epochs):
+        for _, idx in loader:
+            served.append(idx.tolist())
+            with torch.no_grad():
+                model.weight.mul_(-1.1).add_(0.3)
+            if r is not None:
+                r.step()
+        if r is not None:
+            r.epoch_end()
+        time.sleep(sleep_after_epoch_end)
+    if r is not None:
+        r.wait()
+    return served, len(sampler)
+
+
+@pytest.mark.parametrize("effective", ["epoch", "batch"])
+def test_background_refresh_started_between_epochs_waits_for_its_join(effective):
+    """A refresh started at epoch_end is installed at the next join (the end of the next epoch), not
+    when its thread happens to finish: before, a thread that finished before the next epoch's first
+    batch put its plan into that epoch (timing, not the seed, decided the batches)."""
+    slow, n = _served_with_background_refresh(effective, 0.5)
+    fast, _ = _served_with_background_refresh(effective, 0.0)
+    assert slow == fast
+    none, _ = _served_with_background_refresh(effective, 0.0, refresher_on=False)
+    if effective == "epoch":
+        # Epoch 1 follows the refresh started at epoch 0's end: it is served by epoch 0's set-up, as
+        # in a run without a refresher (the plan is joined at epoch 1's end and used from epoch 2).
+        assert slow[n:2 * n] == none[n:2 * n]
+    else:
+        # Joined at epoch 1's first step: its first batch is the old set-up's, the rest re-grouped.
+        assert slow[n] == none[n] and slow[n + 1:2 * n] != none[n + 1:2 * n]
+    assert slow[2 * n:] != none[2 * n:]

@@ -18,8 +18,11 @@ at the sampler's next epoch and never inside a running one, so batches already q
 (DataLoader prefetching, worker processes) always come from one matching. In background
 mode the new matching is computed while training continues and joined at the next
 :meth:`FeatureRefresher.epoch_end` (or :meth:`FeatureRefresher.wait`), i.e. before the
-next epoch starts; the epoch in which a pairing first appears is therefore the same on
-every run and on every rank, whatever the thread's speed.
+next epoch starts: the thread only computes the plan, and the join installs it (a psda
+sampler's; another object's ``update`` installs when it ends). The epoch in which a
+pairing first appears is therefore the same on every run and on every rank, whatever
+the thread's speed: a refresh started at one epoch's end is used from the epoch after
+the next join.
 
 With ``effective="batch"`` the rest of the running epoch is re-grouped from the new
 features too (the same rows, each still served exactly as often: see
@@ -247,14 +250,15 @@ class FeatureRefresher:
         self._cancel = threading.Event()
         self._error: Optional[BaseException] = None
         self._restore_pending: Any = None
-        self._target = None  # the psda sampler a background "batch" refresh re-forms
-        if self.effective == "batch" and self.background:
-            inner = getattr(sampler, "sampler", sampler)
-            if not hasattr(inner, "_prepare_rest"):
-                raise ValueError(
-                    "FeatureRefresher: effective='batch' with background=True needs a psda batch sampler "
-                    "(psda.batch_sampler), got %s: pass one, or effective='epoch'" % type(sampler).__name__)
-            self._target = inner
+        # The psda sampler behind `sampler` (psda.distributed.WholeBatches wraps one): a
+        # background refresh builds its plan in the thread and installs it at the join,
+        # so that the epoch it starts in depends on the loop's counts, not on the thread.
+        inner = getattr(sampler, "sampler", sampler)
+        self._target = inner if hasattr(inner, "_prepare_rest") else None
+        if self.effective == "batch" and self._target is None:
+            raise ValueError(
+                "FeatureRefresher: effective='batch' needs a psda batch sampler (psda.batch_sampler: it re-groups "
+                "the rest of the running epoch), got %s: pass one, or effective='epoch'" % type(sampler).__name__)
         self._at: Optional[int] = None  # the batch a background "batch" refresh expects to start at
         self._joined: Any = None  # (s, t, plan, prepared rest) from the thread, re-formed at the join
 
@@ -262,7 +266,7 @@ class FeatureRefresher:
         """step joins a background ``effective="batch"`` refresh (installing the rest of
         the epoch it re-formed), counts one optimiser step and refreshes when the schedule
         says so; it returns True when a refresh was started."""
-        if self._thread is not None and self._target is not None:
+        if self._thread is not None and self.effective == "batch":
             self.wait()
         if self.schedule.step():
             self.refresh()
@@ -306,7 +310,7 @@ class FeatureRefresher:
         if self.background:
             self._error = None
             self._cancel = threading.Event()
-            if self._target is not None:
+            if self.effective == "batch":
                 # The join comes after one more step, which takes one more batch:
                 # the thread prepares the rest from there (re-done at the join if
                 # the sampler stands elsewhere then).
@@ -329,11 +333,13 @@ class FeatureRefresher:
 
         try:
             with _native.cancel_when(self._cancel):
-                if self._target is None:
+                if self._target is None:  # not a psda sampler: its update() installs when it ends
                     self.sampler.update(src, tgt)
                 else:
-                    s, t, plan = self._target._update_plan(src, tgt)
-                    ready = None if self._at is None else self._target._prepare_rest(s, t, plan, at=self._at)
+                    s, t, plan = self._target._update_plan(src, tgt, install=False)
+                    ready = None
+                    if self.effective == "batch" and self._at is not None:
+                        ready = self._target._prepare_rest(s, t, plan, at=self._at)
                     self._joined = (s, t, plan, ready)
         except KeyboardInterrupt:
             if not self._cancel.is_set():
@@ -378,9 +384,12 @@ class FeatureRefresher:
         joined, self._joined = self._joined, None
         err, self._error = self._error, None
         if err is None and joined is not None:
-            # effective="batch": the rest of the epoch from the sampler's next batch,
-            # the one the thread prepared if the sampler stands where it expected.
-            self._target._reform(*joined[:3], prepared=joined[3], foreground=True)
+            # The plan is pending from here: the next epoch that starts after this join.
+            self._target._install_plan(joined[2])
+            if self.effective == "batch":
+                # The rest of the epoch from the sampler's next batch, the one the thread
+                # prepared if the sampler stands where it expected.
+                self._target._reform(*joined[:3], prepared=joined[3], foreground=True)
         waited = time.perf_counter() - t0
         if self.stalls:
             self.stalls[-1] += waited

@@ -486,17 +486,25 @@ class BatchSampler(_Base):
         if effective == "batch":
             self._reform(s, t, plan)
 
-    def _update_plan(self, source_features: Any, target_features: Any) -> Tuple[np.ndarray, np.ndarray, Any]:
-        """update()'s first half: checks the features, builds the plan, makes it pending; returns (s, t, plan)."""
+    def _update_plan(self, source_features: Any, target_features: Any,
+                     install: bool = True) -> Tuple[np.ndarray, np.ndarray, Any]:
+        """update()'s first half: checks the features, builds the plan and (install) makes it pending;
+        returns (s, t, plan). psda.refresh.FeatureRefresher builds in its thread with install=False and
+        installs (:meth:`_install_plan`) at its join, a point fixed by the training loop, not the thread."""
         s, t = self._features(source_features, target_features)
         if (len(s), len(t)) != (self.n_source, self.n_target):
             raise ValueError(
                 f"update() got {len(s)} source and {len(t)} target examples, but the sampler indexes "
                 f"{self.n_source} and {self.n_target}: pass features of the same datasets, or build a new sampler")
         plan = self._built(s, t, "the updated set-up")
+        if install:
+            self._install_plan(plan)
+        return s, t, plan
+
+    def _install_plan(self, plan: Any) -> None:
+        """Makes plan pending: in force from the next pass that starts an epoch at its first batch."""
         with self._lock:
             self._pending = plan
-        return s, t, plan
 
     # -- the rest of an epoch re-formed (update effective="batch") ----------------
 
