@@ -653,3 +653,31 @@ def test_background_refresh_started_between_epochs_waits_for_its_join(effective)
         # Joined at epoch 1's first step: its first batch is the old set-up's, the rest re-grouped.
         assert slow[n] == none[n] and slow[n + 1:2 * n] != none[n + 1:2 * n]
     assert slow[2 * n:] != none[2 * n:]
+
+
+def test_batch_update_reforms_a_resumed_epoch_at_its_first_batch():
+    """A state taken with one view ahead says batches = 0 and holds a rest: the resumed epoch is under
+    way, so update(effective="batch") re-forms it (it silently did nothing, and the pending plan was
+    not applied either, the rest pinning the old one)."""
+    rng = np.random.default_rng(0)
+    n, k = 32, 4
+    x, y = rng.normal(size=(n, 2)), rng.normal(size=(n, 2))
+
+    def make():
+        return psda.batch_sampler("paired", x, y, k, num_replicas=1, rank=0)
+
+    s = make()
+    sv, _ = s.views()
+    it = iter(sv)
+    next(it), next(it)  # the source view 2 batches ahead, the target view none
+    s.update(x ** 2, y ** 2, effective="batch")
+    st = s.state_dict()
+    assert st["batches"] == 0 and st["rest"]["from"] == 2
+    kept, changed = make(), make()
+    kept.load_state_dict(st)
+    changed.load_state_dict(st)
+    changed.update(np.sin(3 * x), np.cos(3 * y), effective="batch")
+    before, after = list(kept), list(changed)
+    assert before != after
+    srows = lambda bs: sorted(i for b in bs for i in b[: len(b) // 2])  # noqa: E731
+    assert srows(before) == srows(after) == list(range(n))

@@ -532,7 +532,9 @@ class BatchSampler(_Base):
         p = self._current
         if p is not None and p.generation == self._generation and p.ahead < p.num_batches:
             return p, p.epoch, p.plan, p.ahead, p.start, p.rest
-        if self._resume > 0:
+        if self._resume > 0 or self._resume_rest is not None:
+            # A resume point, or a state resumed at its epoch's first batch that holds a re-formed rest
+            # (views(): one view ahead of the other when the state was taken): an epoch under way.
             return None, self._epoch, self._plan, self._resume, self._resume, self._resume_rest
         return None
 
@@ -584,7 +586,8 @@ class BatchSampler(_Base):
                     p.switch(r.new)
             else:
                 # A resume point stays until a pass begins (which zeroes it) or the generation changes.
-                if (not 0 < self._resume <= r.at or self._epoch != r.epoch or self._plan is not r.plan
+                resumed = self._resume > 0 or self._resume_rest is not None
+                if (not resumed or self._resume > r.at or self._epoch != r.epoch or self._plan is not r.plan
                         or self._resume_rest is not r.old):
                     return False
                 if r.new is not None:
