@@ -24,9 +24,19 @@ CASES = (("double-paired", 4000, 160, 256, 32), ("double-paired", 4000, 4000, 64
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--cases", nargs="+", default=None, metavar="NAME:NSxNT:D:K",
+                   help="e.g. ordered:16000x1000:4:16 (default: %s)"
+                   % " ".join(f"{c[0]}:{c[1]}x{c[2]}:{c[3]}:{c[4]}" for c in CASES))
     args = p.parse_args(argv)
+    cases = CASES
+    if args.cases:
+        try:
+            cases = tuple((c.split(":")[0], *map(int, c.split(":")[1].split("x")), int(c.split(":")[2]),
+                           int(c.split(":")[3])) for c in args.cases)
+        except (IndexError, ValueError):
+            p.error(f"--cases {args.cases}: want NAME:NSxNT:D:K, e.g. ordered:16000x1000:4:16")
     rng = np.random.default_rng(0)
-    for name, ns, nt, d, k in CASES:
+    for name, ns, nt, d, k in cases:
         s, t = rng.normal(size=(ns, d)), rng.normal(size=(nt, d))
         s2, t2 = s + 0.1 * rng.normal(size=s.shape), t + 0.1 * rng.normal(size=t.shape)
         times = {"epoch": [], "batch": []}

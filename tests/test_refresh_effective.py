@@ -681,3 +681,30 @@ def test_batch_update_reforms_a_resumed_epoch_at_its_first_batch():
     assert before != after
     srows = lambda bs: sorted(i for b in bs for i in b[: len(b) // 2])  # noqa: E731
     assert srows(before) == srows(after) == list(range(n))
+
+
+@pytest.mark.parametrize("name", ["kmeans++", "dpp"])
+def test_refresher_refuses_batch_effective_for_independent_draws(name):
+    """kmeans++ and dpp draw each batch from the whole domain: effective="batch" would silently act as
+    "epoch", so the refresher refuses it, naming the value and the fix."""
+    x = np.random.default_rng(0).normal(size=(40, 3))
+    sm = psda.batch_sampler(name, x, x + 1, 4, num_replicas=1, rank=0)
+    ds = TensorDataset(torch.tensor(x, dtype=torch.float32))
+    with pytest.raises(ValueError, match="effective='epoch'"):
+        FeatureRefresher(sm, torch.nn.Identity(), ds, ds, every_epochs=1, effective="batch")
+
+
+def test_a_rest_kept_warns_once(caplog):
+    """Where the rest cannot be re-grouped the update waits for the next epoch: a WARNING says so the
+    first time (it was INFO only, hidden by default logging)."""
+    import logging
+
+    x = np.random.default_rng(0).normal(size=(40, 3))
+    sm = psda.batch_sampler("kmeans++", x, x + 1, 4, num_replicas=1, rank=0)
+    it = iter(sm)
+    next(it)
+    with caplog.at_level(logging.INFO, logger="psda"):
+        sm.update(x ** 2, x, effective="batch")
+        sm.update(x ** 3, x, effective="batch")
+    kept = [r for r in caplog.records if "keeps its batches" in r.getMessage()]
+    assert [r.levelno for r in kept] == [logging.WARNING, logging.INFO]

@@ -259,6 +259,11 @@ class FeatureRefresher:
             raise ValueError(
                 "FeatureRefresher: effective='batch' needs a psda batch sampler (psda.batch_sampler: it re-groups "
                 "the rest of the running epoch), got %s: pass one, or effective='epoch'" % type(sampler).__name__)
+        if self.effective == "batch" and not getattr(self._target, "regroups", True):
+            raise ValueError(
+                "FeatureRefresher: effective='batch' with a %r sampler, whose batches are independent draws from the "
+                "whole domain: there is no rest of the epoch to re-group, so it would act as effective='epoch'; "
+                "pass effective='epoch'" % self._target.name)
         self._at: Optional[int] = None  # the batch a background "batch" refresh expects to start at
         self._joined: Any = None  # (s, t, plan, prepared rest) from the thread, re-formed at the join
 

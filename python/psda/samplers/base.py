@@ -446,7 +446,7 @@ class BatchSampler(_Base):
         :meth:`state_dict` carries the re-formed rows, so a resume is exact.
 
         Where the rest cannot be re-formed, it keeps its batches and the
-        ``psda`` logger says why (level INFO): the kinds whose batches are
+        ``psda`` logger says why (a WARNING the first time, then INFO): the kinds whose batches are
         independent draws from the whole domain (``kmeans++``, ``dpp``:
         :attr:`regroups` is False), a rest the kind refuses (fewer rows than
         it needs, an odd last batch with ``stages=2``, options that do not fit

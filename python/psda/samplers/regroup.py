@@ -35,7 +35,8 @@ def regroup(sampler: Any, s: np.ndarray, t: np.ndarray, src: np.ndarray, tgt: np
     ``psda`` logger (INFO), where the re-grouping cannot keep exactly the rows
     served: kinds whose batches are independent draws (``sampler.regroups``
     False), a rest the kind refuses, batch sizes that do not fit, or copies of
-    a row in one batch that cannot be swapped apart for kinds of distinct rows.
+    a row in one batch that cannot be swapped apart for kinds of distinct rows
+    (a WARNING the first time for a sampler, INFO after).
 
     Args:
         sampler: the psda.samplers.BatchSampler whose epoch is re-formed.
@@ -56,7 +57,12 @@ def regroup(sampler: Any, s: np.ndarray, t: np.ndarray, src: np.ndarray, tgt: np
     """
 
     def keep(why: str) -> None:
-        logger.info("%s: the rest of epoch %d (from batch %d) keeps its batches: %s", sampler.name, epoch, b, why)
+        # A warning the first time for this sampler (the update then takes effect at the next epoch
+        # only, which the caller asked otherwise), INFO after that.
+        first = not getattr(sampler, "_warned_keep", False)
+        sampler._warned_keep = True
+        logger.log(logging.WARNING if first else logging.INFO,
+                   "%s: the rest of epoch %d (from batch %d) keeps its batches: %s", sampler.name, epoch, b, why)
 
     if not sampler.regroups:
         keep("its batches are independent draws from the whole domain, not a set of rows to re-group")
