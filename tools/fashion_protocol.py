@@ -385,7 +385,8 @@ def _records(d):
 
     recs = []
     for p in sorted(glob.glob(os.path.join(d, "records-shard*.jsonl"))):
-        recs += [json.loads(line) for line in open(p) if line.strip()]
+        # Only whole lines: another worker may be appending its line right now (--queue).
+        recs += [json.loads(line) for line in open(p) if line.endswith("\n") and line.strip()]
     return recs
 
 

@@ -15,11 +15,12 @@
 # take jobs in the order (trial, test env, draw, row) from one shared queue and start a job
 # only while it should end before the deadline; `analyze`; copy the results to $OUT.
 #
-# Sizing: the deadline is now + PSDA_GPU_BUDGET_S (default 420 s); a worker starts a job
-# only while now + 1.25 x the longest job so far ends before it, and every worker is
-# killed at the budget + 60 s. The order keeps a stopped run to complete (test env, trial)
-# units, and analyze uses only those: the run holds as many trials (and test envs of the
-# last trial) as the budget buys, with 3 draws each. Whole call: about budget + 1.5 min.
+# Sizing: the deadline is the script's start + PSDA_GPU_BUDGET_S (default 420 s); a worker
+# starts a job only while now + 1.25 x the longest job so far ends before it, and every
+# worker is killed at the deadline + 60 s; every 30 s the results so far are copied to
+# $OUT. The order keeps a stopped run to complete (test env, trial) units, and analyze
+# uses only those: the run holds as many trials (and test envs of the last trial) as the
+# budget buys, with 3 draws each. Whole call: about budget + 1.5 min.
 #
 # Environment: OUT (results; the device sets it, default results/gpu), PSDA_GPU_PYTHON
 # (default python3, the device's torch Python), PSDA_GPU_WORKERS (default 12),
@@ -39,6 +40,14 @@ budget="${PSDA_GPU_BUDGET_S:-420}"
 t0=$(date +%s)
 say() { echo "gpu_protocol: [$(( $(date +%s) - t0 )) s] $*"; }
 die() { echo "gpu_protocol: $*"; exit 2; }
+
+# snapshot copies the records and the jobs' directories so far to $OUT (through a
+# temporary file in the run directory: $OUT holds only the files that come back).
+snapshot() {
+    cat "$run_dir"/records-shard*.jsonl > "$run_dir/.records.tmp" 2>/dev/null && cp "$run_dir/.records.tmp" "$out/records.jsonl" || true
+    (cd "$run_dir" && tar czf .jobs.tmp --exclude='claims-*' --exclude='*.pkl' --exclude='.*.tmp' . 2>/dev/null) &&
+        cp "$run_dir/.jobs.tmp" "$out/jobs.tar.gz" || true
+}
 
 main() {  # (not indented: it holds a here-document)
 [ -f "$bundle/SHA256SUMS" ] || die "$bundle/SHA256SUMS not found: make the bundle with tools/device_bundle.py and carry it (run(..., carry=[\"$bundle\"]))"
@@ -80,12 +89,19 @@ mkdir -p "$run_dir"
 proto=(--dataset RotatedFashionMNIST --data_dir "$bundle/fashion-mnist" --steps 3000 --checkpoint_freq 300
        --test_envs 0 1 2 3 4 5 --n_hparams_from 1 --n_hparams 4 --n_trials 5
        --fixed '{"psda_env_size": 1000, "psda_refresh_steps": 500}' "$@")
-deadline=$(( $(date +%s) + budget ))
+# The budget counts from the script's start (t0), install included, so that the whole
+# call's length does not depend on how long the install took.
+deadline=$(( t0 + budget ))
+hard=$(( deadline + 60 - $(date +%s) ))
 token="q$(date +%s)"
-say "$workers workers, deadline in $budget s; jobs in $run_dir"
+say "$workers workers, deadline in $(( deadline - $(date +%s) )) s; jobs in $run_dir"
+# Every 30 s what has finished goes to $OUT, so that a call cut short (the device's limit
+# can be under timeout_s) still brings back the jobs done so far.
+( while sleep 30; do snapshot; done ) &
+snapper=$!
 declare -A who  # worker pid -> worker number
 for i in $(seq 0 $(( workers - 1 ))); do
-    timeout -k 10 $(( budget + 60 )) "$py" "$root/tools/fashion_protocol.py" run --queue "$token" \
+    timeout -k 10 "$hard" "$py" "$root/tools/fashion_protocol.py" run --queue "$token" \
         --deadline "$deadline" --shard "$i/$workers" --output_dir "$run_dir" "${proto[@]}" \
         > "$run_dir/worker-$i.log" 2>&1 &
     who[$!]=$i
@@ -108,6 +124,8 @@ while [ "${#who[@]}" -gt 0 ]; do
     fi
     failed=1
 done
+kill "$snapper" 2>/dev/null || true
+snapshot
 say "workers done: $(ls "$run_dir"/*/done 2>/dev/null | wc -l) jobs finished"
 grep -h "stops at the deadline" "$run_dir"/worker-*.log || true
 
@@ -116,8 +134,7 @@ grep -h "stops at the deadline" "$run_dir"/worker-*.log || true
 for f in tables.md selected.jsonl accuracy_strip.png; do
     if [ -f "$run_dir/$f" ]; then cp "$run_dir/$f" "$out/"; fi
 done
-cat "$run_dir"/records-shard*.jsonl > "$out/records.jsonl" 2>/dev/null || true
-(cd "$run_dir" && tar czf "$out/jobs.tar.gz" --exclude='claims-*' --exclude='*.pkl' .)
+snapshot
 say "results in $out: $(cd "$out" && ls | tr '\n' ' ')"
 if [ -f "$out/tables.md" ]; then sed -n '1,/^## Paired/p' "$out/tables.md"; fi
 return "$failed"
