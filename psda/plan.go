@@ -173,11 +173,22 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		ns, nt, cfg.Stages, float64(need)/1e9, what, float64(avail)/1e9, src, hint)
 }
 
+// tableLimit returns the bytes the sparse Stage 2's RBF tables against the
+// smaller side may take (cost.NewStage2's maxTable): denseLimit, and at most
+// half of what is available where that is known.
+func (pl *plan) tableLimit() int64 {
+	lim := pl.denseLimit
+	if avail := pl.available(); avail > 0 {
+		lim = min(lim, avail/2)
+	}
+	return lim
+}
+
 // Solver names accepted in Config.Solver.
 const (
 	Auto   = "auto"   // dense while its matrices are small, sparse beyond
 	Dense  = "dense"  // dense cost matrices (memory O(n_s·n_t + P²))
-	Sparse = "sparse" // candidate edges plus pricing passes (memory O(n·(d+K)))
+	Sparse = "sparse" // candidate edges plus pricing passes (memory O(n·(d+K)); see tableLimit)
 )
 
 // SparseStages returns the path Match takes for each stage of matching src

@@ -146,3 +146,22 @@ func TestSparseStages(t *testing.T) {
 		})
 	}
 }
+
+// TestTableLimit checks that the sparse Stage 2's RBF tables may take at
+// most half the available memory (and denseLimit), so that the path
+// checkMemory advises for saving memory does not spend it on tables.
+func TestTableLimit(t *testing.T) {
+	pl := defaultPlan()
+	for _, tc := range []struct {
+		avail, want int64
+	}{
+		{0, pl.denseLimit},       // unknown: denseLimit
+		{1 << 40, pl.denseLimit}, // plenty: denseLimit
+		{1 << 30, 1 << 29},       // half of what is available
+	} {
+		pl.available = func() int64 { return tc.avail }
+		if got := pl.tableLimit(); got != tc.want {
+			t.Errorf("available %d: tableLimit %d, want %d", tc.avail, got, tc.want)
+		}
+	}
+}

@@ -199,7 +199,7 @@ func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, maxTable int64, 
 	default:
 		md.Bounded = true
 		kern := rbf.New(s.Gammas)
-		if a, b, bIdx, aIsSrc, ok := factorable(src, tgt, pairs); ok && 16*int64(a.N)*int64(b.N) <= maxTable {
+		if a, b, bIdx, aIsSrc, ok := factorable(src, tgt, pairs); ok && factoredBytes(a.N, b.N) <= maxTable {
 			md.model = newRBF2Factored(a, b, bIdx, aIsSrc, kern, mon)
 		} else {
 			md.model = newRBF2(src, tgt, kern, pairs, mon)
@@ -314,3 +314,10 @@ func mirrorUpper(c []float64, m int) {
 
 // stage2Size returns the number of nodes of the Stage 2 matching.
 func stage2Size(p int) int { return p + p%2 }
+
+// factoredBytes returns the bytes of the factored RBF Stage 2's tables for a
+// larger side of na rows and a smaller side of nb: two na×nb float64 tables
+// (f and K_ab transposed) and K_bb, nb×nb.
+func factoredBytes(na, nb int) int64 {
+	return 16*int64(na)*int64(nb) + 8*int64(nb)*int64(nb)
+}

@@ -289,8 +289,8 @@ func TestFactorable(t *testing.T) {
 	}{
 		{"source 4x", src, tgt, pairs, math.MaxInt64, true},
 		{"target 4x", tgt, src, swapped(pairs), math.MaxInt64, true},
-		{"tables just fit", src, tgt, pairs, 16 * 40 * 10, true},
-		{"tables too large", src, tgt, pairs, 16*40*10 - 1, false},
+		{"tables just fit", src, tgt, pairs, 16*40*10 + 8*10*10, true}, // f, K_abᵀ and K_bb
+		{"tables too large", src, tgt, pairs, 16*40*10 + 8*10*10 - 1, false},
 		{"larger side out of order", src, tgt, shuffled, math.MaxInt64, false},
 		{"balanced", src, src, imbalancedPairs(rng, 40, 40), math.MaxInt64, false},
 		{"ratio below FactorMin", src, testref.RandMatrix(rng, 11, 3, false), imbalancedPairs(rng, 40, 11), math.MaxInt64, false},
