@@ -452,6 +452,28 @@ def test_domainbed_hparam_psda_refresh_effective_reaches_the_sampler(background)
     assert rests["batch"]["from"] == (4 if background else 3)
 
 
+def test_domainbed_bad_psda_refresh_effective_names_the_hparam():
+    """A wrong psda_refresh_effective fails before training with the hparam's name (it said only
+    "effective = ..."), as does "batch" with a sampler of independent draws."""
+    from test_domainbed import HP, Items, simulate_train_py, tiny
+
+    from psda.domainbed import PSDA_MMD
+    from psda.domainbed.loaders import DomainBedPSDA, activate
+
+    for value, sampler in (("next", "double-paired"), ("batch", "kmeans++")):
+        envs, uda = [Items(30, 3, 0), Items(26, 3, 1, shift=0.5)], [Items(40, 3, 2, shift=2.0)]
+        coord = DomainBedPSDA(n_train=2, seed=3, sampler=sampler)
+        activate(coord)
+        try:
+            train_it, uda_it = simulate_train_py(coord, envs, uda, batch_size=2)
+            alg = tiny(PSDA_MMD, hp=dict(HP, psda_refresh_steps=3, psda_refresh_effective=value))
+            with pytest.raises(ValueError, match=r"hparams\['psda_refresh_effective'\] = '%s'" % value):
+                mbs, ubs = next(train_it), next(uda_it)
+                alg.update([(x, y % 2) for x, y in mbs], [x for x, _ in ubs])
+        finally:
+            activate(None)
+
+
 def test_domainbed_registry_default_is_epoch(monkeypatch):
     import test_domainbed
 

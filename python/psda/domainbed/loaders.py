@@ -379,9 +379,16 @@ class DomainBedPSDA:
             self.every = 0
         # manual: these loaders decide when to refresh (every psda_refresh_steps
         # fetched batches, never after the final step) and call refresh().
-        self.refresher = FeatureRefresher(self.sampler, featurizer, src, tgt, manual=True,
-                                          background=bool(hp.get("psda_background", False)),
-                                          effective=hp.get("psda_refresh_effective", "epoch"), **fkw)
+        effective = hp.get("psda_refresh_effective", "epoch")
+        try:
+            self.refresher = FeatureRefresher(self.sampler, featurizer, src, tgt, manual=True,
+                                              background=bool(hp.get("psda_background", False)),
+                                              effective=effective, **fkw)
+        except ValueError as e:
+            if "effective" not in str(e):
+                raise
+            raise ValueError(f"hparams['psda_refresh_effective'] = {effective!r} with the {self.sampler_name!r} "
+                             f"sampler: {e}") from None
         self._paired = PairedLoaders(src, tgt, self.sampler, split=self._split, before_fetch=self._before_fetch,
                                      on_epoch_end=self.refresher.epoch_end, num_workers=self.num_workers or 0)
         self.log("psda: %s sampler over %d source and %d target items, k = %d, %d batches per epoch, %s; "
