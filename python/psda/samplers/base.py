@@ -771,11 +771,14 @@ class BatchSampler(_Base):
                                  f"({want},) (the rows of batches {f}..{len(lens) - 1}): pass an unmodified "
                                  "state_dict()")
             check_rows(a, n, f"state_dict['rest'][{side!r}]")
-        seed0, self.seed = self.seed, seed  # the plan's rows of that epoch under the state's seed
-        try:
-            ps, pt = self._epoch_rows(plan, epoch, f)
-        finally:
-            self.seed = seed0
+        # The plan's rows of that epoch under the state's seed; under the lock, so that no pass (which
+        # produces its rows under it) sees the swapped seed.
+        with self._lock:
+            seed0, self.seed = self.seed, seed
+            try:
+                ps, pt = self._epoch_rows(plan, epoch, f)
+            finally:
+                self.seed = seed0
         for side, a, b in (("source", rows["source"], ps), ("target", rows["target"], pt)):
             if not np.array_equal(np.sort(a), np.sort(b)):
                 raise ValueError(f"state_dict['rest'][{side!r}] does not serve the rows the plan serves from batch "
@@ -790,6 +793,8 @@ class BatchSampler(_Base):
 
         The caller holds self._lock.
         """
+        # A rest kept for the next load_state_dict (_expect_rest) is for a resume before this pass only.
+        self._expected_rest = None
         if self._resume == 0 and self._resume_rest is None and self._pending is not None:
             self._plan, self._pending = self._pending, None
             logger.debug("epoch %d of %s uses the updated set-up", self._epoch, self.name)
