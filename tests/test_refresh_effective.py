@@ -349,8 +349,9 @@ def test_a_state_without_rest_still_loads():
 # ---- FeatureRefresher --------------------------------------------------------
 
 
-def _run(background, effective, every=3, epochs=2, save_after=None):
-    """A tiny training loop whose model moves every step; returns the batches the loader served."""
+def _tiny_training():
+    """(source dataset, target dataset, a linear model, its features of a dataset as NumPy) of the
+    refresher tests: 42 source and 27 target rows, seeded."""
     g = torch.Generator().manual_seed(0)
     src = TensorDataset(torch.randn(42, 4, generator=g), torch.arange(42))
     tgt = TensorDataset(torch.randn(27, 4, generator=g) + 0.5, torch.arange(27))
@@ -363,6 +364,12 @@ def _run(background, effective, every=3, epochs=2, save_after=None):
         with torch.no_grad():
             return model(ds.tensors[0]).numpy()
 
+    return src, tgt, model, feats
+
+
+def _run(background, effective, every=3, epochs=2, save_after=None):
+    """A tiny training loop whose model moves every step; returns the batches the loader served."""
+    src, tgt, model, feats = _tiny_training()
     sampler = psda.batch_sampler("double-paired", feats(src), feats(tgt), K, drop_last=False, num_replicas=1,
                                  rank=0)
     loader = DataLoader(ConcatDataset([src, tgt]), batch_sampler=sampler)
@@ -623,18 +630,7 @@ def _served_with_background_refresh(effective, sleep_after_epoch_end, refresher_
     """Batches of a small training run whose refresher (every epoch, background) starts a
     refresh at each epoch_end; the main thread may sleep after epoch_end, letting the
     thread finish before the next epoch's first batch."""
-    g = torch.Generator().manual_seed(0)
-    src = TensorDataset(torch.randn(42, 4, generator=g), torch.arange(42))
-    tgt = TensorDataset(torch.randn(27, 4, generator=g) + 0.5, torch.arange(27))
-    model = torch.nn.Linear(4, 3)
-    with torch.no_grad():
-        model.weight.copy_(torch.randn(3, 4, generator=g))
-        model.bias.zero_()
-
-    def feats(ds):
-        with torch.no_grad():
-            return model(ds.tensors[0]).numpy()
-
+    src, tgt, model, feats = _tiny_training()
     sampler = psda.batch_sampler("double-paired", feats(src), feats(tgt), 4, drop_last=False, num_replicas=1,
                                  rank=0)
     loader = DataLoader(ConcatDataset([src, tgt]), batch_sampler=sampler)
