@@ -67,9 +67,9 @@ func (s *lsap) auctionInit(h *Hooks) error {
 
 // seedPrices starts auctionInit from s.seed, the solution of the sparse
 // problem of a warm start that gave up: its assignment, the prices −V
-// (shifted so that the smallest is 0, as in auctionDeep), and a first ε of
-// seedDiv⁻¹ times the largest violation δ = max_ij (U[i] + V[j] − c[i][j])
-// of its potentials on the dense matrix, at most epsMax. Every row's
+// (pricesOf), and a first ε of seedDiv⁻¹ times the largest violation
+// δ = max_ij (U[i] + V[j] − c[i][j]) of its potentials on the dense matrix,
+// at most epsMax. Every row's
 // assigned entry is then within δ of its best (the potentials are tight on
 // the assignment), which is ε-complementary slackness for ε = δ, so the
 // phases of larger ε, which build prices from zero, have nothing to do.
@@ -85,13 +85,8 @@ func (s *lsap) auctionInit(h *Hooks) error {
 // The time complexity of seedPrices is O(n²).
 func (s *lsap) seedPrices(epsMax float64) (p []float64, eps0 float64) {
 	n, sol := s.nr, s.seed
-	p, top := make([]float64, n), slices.Max(sol.V)
-	for j, v := range sol.V {
-		p[j] = top - v
-	}
-	for i, j := range sol.Col4Row {
-		s.col4row[i], s.row4col[j] = j, i
-	}
+	p = pricesOf(sol.V)
+	s.adopt(sol.Col4Row)
 	viol := make([]float64, par.NParts(n))
 	par.Parts(n, func(part, lo, hi int) {
 		for i := lo; i < hi; i++ {
@@ -103,6 +98,17 @@ func (s *lsap) seedPrices(epsMax float64) (p []float64, eps0 float64) {
 		}
 	})
 	return p, min(epsMax, slices.Max(viol)/seedDiv)
+}
+
+// pricesOf returns the auction's prices for column potentials v: −v shifted
+// so that the smallest is 0, so that bids of ε = 1e-13 of the cost scale do
+// not vanish in the rounding of large prices.
+func pricesOf(v []float64) []float64 {
+	p, top := make([]float64, len(v)), slices.Max(v)
+	for j, x := range v {
+		p[j] = top - x
+	}
+	return p
 }
 
 // seedDiv divides the seed's largest violation into the first ε of a seeded
@@ -138,13 +144,7 @@ func (s *lsap) auctionDeep(h *Hooks) error {
 	if !(scale > 0) {
 		return nil
 	}
-	// Prices from the column potentials, shifted so that the smallest is
-	// 0: bids of ε = 1e-13 of the scale must not vanish in their rounding.
-	p, top := make([]float64, s.nc), slices.Max(s.v)
-	for j, v := range s.v {
-		p[j] = top - v
-	}
-	if err := s.auction(p, scale*1e-9, scale*1e-13, h); err != nil {
+	if err := s.auction(pricesOf(s.v), scale*1e-9, scale*1e-13, h); err != nil {
 		return err
 	}
 	s.tightenWithin(tightRel)

@@ -45,11 +45,11 @@ var warmMin = 256
 // tie-heavy costs (ReLU features at d = 2) and some 2-D ones give most rows
 // cheaper entries outside their candidates pass after pass, and the auction
 // is the better start there. When it gives up at a check (MaxAdd) it leaves
-// the sparse solution in s.seed, from whose prices the auction starts. A failed attempt costs the candidate passes
-// over c, up to warmRounds pricing passes over c and as many sparse solves:
-// a small fraction of the auction that follows (BenchmarkWarmAttempt;
-// figures in docs/performance.md). It returns h's Stop error when h stops
-// it.
+// the sparse solution in s.seed, from whose prices the auction starts. A
+// failed attempt costs the candidate passes over c, up to warmRounds
+// pricing passes over c and as many sparse solves: a small fraction of the
+// auction that follows (BenchmarkWarmAttempt; figures in
+// docs/performance.md). It returns h's Stop error when h stops it.
 func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	n := s.nr
 	if n < warmMin || n != s.nc {
@@ -79,9 +79,7 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 		return false, err
 	}
 	copy(s.v, sol.V)
-	for i, j := range sol.Col4Row {
-		s.col4row[i], s.row4col[j] = j, i
-	}
+	s.adopt(sol.Col4Row)
 	s.tightenWithin(tightRel)
 	free := 0
 	for _, j := range s.col4row {
@@ -140,6 +138,14 @@ func repeatedLines(c []float64, n int) float64 {
 // seedLines is the number of entries of each row and column that
 // repeatedLines compares.
 const seedLines = 64
+
+// adopt sets the assignment of s to col4row, the column of every row (a
+// sparse solution's Col4Row: no row free), for the warm starts.
+func (s *lsap) adopt(col4row []int) {
+	for i, j := range col4row {
+		s.col4row[i], s.row4col[j] = j, i
+	}
+}
 
 // reset returns s to its cold state and false, for warmStart's give-ups.
 func (s *lsap) reset() bool {
