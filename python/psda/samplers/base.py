@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from typing import Any, ClassVar, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import numpy as np
 
@@ -110,6 +110,18 @@ def _check_effective(effective: Any) -> str:
     return effective
 
 
+def _splice(lens: np.ndarray, start: int, rest: "_Rest",
+            rows: Callable[[], Tuple[np.ndarray, np.ndarray]]) -> Tuple[np.ndarray, np.ndarray]:
+    """Rows (source, target; flat) of batches start.. of lens: those of rows() (batches start..) up to
+    rest.start, then rest's. rows() is called only when it contributes (rest.start > start)."""
+    if rest.start <= start:
+        cut = int(lens[rest.start:start].sum())
+        return rest.source[cut:], rest.target[cut:]
+    src, tgt = rows()
+    cut = int(lens[start:rest.start].sum())
+    return np.concatenate([src[:cut], rest.source]), np.concatenate([tgt[:cut], rest.target])
+
+
 class _Pass:
     """One walk through an epoch's batches on this rank, shared by the two views.
 
@@ -155,15 +167,9 @@ class _Pass:
     def switch(self, rest: "_Rest") -> None:
         """Serves rest from batch rest.start on; the caller holds the lock and checked that no side got it."""
         self.rest = rest
-        if self._arrays is not None:
+        if self._arrays is not None:  # (a rest resumed from a state may begin before this pass)
             src, tgt, offsets = self._arrays
-            if rest.start <= self.start:  # a rest resumed from a state may begin before this pass
-                skip = int(self.lens[rest.start:self.start].sum())
-                self._arrays = (rest.source[skip:], rest.target[skip:], offsets)
-            else:
-                cut = int(offsets[rest.start - self.start])
-                self._arrays = (np.concatenate([src[:cut], rest.source]), np.concatenate([tgt[:cut], rest.target]),
-                                offsets)
+            self._arrays = (*_splice(self.lens, self.start, rest, lambda: (src, tgt)), offsets)
 
     def release(self) -> None:
         self.walkers -= 1
@@ -512,13 +518,7 @@ class BatchSampler(_Base):
         """Rows (flat, un-offset) of this rank's batches start.. of epoch: the plan's, and rest's from rest.start."""
         if rest is None:
             return self._epoch_rows(plan, epoch, start)
-        lens = self._lens(plan)
-        if rest.start <= start:
-            cut = int(lens[rest.start:start].sum())
-            return rest.source[cut:], rest.target[cut:]
-        src, tgt = self._epoch_rows(plan, epoch, start)
-        cut = int(lens[start:rest.start].sum())
-        return np.concatenate([src[:cut], rest.source]), np.concatenate([tgt[:cut], rest.target])
+        return _splice(self._lens(plan), start, rest, lambda: self._epoch_rows(plan, epoch, start))
 
     def _position(self) -> Optional[int]:
         """The first batch of the epoch under way that no side has handed out, or None between epochs."""
@@ -564,12 +564,9 @@ class BatchSampler(_Base):
             cut = int(lens[start:b].sum())
             got = self._regroup(s, t, src[cut:], tgt[cut:], lens[b:], epoch, b)
             if got is not None:
-                if old is not None and old.start < b:
-                    keep = int(lens[old.start:b].sum())
-                    new = _Rest(old.start, np.concatenate([old.source[:keep], got[0]]),
-                                np.concatenate([old.target[:keep], got[1]]))
-                else:
-                    new = _Rest(b, got[0], got[1])
+                new = _Rest(b, got[0], got[1])
+                if old is not None and old.start < b:  # the old rest up to b, then the new one
+                    new = _Rest(old.start, *_splice(lens, old.start, new, lambda: (old.source, old.target)))
         return _Reform(p, epoch, plan, b, old, new, generation)
 
     def _install_rest(self, r: _Reform) -> bool:
