@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""The analysis fixed in PROTOCOL.md beside this file: added wall time of the refreshes.
+
+Reads ``records-shard*.jsonl`` of the three arms (``none``, ``fg``, ``bg``) beside this file,
+pairs the jobs by (test env, trial, draw), and prints a Markdown table: per arm, the job's wall
+and CPU seconds and the training thread's refresh stall, and for ``fg`` and ``bg`` the added wall
+time against ``none`` as a share of ``none``'s (mean ± SE, paired t and Wilcoxon p, one-sided 95%
+upper and lower bounds) with the protocol's verdict against the 10% goal.
+
+Example::
+
+    python results/fashion/refresh_cost/analyze.py > results/fashion/refresh_cost/RESULTS.md
+"""
+
+import glob
+import json
+import math
+import os
+import sys
+
+import numpy as np
+from scipy import stats
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ARMS = ("none", "fg", "bg")
+GOAL = 0.10
+
+
+def records(arm):
+    """{(test env, trial, draw): record} of one arm's finished jobs."""
+    out = {}
+    for p in sorted(glob.glob(os.path.join(HERE, arm, "records-shard*.jsonl"))):
+        for line in open(p):
+            r = json.loads(line)
+            out[(r["test_env"], r["trial_seed"], r["hparams_seed"])] = r
+    return out
+
+
+def mean_se(x):
+    x = np.asarray(x, float)
+    return x.mean(), (x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan"))
+
+
+def main():
+    rec = {a: records(a) for a in ARMS}
+    units = sorted(set.intersection(*(set(r) for r in rec.values())))
+    lines = ["# Results (analyze.py; protocol in PROTOCOL.md)", "",
+             "Jobs finished per arm: " + ", ".join("%s %d" % (a, len(rec[a])) for a in ARMS) +
+             "; paired over the %d jobs every arm finished." % len(units), "",
+             "| arm | jobs | wall s | CPU s | set-up s | refresh stall s |", "|---|---|---|---|---|---|"]
+    for a in ARMS:
+        rs = [rec[a][u] for u in units]
+        cols = [mean_se([r["wall_s"] for r in rs]), mean_se([r["cpu_s"] for r in rs]),
+                mean_se([r["setup_s"] or 0.0 for r in rs]), mean_se([sum(r["refresh_s"] or []) for r in rs])]
+        lines.append("| %s | %d | %s |" % (a, len(rs), " | ".join("%.2f ± %.2f" % c for c in cols)))
+    lines += ["", "Added wall time against `none`, as a share of `none`'s wall (per job, then averaged):", "",
+              "| arm | mean ± SE | 95% one-sided bounds | paired t p | Wilcoxon p | verdict (goal ≤ 10%) |",
+              "|---|---|---|---|---|---|"]
+    n = len(units)
+    q = stats.t.ppf(0.95, n - 1) if n > 1 else float("nan")
+    for a in ("fg", "bg"):
+        d = np.array([(rec[a][u]["wall_s"] - rec["none"][u]["wall_s"]) / rec["none"][u]["wall_s"] for u in units])
+        m, se = mean_se(d)
+        lo, hi = m - q * se, m + q * se
+        t_p = stats.ttest_1samp(d, 0.0).pvalue if n > 1 else float("nan")
+        w_p = stats.wilcoxon(d).pvalue if n > 1 and np.any(d != 0) else float("nan")
+        verdict = ("≤ 10% established" if hi < GOAL else "> 10%" if lo > GOAL else "not established")
+        lines.append("| %s | %+.1f%% ± %.1f%% | [%+.1f%%, %+.1f%%] | %.3f | %.3f | %s |"
+                     % (a, 100 * m, 100 * se, 100 * lo, 100 * hi, t_p, w_p, verdict))
+    missing = {a: len(rec[a]) for a in ARMS}
+    lines += ["", "Jobs that did not finish (of 18 an arm): " +
+              ", ".join("%s %d" % (a, 18 - missing[a]) for a in ARMS) + "."]
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
