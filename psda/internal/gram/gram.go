@@ -151,8 +151,8 @@ type gramRun[T packed] struct {
 	// noasm tag).
 	rowMajor bool
 	// kern updates an mr×nr block of a tile from an A and a B micro-panel.
-	kern   func(k int, a, b []T, c []float64, ldc int)
-	nr     int
+	kern func(k int, a, b []T, c []float64, ldc int)
+	nr   int
 	// halves skips the micro-blocks between the two families of each tile
 	// (GramHalves).
 	halves bool
