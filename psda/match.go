@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime/debug"
 
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
@@ -30,6 +31,11 @@ type Matching struct {
 	// share, which Stage 2 adds from its pass (cost.NewStage1's deferSums,
 	// addDeferred).
 	sumsPending bool
+	// keepCross asks the dense Stage 1 to keep its RBF cross kernel, and
+	// cross holds it until Stage 2's pass reads it (plan.keepCross); nil
+	// once Match returns.
+	keepCross bool
+	cross     *cost.Cross
 	// Stage2Bound is the certified dual objective of Stage 2's matching LP
 	// (vertex and blossom duals, docs/method.md "Stage 2"), a lower bound on
 	// every Stage2Cost that equals it up to rounding.
@@ -157,6 +163,7 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	// balanced, then also letting the sparse path's candidate pass run in
 	// float32; else the larger).
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF
+	m.keepCross = pl.keepCross(src.N, tgt.N, cfg, sparse1, sparse2)
 	run1 := pl.stage1
 	if sparse1 {
 		run1 = pl.stage1Sparse
@@ -182,7 +189,9 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	if sparse2 {
 		run2 = pl.stage2Sparse
 	}
-	if err := run2(src, tgt, cfg, m); err != nil {
+	err := run2(src, tgt, cfg, m)
+	m.cross = nil
+	if err != nil {
 		return nil, err
 	}
 	mon.finish()

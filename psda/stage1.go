@@ -15,7 +15,11 @@ import (
 func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg, m.sumsPending)
+	if m.keepCross {
+		md.KeepCross()
+	}
 	c := md.Dense()
+	m.cross = md.Cross()
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
 	}
