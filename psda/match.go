@@ -36,6 +36,12 @@ type Matching struct {
 	// once Match returns.
 	keepCross bool
 	cross     *cost.Cross
+	// handOn asks the dense Stage 1 to allocate its matrix large enough for
+	// Stage 2's and to leave it in spare once solved, for Stage 2 to
+	// overwrite (balanced dense stages: its pages are mapped already); nil
+	// once Match returns.
+	handOn bool
+	spare  []float64
 	// Stage2Bound is the certified dual objective of Stage 2's matching LP
 	// (vertex and blossom duals, docs/method.md "Stage 2"), a lower bound on
 	// every Stage2Cost that equals it up to rounding.
@@ -164,6 +170,7 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	// float32; else the larger).
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF
 	m.keepCross = pl.keepCross(src.N, tgt.N, cfg, sparse1, sparse2)
+	m.handOn = cfg.Stages == 2 && src.N == tgt.N && !sparse1 && !sparse2
 	run1 := pl.stage1
 	if sparse1 {
 		run1 = pl.stage1Sparse
@@ -179,10 +186,10 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		mon.finish()
 		return m, nil
 	}
-	// Stage 1's cost matrix is garbage now; hand its pages back before
-	// Stage 2 allocates its own, so that peak memory is the larger of the
-	// two matrices, not their sum.
-	if int64(src.N)*int64(tgt.N) >= freeAbove {
+	// Stage 1's cost matrix is garbage now, unless Stage 2 overwrites it
+	// (handOn); hand its pages back before Stage 2 allocates its own, so
+	// that peak memory is the larger of the two matrices, not their sum.
+	if m.spare == nil && int64(src.N)*int64(tgt.N) >= freeAbove {
 		debug.FreeOSMemory()
 	}
 	run2 := pl.stage2
@@ -190,7 +197,7 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		run2 = pl.stage2Sparse
 	}
 	err := run2(src, tgt, cfg, m)
-	m.cross = nil
+	m.cross, m.spare = nil, nil
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,12 @@ func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	if m.keepCross {
 		md.KeepCross()
 	}
-	c := md.Dense()
+	var buf []float64
+	if m.handOn {
+		n := src.N + src.N%2 // Stage 2's nodes: the pairs and, for an odd number, a dummy
+		buf = make([]float64, 0, n*n)
+	}
+	c := md.DenseIn(buf)
 	m.cross = md.Cross()
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
@@ -47,6 +52,9 @@ func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	m.Stage1Cost = sol.Cost
+	if m.handOn {
+		m.spare = c
+	}
 	return nil
 }
 

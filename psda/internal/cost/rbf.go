@@ -93,6 +93,10 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	})
 }
 
+// termsBeforePass reports that the terms are NTerms: every kernel sum is
+// deferred (NewStage1's deferSums with n_s = n_t).
+func (m *rbf1) termsBeforePass() bool { return m.deferSums && m.src.N == m.tgt.N }
+
 func (m *rbf1) terms() ([]float64, []float64) {
 	ns, nt := m.src.N, m.tgt.N
 	fs, ft := float64(ns), float64(nt)
