@@ -2,6 +2,7 @@ package psda
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/psda-dev/psda/psda/internal/cost"
@@ -171,6 +172,13 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF
 	m.keepCross = pl.keepCross(src.N, tgt.N, cfg, sparse1, sparse2)
 	m.handOn = cfg.Stages == 2 && src.N == tgt.N && !sparse1 && !sparse2
+	if m.handOn && int64(src.N)*int64(tgt.N) >= freeAbove {
+		// No collection between the stages frees the matrices of earlier
+		// Matches now (Stage 1's pages go on to Stage 2): collect them
+		// before allocating, so that this Match reuses their pages and
+		// the heap holds one Match's matrices, not two.
+		runtime.GC()
+	}
 	run1 := pl.stage1
 	if sparse1 {
 		run1 = pl.stage1Sparse
@@ -206,5 +214,5 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 }
 
 // freeAbove is the number of Stage 1 cost entries from which Match returns
-// memory to the OS between the stages (a forced GC costs milliseconds).
+// memory to the OS between the stages (or collects before Stage 1, handOn) (a forced GC costs milliseconds).
 const freeAbove = 1 << 22
