@@ -12,7 +12,8 @@ import (
 
 // BenchmarkFloor times whole Double-paired MMD-RBF matchings (k = 32) at
 // the sizes of benchmarks/floor.py's default case, 4000 × 4000, d = 512,
-// on its three data kinds (floorFeatures), and reports each phase's wall
+// and at 1000 × 1000, d = 2 (the direct path, no GEMM), on its three data
+// kinds (floorFeatures), and reports each phase's wall
 // and CPU seconds as BenchmarkStage2Factored does: "cross", as Match runs,
 // with Stage 2 reading Stage 1's cross kernel (plan.keepCross), and
 // "nocross", computing it again, in one process. Profile the cost phases
@@ -20,29 +21,31 @@ import (
 //
 //	go test -run XXX -bench Floor/.*/relu/cross -benchtime 2x -cpuprofile cpu.out ./psda/
 func BenchmarkFloor(b *testing.B) {
-	for _, kind := range []string{"gauss", "relu", "clustered"} {
-		src, tgt := floorFeatures(kind, 4000, 4000, 512, 1)
-		for _, noCross := range []bool{false, true} {
-			name := map[bool]string{false: "cross", true: "nocross"}[noCross]
-			b.Run(fmt.Sprintf("4000x4000/d=512/%s/%s", kind, name), func(b *testing.B) {
-				mon := &Monitor{}
-				cfg := Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: mon}
-				pl := defaultPlan()
-				pl.noCross = noCross
-				var phases [PhaseDone + 1][2]time.Duration
-				testref.LoopCPU(b, func() {
-					stop := clockPhases(mon, &phases)
-					defer stop()
-					if _, err := pl.match(src, tgt, cfg); err != nil {
-						b.Fatal(err)
+	for _, sh := range [][2]int{{4000, 512}, {1000, 2}} {
+		for _, kind := range []string{"gauss", "relu", "clustered"} {
+			src, tgt := floorFeatures(kind, sh[0], sh[0], sh[1], 1)
+			for _, noCross := range []bool{false, true} {
+				name := map[bool]string{false: "cross", true: "nocross"}[noCross]
+				b.Run(fmt.Sprintf("%dx%d/d=%d/%s/%s", sh[0], sh[0], sh[1], kind, name), func(b *testing.B) {
+					mon := &Monitor{}
+					cfg := Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: mon}
+					pl := defaultPlan()
+					pl.noCross = noCross
+					var phases [PhaseDone + 1][2]time.Duration
+					testref.LoopCPU(b, func() {
+						stop := clockPhases(mon, &phases)
+						defer stop()
+						if _, err := pl.match(src, tgt, cfg); err != nil {
+							b.Fatal(err)
+						}
+					})
+					for ph, unit := range map[int]string{PhaseStage1Costs: "s1costs", PhaseStage1Assign: "s1assign",
+						PhaseStage2Costs: "s2costs", PhaseStage2Match: "s2match"} {
+						b.ReportMetric(phases[ph][0].Seconds()/float64(b.N), unit+"-s/op")
+						b.ReportMetric(phases[ph][1].Seconds()/float64(b.N), unit+"-cpu-s/op")
 					}
 				})
-				for ph, unit := range map[int]string{PhaseStage1Costs: "s1costs", PhaseStage1Assign: "s1assign",
-					PhaseStage2Costs: "s2costs", PhaseStage2Match: "s2match"} {
-					b.ReportMetric(phases[ph][0].Seconds()/float64(b.N), unit+"-s/op")
-					b.ReportMetric(phases[ph][1].Seconds()/float64(b.N), unit+"-cpu-s/op")
-				}
-			})
+			}
 		}
 	}
 }

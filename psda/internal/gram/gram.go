@@ -105,7 +105,8 @@ func Gram(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(t *Tile)) {
 // boundary is computed whole. The computed entries are bit-identical to
 // Gram's on the same vectors: every entry's sum runs over the same
 // features in the same order wherever it sits in a tile. The direct path
-// (d <= DirectDim) and the portable path compute every entry.
+// (d <= DirectDim) skips the entries between the families one by one; the
+// portable path (gonum's Dgemm) computes every entry.
 func GramHalves(z Vectors, mon Progress, epi func(t *Tile)) {
 	p := active.Load()
 	g := newGramRun(z, z, SqDists, p.k64 == nil, p.k64, p.nr)
@@ -293,6 +294,9 @@ func (g *gramRun[T]) tile(w *gramWorker[T], bi, bj, ni int) *Tile {
 			xi := w.px[i*d : (i+1)*d]
 			gi := t.G[i*nj : (i+1)*nj]
 			for j := range gi {
+				if g.halves && crossBlock(i, 1, ni/2, j, 1, nj/2) {
+					continue
+				}
 				yj := py[j*d : (j+1)*d]
 				s := 0.0
 				for k, v := range xi {
