@@ -11,16 +11,16 @@ import (
 // reads Stage 1's cross kernel (plan.keepCross) returns the matching and
 // the costs, to the bit, of one that computes it again (noCross), on
 // Gaussian, ReLU-like and clustered features (odd and even n: with and
-// without the dummy node; d on both sides of the direct path), and that
-// the returned Matching holds no kernel.
+// without the dummy node; d on both sides of the direct path; two to five
+// rows a side), and that the returned Matching holds no kernel.
 func TestMatchCrossSame(t *testing.T) {
 	for _, tc := range []struct {
 		kind string
 		n, d int
-	}{{"gauss", 301, 40}, {"relu", 200, 12}, {"clustered", 257, 64}, {"clustered", 64, 3}} {
+	}{{"gauss", 301, 40}, {"relu", 200, 12}, {"clustered", 257, 64}, {"clustered", 64, 3}, {"relu", 2, 40}, {"gauss", 3, 20}, {"gauss", 5, 5}} {
 		t.Run(fmt.Sprintf("%s/n=%d/d=%d", tc.kind, tc.n, tc.d), func(t *testing.T) {
 			src, tgt := floorFeatures(tc.kind, tc.n, tc.n, tc.d, 3)
-			cfg := Config{BatchSize: 8, Stages: 2, Discrepancy: MMD, Kernel: RBF}
+			cfg := Config{BatchSize: max(2, min(8, tc.n)&^1), Stages: 2, Discrepancy: MMD, Kernel: RBF}
 			pl := defaultPlan()
 			if !pl.keepCross(src.N, tgt.N, cfg, false, false) {
 				t.Fatal("keepCross refused a small balanced RBF matching")
