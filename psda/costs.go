@@ -37,11 +37,15 @@ func newStage2Model(src, tgt Matrix, cfg Config, pairs []Pair, maxTable int64) *
 }
 
 // stage2Dense returns the dense matrix C^MM over the pairs, its size m
-// (cost.Stage2.Dense) and the model, whose sums Match reads after the pass.
-func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int, *cost.Stage2) {
+// (cost.Stage2.Dense) and the model, whose sums Match reads after the pass;
+// cross, when not nil, is Stage 1's RBF cross kernel, which the model
+// reads instead of recomputing it where it can (cost.Stage2.UseCross), and
+// buf memory the matrix may overwrite (cost.Stage2.DenseIn).
+func stage2Dense(src, tgt Matrix, cfg Config, pairs []Pair, cross *cost.Cross, buf []float64) ([]float64, int, *cost.Stage2) {
 	// The RBF mixture's tables (2·P·n_small float64) add at most half the
 	// P×P matrix's bytes (cost.FactorMin = 4 <= P/n_small), as before.
 	md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
-	c, m := md.Dense()
+	md.UseCross(cross)
+	c, m := md.DenseIn(buf)
 	return c, m, md
 }

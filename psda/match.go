@@ -2,8 +2,10 @@ package psda
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/debug"
 
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/feat"
 )
 
@@ -30,6 +32,17 @@ type Matching struct {
 	// share, which Stage 2 adds from its pass (cost.NewStage1's deferSums,
 	// addDeferred).
 	sumsPending bool
+	// keepCross asks the dense Stage 1 to keep its RBF cross kernel, and
+	// cross holds it until Stage 2's pass reads it (plan.keepCross); nil
+	// once Match returns.
+	keepCross bool
+	cross     *cost.Cross
+	// handOn asks the dense Stage 1 to allocate its matrix large enough for
+	// Stage 2's and to leave it in spare once solved, for Stage 2 to
+	// overwrite (balanced dense stages: its pages are mapped already); nil
+	// once Match returns.
+	handOn bool
+	spare  []float64
 	// Stage2Bound is the certified dual objective of Stage 2's matching LP
 	// (vertex and blossom duals, docs/method.md "Stage 2"), a lower bound on
 	// every Stage2Cost that equals it up to rounding.
@@ -126,8 +139,10 @@ func (pl *plan) checkSizes(src, tgt Matrix, cfg Config) error {
 //
 // Time O(n_s·n_t·d) for the costs plus the assignment (O(n³) worst case);
 // memory one dense n_s×n_t and then one P×P float64 matrix (the first is
-// released before the second is allocated), plus P·min(n_s, n_t) float64 for
-// the RBF kernel when max(n_s, n_t) >= 4·min(n_s, n_t).
+// released before the second is allocated, or becomes it when n_s = n_t),
+// plus P·min(n_s, n_t) float64 for the RBF kernel when max(n_s, n_t) >=
+// 4·min(n_s, n_t), or, with n_s = n_t, n_s·n_t float64 for Stage 1's RBF
+// kernel, kept for Stage 2 where it fits (plan.keepCross).
 //
 // With cfg.Monitor set, Match reports its progress there and returns an error
 // wrapping ErrCancelled soon after the Monitor is cancelled; a cancelled
@@ -157,6 +172,15 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	// balanced, then also letting the sparse path's candidate pass run in
 	// float32; else the larger).
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF
+	m.keepCross = pl.keepCross(src.N, tgt.N, cfg, sparse1, sparse2)
+	m.handOn = cfg.Stages == 2 && src.N == tgt.N && !sparse1 && !sparse2
+	if m.handOn && int64(src.N)*int64(tgt.N) >= freeAbove {
+		// No collection between the stages frees the matrices of earlier
+		// Matches now (Stage 1's pages go on to Stage 2): collect them
+		// before allocating, so that this Match reuses their pages and
+		// the heap holds one Match's matrices, not two.
+		runtime.GC()
+	}
 	run1 := pl.stage1
 	if sparse1 {
 		run1 = pl.stage1Sparse
@@ -172,17 +196,19 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		mon.finish()
 		return m, nil
 	}
-	// Stage 1's cost matrix is garbage now; hand its pages back before
-	// Stage 2 allocates its own, so that peak memory is the larger of the
-	// two matrices, not their sum.
-	if int64(src.N)*int64(tgt.N) >= freeAbove {
+	// Stage 1's cost matrix is garbage now, unless Stage 2 overwrites it
+	// (handOn); hand its pages back before Stage 2 allocates its own, so
+	// that peak memory is the larger of the two matrices, not their sum.
+	if m.spare == nil && int64(src.N)*int64(tgt.N) >= freeAbove {
 		debug.FreeOSMemory()
 	}
 	run2 := pl.stage2
 	if sparse2 {
 		run2 = pl.stage2Sparse
 	}
-	if err := run2(src, tgt, cfg, m); err != nil {
+	err := run2(src, tgt, cfg, m)
+	m.cross, m.spare = nil, nil
+	if err != nil {
 		return nil, err
 	}
 	mon.finish()
@@ -190,5 +216,5 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 }
 
 // freeAbove is the number of Stage 1 cost entries from which Match returns
-// memory to the OS between the stages (a forced GC costs milliseconds).
+// memory to the OS between the stages (or collects before Stage 1, handOn) (a forced GC costs milliseconds).
 const freeAbove = 1 << 22

@@ -168,6 +168,6 @@ func stage1Costs(src, tgt Matrix, cfg Config) []float64 {
 // stage2Costs returns the dense matrix C^MM over pairs for cfg and its size
 // (cost.Stage2.Dense), as the dense path computes it.
 func stage2Costs(src, tgt Matrix, cfg Config, pairs []Pair) ([]float64, int) {
-	c, m, _ := stage2Dense(src, tgt, cfg, pairs)
+	c, m, _ := stage2Dense(src, tgt, cfg, pairs, nil, nil)
 	return c, m
 }

@@ -42,6 +42,9 @@ type plan struct {
 	// p/blossomBudget edges of a row exactly (each costs a pass over the d
 	// features) before the row is priced again in float64 (priceBlossom).
 	blossomBudget int
+	// noCross makes every stage compute its own kernel values
+	// (keepCross), so that tests and benchmarks can compare.
+	noCross bool
 	// trace, when set (benchmarks), receives one line per sparse round.
 	trace func(format string, args ...any)
 	// records, when set (tests), sees the row records at the start of every
@@ -171,6 +174,26 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %.1f GB for %s, "+
 		"but only %.1f GB of %s: %s",
 		ns, nt, cfg.Stages, float64(need)/1e9, what, float64(avail)/1e9, src, hint)
+}
+
+// keepCross reports whether Stage 1 keeps its RBF cross kernel κ(s_i, t_j)
+// for Stage 2 to read (cost.Stage2.UseCross: half the kernel entries of its
+// pass), given the paths of the stages: a two-stage RBF MMD with n_s = n_t
+// on the dense path, when the table (n_s·n_t float64, live through Stage 1
+// and Stage 2's pass) fits beside each stage's matrix, with checkMemory's
+// margin, in the available memory (or, where that is unknown, in
+// denseLimit). Otherwise Stage 2 computes the values again: the costs are
+// the same bits either way.
+func (pl *plan) keepCross(ns, nt int, cfg Config, sparse1, sparse2 bool) bool {
+	if pl.noCross || cfg.Stages != 2 || cfg.Discrepancy != MMD || cfg.Kernel != RBF || ns != nt || sparse1 || sparse2 {
+		return false
+	}
+	s1, s2 := stageBytes(ns, nt)
+	need := max(s1, s2) + cost.CrossBytes(ns, nt)
+	if avail := pl.available(); avail > 0 {
+		return need+need/8 <= avail
+	}
+	return need <= pl.denseLimit
 }
 
 // tableLimit returns the bytes the sparse Stage 2's RBF tables against the

@@ -15,7 +15,16 @@ import (
 func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg, m.sumsPending)
-	c := md.Dense()
+	if m.keepCross {
+		md.KeepCross()
+	}
+	var buf []float64
+	if m.handOn {
+		n := src.N + src.N%2 // Stage 2's nodes: the pairs and, for an odd number, a dummy
+		buf = make([]float64, 0, n*n)
+	}
+	c := md.DenseIn(buf)
+	m.cross = md.Cross()
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
 	}
@@ -43,6 +52,9 @@ func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 		}
 	}
 	m.Stage1Cost = sol.Cost
+	if m.handOn {
+		m.spare = c
+	}
 	return nil
 }
 

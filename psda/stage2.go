@@ -17,7 +17,8 @@ import (
 // over pair is chosen optimally, not arbitrarily.
 func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage2Costs)
-	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs)
+	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs, m.cross, m.spare)
+	m.cross, m.spare = nil, nil
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 costs: %w", err)
 	}

@@ -126,9 +126,27 @@ func (md *Stage1) Err32() (es, et []float64) { return md.model.err32() }
 // the full cost; with deferSums O(n_s·n_t·d + min(n_s, n_t)²·d)) and
 // O(n_s·n_t·d) for CORAL; memory is the result plus
 // O(N·n/tileSize).
-func (md *Stage1) Dense() []float64 {
+func (md *Stage1) Dense() []float64 { return md.DenseIn(nil) }
+
+// DenseIn is Dense writing into buf's memory when its capacity suffices
+// (whatever buf holds is overwritten), so that a caller can hand on pages
+// already mapped (first touches of fresh pages cost about as much as
+// writing them twice); otherwise it allocates.
+func (md *Stage1) DenseIn(buf []float64) []float64 {
 	ns, nt := md.ns, md.nt
-	c := make([]float64, ns*nt)
+	c := reuse(buf, ns*nt)
+	if ahead, ok := md.model.(termsAhead); ok && ahead.termsBeforePass() {
+		// The terms do not wait for the pass: finish each entry while its
+		// tile is in cache instead of in a second pass over c.
+		row, col := md.Terms()
+		md.Pass(Scope{}, func(i, j0 int, x []float64) {
+			ci, ri := c[i*nt+j0:][:len(x)], row[i]
+			for j, v := range x {
+				ci[j] = (ri + col[j0+j] + v) * md.Scale
+			}
+		})
+		return c
+	}
 	md.Pass(Scope{}, func(i, j0 int, x []float64) { copy(c[i*nt+j0:], x) })
 	if md.mon.Err() != nil {
 		return c
@@ -143,6 +161,19 @@ func (md *Stage1) Dense() []float64 {
 		}
 	})
 	return c
+}
+
+// termsAhead is a Stage 1 model whose terms may be known before its first
+// full pass (termsBeforePass), so that Dense finishes entries as they come.
+type termsAhead interface{ termsBeforePass() bool }
+
+// reuse returns buf resliced to n entries when its capacity holds them, a
+// new slice otherwise.
+func reuse(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]float64, n)
 }
 
 // Stage2 is the paper's Stage 2 cost C^MM over the P pairs, split as
@@ -253,9 +284,13 @@ type kernelSummer interface{ kernelSums() (ss, st, tt float64) }
 // vectors; about P²/2 + P·n_small entries for an imbalanced Stage 1's
 // pairs, rbf2Factored) and O(P²·d) for CORAL; memory is the result plus
 // O(P·P/tileSize) for the RBF mixture (and 2·P·n_small for rbf2Factored).
-func (md *Stage2) Dense() ([]float64, int) {
+func (md *Stage2) Dense() ([]float64, int) { return md.DenseIn(nil) }
+
+// DenseIn is Dense writing into buf's memory when its capacity suffices
+// (Stage1.DenseIn).
+func (md *Stage2) DenseIn(buf []float64) ([]float64, int) {
 	m := md.M
-	c := make([]float64, m*m)
+	c := reuse(buf, m*m)
 	md.Pass(Scope{}, func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
 	if md.mon.Err() != nil {
 		return c, m
@@ -270,8 +305,10 @@ func (md *Stage2) Dense() ([]float64, int) {
 // finishStage2 replaces every off-diagonal entry (r, q) of the first p nodes
 // by cost(r, q, entry)·scale, sets the dummy row and column (when m > p) to
 // single[r]·scale and the diagonal to 0.
-// Only the upper triangle is evaluated and then mirrored, so the result is
-// exactly symmetric.
+// Only the upper triangle is read and evaluated, and each value is written
+// to both (r, q) and (q, r), so the result is exactly symmetric; one pass,
+// block by block to stay in cache (finishing the upper triangle and then
+// mirroring it read it twice).
 //
 // After mon is cancelled it does nothing: the caller discards the matrix, and
 // this pass over it would only delay the return.
@@ -279,34 +316,28 @@ func finishStage2(c []float64, m, p int, scale float64, cost func(r, q int, v fl
 	if mon.Err() != nil {
 		return
 	}
-	par.Rows(p, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			row := c[r*m : r*m+p]
-			for q := r + 1; q < p; q++ {
-				row[q] = cost(r, q, row[q]) * scale
-			}
-			row[r] = 0
-			if m > p {
-				c[r*m+p] = single[r] * scale
-			}
-		}
-	})
-	c[(m-1)*m+m-1] = 0
-	mirrorUpper(c, m)
-}
-
-// mirrorUpper copies the strict upper triangle of the m×m matrix c into its
-// lower triangle, block by block to stay in cache.
-func mirrorUpper(c []float64, m int) {
 	const b = 64
-	par.Rows((m+b-1)/b, func(b0, b1 int) {
-		for bi := b0; bi < b1; bi++ {
+	par.For((m+b-1)/b, func() func(int) {
+		return func(bi int) {
+			r0, r1 := bi*b, min(m, (bi+1)*b)
 			for bj := bi; bj*b < m; bj++ {
-				for r := bi * b; r < min(m, (bi+1)*b); r++ {
-					for q := max(r+1, bj*b); q < min(m, (bj+1)*b); q++ {
-						c[q*m+r] = c[r*m+q]
+				q1 := min(m, (bj+1)*b)
+				for r := r0; r < r1; r++ {
+					row := c[r*m : (r+1)*m]
+					for q := max(r+1, bj*b); q < q1; q++ {
+						v := 0.0
+						switch {
+						case q < p:
+							v = cost(r, q, row[q]) * scale
+						case r < p: // q is the dummy node
+							v = single[r] * scale
+						}
+						row[q], c[q*m+r] = v, v
 					}
 				}
+			}
+			for r := r0; r < r1; r++ {
+				c[r*m+r] = 0
 			}
 		}
 	})

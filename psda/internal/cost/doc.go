@@ -9,7 +9,8 @@
 //
 // Each discrepancy is a model of each stage (linear1, rbf1 and coral1;
 // linear2, rbf2, rbf2Factored and coral2: linear.go, rbf.go, coral.go, with
-// rbf2Factored, the RBF Stage 2 of imbalanced pairs, in rbf2_factored.go
+// rbf2Factored, the RBF Stage 2 of imbalanced pairs, in rbf2_factored.go,
+// the cross kernel a balanced RBF Stage 2 takes from Stage 1 in cross.go,
 // and CORAL's weighted covariance in coral_form.go) behind one split, Stage1
 // and Stage2 (cost.go): an entry is a row term plus a column term plus a
 // cross part, and only the cross part needs a Gram pass (internal/gram)

@@ -27,6 +27,9 @@ func (m *linear1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 
 func (m *linear1) terms() ([]float64, []float64) { return m.zr, m.zc }
 
+// termsBeforePass reports that the terms, zero, are known before any pass.
+func (m *linear1) termsBeforePass() bool { return true }
+
 func (m *linear1) at(i, j int) float64 { return sqDist(m.src, i, m.delta, m.tgt, j) }
 
 func (m *linear1) err32() ([]float64, []float64) {

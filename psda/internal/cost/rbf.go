@@ -30,6 +30,9 @@ type rbf1 struct {
 	// source and source of each target (rbfErr32).
 	nearS, nearT *topk.Max
 	ss, tt       []float64 // self-kernel row sums, computed once (terms)
+	// keep, when set (Stage1.KeepCross), receives κ(s_i, t_j) at i·n_t+j
+	// from every full float64 pass, for Stage 2 (cross.go).
+	keep []float64
 }
 
 func newRBF1(src, tgt feat.Matrix, kern *rbf.Mixture, deferSums bool, mon gram.Progress) *rbf1 {
@@ -49,11 +52,18 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 		m.rs, m.cs = gram.NewPartials(gram.NBlocks(nt), ns), gram.NewPartials(gram.NBlocks(ns), nt)
 	}
 	kappa := sc.kernelRow(m.kern)
+	keep := m.keep
+	if !sc.full() {
+		keep = nil
+	}
 	sc.gram(rowsOf(m.src, sc.Rows, nil), rowsOf(m.tgt, sc.Cols, nil), false, gram.SqDists, m.mon, func(t *gram.Tile) {
 		x, e := make([]float64, t.NJ), make([]float64, t.NJ)
 		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
 			kappa(x, t.G[i*t.LD:][:t.NJ], e)
+			if keep != nil {
+				copy(keep[(t.I0+i)*nt+t.J0:][:t.NJ], x)
+			}
 			if whole {
 				mx := 0.0
 				for j, v := range x {
@@ -82,6 +92,10 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 		}
 	})
 }
+
+// termsBeforePass reports that the terms are NTerms: every kernel sum is
+// deferred (NewStage1's deferSums with n_s = n_t).
+func (m *rbf1) termsBeforePass() bool { return m.deferSums && m.src.N == m.tgt.N }
 
 func (m *rbf1) terms() ([]float64, []float64) {
 	ns, nt := m.src.N, m.tgt.N
@@ -177,6 +191,9 @@ type rbf2 struct {
 	pSS, pST, pTS, pTT gram.Partials
 	vrr                []float64
 	near               *topk.Max
+	// cross, when set (Stage2.UseCross), holds κ(s_r, t_q) at r·P+q, read
+	// by full float64 passes instead of computing it (cross.go).
+	cross []float64
 	// Set by finish: the weighted sums of SS, ST and TT (kernelSums).
 	sumSS, sumST, sumTT float64
 }
@@ -208,7 +225,20 @@ func (m *rbf2) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	}
 	pSS, pST, pTS, pTT, near := m.pSS, m.pST, m.pTS, m.pTT, m.near
 	kappa := sc.kernelRow(kern)
-	sc.gram(z, z, true, gram.SqDists, mon, func(t *gram.Tile) {
+	// kernelRows sets ks and kt, from column j0 on, to the kernel rows of
+	// s_r and t_r against the tile's s_q and t_q, interleaved as in z:
+	// from the tile itself, or, with the cross kernel, from GramHalves'
+	// tile (same family only) and the table.
+	kernelRows := func(t *gram.Tile, ri, j0 int, ks, kt, e []float64) {
+		kappa(ks[j0:], t.G[2*ri*t.LD+j0:][:t.NJ-j0], e[j0:])
+		kappa(kt[j0:], t.G[(2*ri+1)*t.LD+j0:][:t.NJ-j0], e[j0:])
+	}
+	run := func(epi func(t *gram.Tile)) { sc.gram(z, z, true, gram.SqDists, mon, epi) }
+	if m.cross != nil && sums {
+		kernelRows = m.crossRows(kappa)
+		run = func(epi func(t *gram.Tile)) { gram.GramHalves(m.halves(), mon, epi) }
+	}
+	run(func(t *gram.Tile) {
 		r0, q0 := t.I0/2, t.J0/2
 		ks, kt, e := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
 		out := make([]float64, t.NJ/2)
@@ -217,8 +247,7 @@ func (m *rbf2) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 			r := r0 + ri
 			// Kernel rows of s_r and t_r against the tile's interleaved s_q, t_q.
 			j0 := 2 * upperFrom(t, ri)
-			kappa(ks[j0:], t.G[2*ri*t.LD+j0:][:t.NJ-j0], e[j0:])
-			kappa(kt[j0:], t.G[(2*ri+1)*t.LD+j0:][:t.NJ-j0], e[j0:])
+			kernelRows(t, ri, j0, ks, kt, e)
 			from := j0/2 + b2i(t.Diag)
 			if !sums {
 				for qi := j0 / 2; qi < t.NJ/2; qi++ {

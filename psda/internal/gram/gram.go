@@ -90,6 +90,30 @@ func Gram(x, y Vectors, sym bool, kind Kind, mon Progress, epi func(t *Tile)) {
 	newGramRun(x, y, kind, p.k64 == nil, p.k64, p.nr).run(sym, mon, epi)
 }
 
+// GramHalves is Gram(z, z, true, SqDists, mon, epi) for vectors that come
+// in two families per tile, so that only the squared distances within a
+// family are computed: tile b of z (TileSize vectors, fewer in the last)
+// holds n_b/2 vectors of one family and then n_b/2 of the other (n_b even;
+// TileSize must be even), and in every tile the entries between a vector
+// of one family and one of the other are left unspecified (finite). Rbf2
+// in internal/cost lays out pairs (s_r, t_r) this way when it reads the
+// cross kernel κ(s, t) from Stage 1 instead of recomputing it.
+//
+// The micro-kernel skips every mr×nr block that lies wholly between the
+// two families, half the multiply-adds of Gram when TileSize/2 is a
+// multiple of mr and nr (192: every path); a block that straddles the
+// boundary is computed whole. The computed entries are bit-identical to
+// Gram's on the same vectors: every entry's sum runs over the same
+// features in the same order wherever it sits in a tile. The direct path
+// (d <= DirectDim) skips the entries between the families one by one; the
+// portable path (gonum's Dgemm) computes every entry.
+func GramHalves(z Vectors, mon Progress, epi func(t *Tile)) {
+	p := active.Load()
+	g := newGramRun(z, z, SqDists, p.k64 == nil, p.k64, p.nr)
+	g.halves = true
+	g.run(true, mon, epi)
+}
+
 // gram32 is gram computed in float32 arithmetic: the vectors are packed as
 // float32 and multiplied by a float32 micro-kernel (AVX2/FMA, 6×16: twice
 // gram's lanes per register, BenchmarkGram; the portable kernel without
@@ -128,8 +152,11 @@ type gramRun[T packed] struct {
 	// noasm tag).
 	rowMajor bool
 	// kern updates an mr×nr block of a tile from an A and a B micro-panel.
-	kern   func(k int, a, b []T, c []float64, ldc int)
-	nr     int
+	kern func(k int, a, b []T, c []float64, ldc int)
+	nr   int
+	// halves skips the micro-blocks between the two families of each tile
+	// (GramHalves).
+	halves bool
 	xs, ys int       // padded tile rows and columns: multiples of mr and nr
 	c0     int       // first tile column of the packed chunk
 	py     []T       // packed chunk of y
@@ -267,6 +294,9 @@ func (g *gramRun[T]) tile(w *gramWorker[T], bi, bj, ni int) *Tile {
 			xi := w.px[i*d : (i+1)*d]
 			gi := t.G[i*nj : (i+1)*nj]
 			for j := range gi {
+				if g.halves && crossBlock(i, 1, ni/2, j, 1, nj/2) {
+					continue
+				}
 				yj := py[j*d : (j+1)*d]
 				s := 0.0
 				for k, v := range xi {
@@ -298,12 +328,22 @@ func (g *gramRun[T]) tile(w *gramWorker[T], bi, bj, ni int) *Tile {
 		for jp := 0; jp < npy; jp++ {
 			b := py[(jp*d+k0)*nr:]
 			for ip := 0; ip < npx; ip++ {
+				if g.halves && crossBlock(ip*mr, mr, ni/2, jp*nr, nr, nj/2) {
+					continue
+				}
 				g.kern(kc, w.px[(ip*d+k0)*mr:], b, t.G[ip*mr*t.LD+jp*nr:], t.LD)
 			}
 		}
 	}
 	g.toSqdists(t, w.nx, ny)
 	return t
+}
+
+// crossBlock reports whether the block of rows [i0, i0+ni) and columns
+// [j0, j0+nj) of a GramHalves tile lies wholly between its two families:
+// the rows below hi and the columns from hj on, or the other way round.
+func crossBlock(i0, ni, hi, j0, nj, hj int) bool {
+	return i0+ni <= hi && j0 >= hj || i0 >= hi && j0+nj <= hj
 }
 
 // toSqdists turns the dot products of t into squared distances

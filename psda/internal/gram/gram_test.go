@@ -315,3 +315,50 @@ func TestPaths(t *testing.T) {
 	}
 	t.Logf("kernel paths here: %v", names)
 }
+
+// TestGramHalves checks on every kernel path that GramHalves gives, for
+// every pair of vectors of the same family, the bits Gram gives on the same
+// vectors (several tiles, a short last tile, the direct path, one and two K
+// blocks), and that it skips what lies between the families (those
+// entries then differ from Gram's): every entry on the direct path, the
+// micro-kernel's blocks where TileSize/2 fits them.
+func TestGramHalves(t *testing.T) {
+	defer func(ts int) { TileSize = ts }(TileSize)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, path := range Paths() {
+		for _, tc := range []struct{ n, d, tile int }{
+			{2 * 150, 40, 192}, {2 * 101, 300, 48}, {2 * 37, 3, 24}, {2 * 7, 17, 48}, {2 * 250, 64, 192},
+		} {
+			t.Run(fmt.Sprintf("%s/n=%d/d=%d/tile=%d", path, tc.n, tc.d, tc.tile), func(t *testing.T) {
+				defer usePath(t, path)()
+				TileSize = tc.tile
+				z := DenseRows(randVectors(rng, tc.n, tc.d, 2), tc.n, tc.d)
+				want := collectGram(t, Gram, z, z, true, SqDists)
+				got := collectGram(t, func(x, _ Vectors, _ bool, _ Kind, mon Progress, epi func(*Tile)) {
+					GramHalves(x, mon, epi)
+				}, z, z, true, SqDists)
+				family := func(i int) bool {
+					b := i / TileSize
+					return i-b*TileSize >= min(TileSize, tc.n-b*TileSize)/2
+				}
+				skips := tc.d <= DirectDim || path != "portable" && tc.n >= 2*TileSize && TileSize/2%(mr*active.Load().nr) == 0
+				differ := 0
+				for i := 0; i < tc.n; i++ {
+					for j := 0; j < tc.n; j++ {
+						w, g := want[i*tc.n+j], got[i*tc.n+j]
+						switch {
+						case math.IsNaN(w): // below the block diagonal: neither computes it
+						case family(i) == family(j) && math.Float64bits(g) != math.Float64bits(w):
+							t.Fatalf("entry (%d, %d) = %v, Gram gives %v", i, j, g, w)
+						case family(i) != family(j) && g != w:
+							differ++
+						}
+					}
+				}
+				if skips && differ == 0 {
+					t.Fatalf("no entry between the families differs from Gram's: the cross blocks were computed")
+				}
+			})
+		}
+	}
+}

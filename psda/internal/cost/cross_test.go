@@ -1,0 +1,156 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/feat"
+	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
+)
+
+// TestCrossBitIdentical checks the cross kernel kept from Stage 1 (cross.go)
+// on every kernel path: the kept table against κ evaluated directly
+// (testref.RBFKappa), Stage 1's matrix unchanged by keeping it, and Stage 2's
+// matrix, kernel sums and float32 bound with the table read bit for bit
+// those computed without it, and both against the paper's formulas. Sizes
+// span one tile and several (a short last one, odd P: the dummy node;
+// the paper's formulas on the small ones), the
+// direct path (d <= DirectDim), one and two K blocks, and tile widths that
+// do and do not fit the micro-kernel (GramHalves then computes more).
+func TestCrossBitIdentical(t *testing.T) {
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	spec := Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}
+	for _, path := range gram.Paths() {
+		for _, tc := range []struct{ n, d, tile int }{
+			{150, 24, 48}, {151, 5, 48}, {97, 300, 24}, {39, 17, 192}, {40, 40, 12}, {203, 40, 60},
+		} {
+			t.Run(fmt.Sprintf("%s/n=%d/d=%d/tile=%d", path, tc.n, tc.d, tc.tile), func(t *testing.T) {
+				prev, err := gram.UsePath(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer gram.UsePath(prev)
+				gram.TileSize = tc.tile
+				rng := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.d)))
+				src := testref.RandMatrix(rng, tc.n, tc.d, true)
+				tgt := testref.BenchFeatures(tc.n, tc.d, 2)
+				pairs := make([]feat.Pair, tc.n)
+				for r, j := range rng.Perm(tc.n) {
+					pairs[r] = feat.Pair{S: r, T: j}
+				}
+
+				m1 := NewStage1(src, tgt, spec, true, nil)
+				if !m1.KeepCross() {
+					t.Fatal("KeepCross refused the RBF mixture")
+				}
+				c1 := m1.Dense()
+				cross := m1.Cross()
+				if want := NewStage1(src, tgt, spec, true, nil).Dense(); !sameBits(c1, want) {
+					t.Fatal("Stage 1's matrix changed when its cross kernel was kept")
+				}
+				kappa := testref.RBFKappa(paperGammas)
+				s, tg := testref.RowsF64(src), testref.RowsF64(tgt)
+				for i := range s {
+					for j := range tg {
+						if got, want := cross.K[i*tc.n+j], kappa(s[i], tg[j]); math.Abs(got-want) > 1e-13 {
+							t.Fatalf("kept κ(s_%d, t_%d) = %.17g, direct %.17g", i, j, got, want)
+						}
+					}
+				}
+
+				plain := NewStage2(src, tgt, spec, pairs, math.MaxInt64, nil)
+				want, m := plain.Dense()
+				reuse := NewStage2(src, tgt, spec, pairs, math.MaxInt64, nil)
+				if !reuse.UseCross(cross) {
+					t.Fatal("UseCross refused a balanced Stage 1's pairs")
+				}
+				got, _ := reuse.Dense()
+				if !sameBits(got, want) {
+					t.Fatal("Stage 2's matrix differs with the cross kernel read from Stage 1")
+				}
+				a1, a2, a3 := plain.KernelSums()
+				b1, b2, b3 := reuse.KernelSums()
+				if !sameBits([]float64{a1, a2, a3}, []float64{b1, b2, b3}) {
+					t.Fatalf("kernel sums %v %v %v with the table, %v %v %v without", b1, b2, b3, a1, a2, a3)
+				}
+				if !sameBits(reuse.Err32(), plain.Err32()) {
+					t.Fatal("Stage 2's float32 bound differs with the cross kernel read from Stage 1")
+				}
+				if tc.n <= 40 { // the reference is O(n³·d)
+					c := testref.Cost{K: spec.K, Gammas: paperGammas}
+					_, ref, mr := testref.References(c, s, tg, pairs)
+					if mr != m {
+						t.Fatalf("%d nodes, the reference has %d", m, mr)
+					}
+					testref.CloseTo(t, "stage 2 with the table", got, ref, 1e-12, testref.TermScale(c, src, tgt))
+				}
+			})
+		}
+	}
+}
+
+// TestUseCrossRefuses checks that Stage 2 reads a kept cross kernel only
+// where it is its own: pairs whose sources are not in order, an imbalanced
+// Stage 1, and the linear kernel leave it untouched.
+func TestUseCrossRefuses(t *testing.T) {
+	spec := Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}
+	src, tgt := testref.BenchFeatures(30, 8, 1), testref.BenchFeatures(30, 8, 2)
+	keep := func(s, t feat.Matrix) *Cross {
+		m1 := NewStage1(s, t, spec, true, nil)
+		m1.KeepCross()
+		m1.Dense()
+		return m1.Cross()
+	}
+	shuffled := testref.CoveringPairs(rand.New(rand.NewPCG(1, 1)), 30, 30)
+	small := testref.BenchFeatures(20, 8, 3)
+	for _, tc := range []struct {
+		name     string
+		tgt      feat.Matrix
+		spec     Spec
+		pairs    []feat.Pair
+		crossTgt feat.Matrix
+	}{
+		{"sources out of order", tgt, spec, shuffled, tgt},
+		{"imbalanced", small, spec, testref.CoveringPairs(rand.New(rand.NewPCG(2, 2)), 30, 20), small},
+		{"linear", tgt, Spec{Kind: LinearMMD, K: 4}, inOrder(30), tgt},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := keep(src, tc.crossTgt)
+			before := append([]float64(nil), c.K...)
+			if NewStage2(src, tc.tgt, tc.spec, tc.pairs, math.MaxInt64, nil).UseCross(c) {
+				t.Fatal("UseCross took a table that is not its own")
+			}
+			if !sameBits(c.K, before) {
+				t.Fatal("UseCross changed a table it refused")
+			}
+		})
+	}
+	if m1 := NewStage1(src, tgt, Spec{Kind: LinearMMD, K: 4}, false, nil); m1.KeepCross() || m1.Cross() != nil {
+		t.Fatal("the linear kernel kept a cross kernel")
+	}
+}
+
+// inOrder returns n pairs (r, r).
+func inOrder(n int) []feat.Pair {
+	p := make([]feat.Pair, n)
+	for r := range p {
+		p[r] = feat.Pair{S: r, T: r}
+	}
+	return p
+}
+
+// sameBits reports whether a and b hold the same float64 bits.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
+}

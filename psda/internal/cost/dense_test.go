@@ -1,0 +1,97 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/testref"
+)
+
+// TestDenseAssembly checks the dense matrices of both stages, finished in
+// the pass (Stage 1 when its terms come first) or in one pass that also
+// mirrors (Stage 2), bit for bit against the split assembled entry by entry
+// from a full pass (the unfused reference: c_ij = (row_i + col_j + X_ij)·
+// Scale; c_rq = (node_r + node_q + Coef·V_rq)·Scale, symmetric, the dummy
+// node single_r·Scale, a zero diagonal), also when written into a used
+// buffer (DenseIn), for every discrepancy, odd and even P and several tiles.
+func TestDenseAssembly(t *testing.T) {
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	gram.TileSize = 48
+	specs := []struct {
+		name      string
+		spec      Spec
+		deferSums bool
+	}{
+		{"rbf-deferred", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, true},
+		{"rbf", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, false},
+		{"linear", Spec{Kind: LinearMMD, K: 4}, false},
+		{"coral", Spec{Kind: CORAL, K: 4}, false},
+	}
+	for _, sh := range [][3]int{{131, 131, 20}, {130, 130, 7}, {151, 70, 24}} {
+		for _, sc := range specs {
+			t.Run(fmt.Sprintf("%dx%d/d=%d/%s", sh[0], sh[1], sh[2], sc.name), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(sh[0]), uint64(sh[2])))
+				src, tgt := testref.BenchFeatures(sh[0], sh[2], 1), testref.RandMatrix(rng, sh[1], sh[2], false)
+				ns, nt := src.N, tgt.N
+
+				m1 := NewStage1(src, tgt, sc.spec, sc.deferSums, nil)
+				x := make([]float64, ns*nt)
+				m1.Pass(Scope{}, func(i, j0 int, v []float64) { copy(x[i*nt+j0:], v) })
+				row, col := m1.Terms()
+				want1 := make([]float64, ns*nt)
+				for i := 0; i < ns; i++ {
+					for j := 0; j < nt; j++ {
+						want1[i*nt+j] = (row[i] + col[j] + x[i*nt+j]) * m1.Scale
+					}
+				}
+				dirty := nanBuf(ns*nt + 10)
+				for _, c1 := range [][]float64{NewStage1(src, tgt, sc.spec, sc.deferSums, nil).Dense(),
+					NewStage1(src, tgt, sc.spec, sc.deferSums, nil).DenseIn(dirty)} {
+					if !sameBits(c1, want1) {
+						t.Fatal("Stage 1's dense matrix differs from its split assembled entry by entry")
+					}
+				}
+
+				pairs := testref.CoveringPairs(rng, ns, nt)
+				m2 := NewStage2(src, tgt, sc.spec, pairs, math.MaxInt64, nil)
+				p, m := m2.P, m2.M
+				v := make([]float64, m*m)
+				m2.Pass(Scope{}, func(r, q0 int, vr []float64) { copy(v[r*m+q0:], vr) })
+				node, single := m2.Finish()
+				want2 := make([]float64, m*m)
+				for r := 0; r < m; r++ {
+					for q := r + 1; q < m; q++ {
+						e := 0.0
+						if q < p {
+							e = (node[r] + node[q] + m2.Coef*v[r*m+q]) * m2.Scale
+						} else {
+							e = single[r] * m2.Scale
+						}
+						want2[r*m+q], want2[q*m+r] = e, e
+					}
+				}
+				dirty = nanBuf(m*m + 3)
+				for _, md := range []*Stage2{NewStage2(src, tgt, sc.spec, pairs, math.MaxInt64, nil),
+					NewStage2(src, tgt, sc.spec, pairs, math.MaxInt64, nil)} {
+					c2, m2n := md.DenseIn(dirty)
+					if m2n != m || !sameBits(c2, want2) {
+						t.Fatal("Stage 2's dense matrix differs from its split assembled entry by entry")
+					}
+					dirty = nil
+				}
+			})
+		}
+	}
+}
+
+// nanBuf returns n NaNs: a used buffer that DenseIn must overwrite.
+func nanBuf(n int) []float64 {
+	b := make([]float64, n)
+	for i := range b {
+		b[i] = math.NaN()
+	}
+	return b
+}
