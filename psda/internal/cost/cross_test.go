@@ -19,13 +19,16 @@ import (
 // span one tile and several (a short last one, odd P: the dummy node;
 // the paper's formulas on the small ones), the
 // direct path (d <= DirectDim), one and two K blocks, and tile widths that
-// do and do not fit the micro-kernel (GramHalves then computes more).
+// do and do not fit the micro-kernel (GramHalves then computes more); and d > 64 with
+// tiles whose shapes differ between the stages (n = 300: Stage 2's last
+// tile is 24 wide), where gonum's Dgemm on the portable path once summed
+// an entry's products in a different order.
 func TestCrossBitIdentical(t *testing.T) {
 	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
 	spec := Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}
 	for _, path := range gram.Paths() {
 		for _, tc := range []struct{ n, d, tile int }{
-			{150, 24, 48}, {151, 5, 48}, {97, 300, 24}, {39, 17, 192}, {40, 40, 12}, {203, 40, 60},
+			{150, 24, 48}, {151, 5, 48}, {97, 300, 24}, {39, 17, 192}, {40, 40, 12}, {203, 40, 60}, {300, 100, 192},
 		} {
 			t.Run(fmt.Sprintf("%s/n=%d/d=%d/tile=%d", path, tc.n, tc.d, tc.tile), func(t *testing.T) {
 				prev, err := gram.UsePath(path)

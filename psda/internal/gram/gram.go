@@ -313,8 +313,20 @@ func (g *gramRun[T]) tile(w *gramWorker[T], bi, bj, ni int) *Tile {
 		// asks for it only with T = float64).
 		t.LD = nj
 		t.G = w.g[:ni*nj]
-		blas64.Implementation().Dgemm(blas.NoTrans, blas.Trans, ni, nj, d, 1,
-			any(w.px).([]float64), d, any(py).([]float64), d, 0, t.G, nj)
+		// Dgemm sums an entry's d products in one run for a small product
+		// (under four of its 64×64 blocks) and in runs of 64 features,
+		// added up, for a larger one: an entry's bits would depend on the
+		// shape of its tile, which differs between Stage 1's tiles and
+		// Stage 2's (cost.Stage2.UseCross reads the first for the second).
+		// 64×64 products always take the first way.
+		const gb = 64
+		px, pyf := any(w.px).([]float64), any(py).([]float64)
+		for i := 0; i < ni; i += gb {
+			for j := 0; j < nj; j += gb {
+				blas64.Implementation().Dgemm(blas.NoTrans, blas.Trans, min(gb, ni-i), min(gb, nj-j), d, 1,
+					px[i*d:], d, pyf[j*d:], d, 0, t.G[i*nj+j:], nj)
+			}
+		}
 		g.toSqdists(t, w.nx, ny)
 		return t
 	}
