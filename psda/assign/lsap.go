@@ -244,8 +244,9 @@ type lsap struct {
 	settled int // columns settled by augment so far (solveLSAP's budget)
 	// seed is the solution of a warm start's sparse problem that gave up
 	// (warmStart), nil if none: auctionInit starts from its prices.
-	seed *Solution
-	bids int // bids made by auctions so far (tests and benchmarks)
+	seed  *Solution
+	bids  int // bids made by auctions so far (tests and benchmarks)
+	scans int // full row scans of the auctions' bids so far (benchmarks)
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts
