@@ -124,9 +124,9 @@ type copySAP struct {
 	// (the previous refresh's) from whose prices and assignment the
 	// auction starts (seedPrices).
 	seed *Solution
-	// work counters for the benchmarks: full row scans of the auction's
-	// bids, and copies settled by augment.
-	scans, settledCopies int
+	// work counters for the benchmarks: bids and full row scans of the
+	// auction, copies settled by augment.
+	bids, scans, settledCopies int
 }
 
 func newCopySAP(c []float64, nr, nc int) *copySAP {
@@ -199,7 +199,6 @@ func (s *copySAP) auction(hooks *Hooks) error {
 		update(j)
 	}
 	rows := newBidCache(nr, nc)
-	defer func() { s.scans += rows.scans }()
 	// Extra copies not held by a dummy, cheapest first: where a displaced
 	// dummy bids.
 	eh := newPriceHeap(nc, func(j int) float64 { return price[j*h+s.q] })
@@ -212,6 +211,7 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	free := make([]int, 0, nr+s.nd)
 	epsMin := span * 1e-9
 	phases, bids := epsPhases(theta, 1e-9), 0
+	defer func() { s.scans, s.bids = s.scans+rows.scans, s.bids+bids }()
 	for phase, eps := 0, eps0; ; phase, eps = phase+1, eps/theta {
 		hooks.progress(float64(phase) / float64(phases))
 		eps = math.Max(eps, epsMin)

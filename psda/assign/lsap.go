@@ -122,7 +122,7 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 	if nr != nc {
 		return s, augmentFree(nr, free, s.augment, h)
 	}
-	budget, probe, rows, cold := coldScans*nr, max(nr/16, coldProbe), 0, true
+	budget, probe, rows, cold := coldScans*nr, max(nr/coldProbeDiv, coldProbe), 0, true
 	err := augmentFree(nr, free, func(i int) bool {
 		if rows++; rows > probe && 2*rows <= nr && s.settled-rows > rows/64 {
 			cold = false
@@ -140,6 +140,7 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 		h.progress(1)
 		return s, nil
 	}
+	s.coldSettled = s.settled
 	s.reset()
 	warm, err := s.warmStart(h.stopOnly())
 	if err != nil {
@@ -196,6 +197,10 @@ func (s *lsap) warmAuction(h *Hooks) error {
 // 148, 38520.
 var coldScans, coldProbe = 8, 32
 
+// coldProbeDiv sets the first check of solveLSAP's cold phase at
+// n/coldProbeDiv rows (at least coldProbe); BenchmarkRefreshWarm varies it.
+var coldProbeDiv = 16
+
 // plateauScans bounds the settled columns, per row, of solveLSAP's exact
 // phase after the auction before it switches to auctionDeep: psda's 2-D
 // Gaussian costs settle about 2 per row, tie-heavy ReLU ones about 600
@@ -242,6 +247,9 @@ type lsap struct {
 	row4col []int
 
 	settled int // columns settled by augment so far (solveLSAP's budget)
+	// coldSettled is the columns settled by solveLSAP's cold phase on a
+	// problem it then restarted from a warm start (benchmarks).
+	coldSettled int
 	// seed is the solution of a warm start's sparse problem that gave up
 	// (warmStart), nil if none: auctionInit starts from its prices.
 	seed  *Solution

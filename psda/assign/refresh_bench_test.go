@@ -47,8 +47,9 @@ import (
 // The costs, the certificates and the blossom finish are timed once each
 // (no warm start changes them), so that each gain is also given on the
 // whole refresh. Work counters: bids and full row scans of the auctions,
-// columns (copies) settled by the augmenting paths. Every warm solution is
-// checked to cost what the cold one costs and to pass Certify.
+// columns (copies) settled by the augmenting paths (for the cold Stage 2,
+// those of solveLSAP's cold phase, which it drops, included). Every warm
+// solution is checked to cost what the cold one costs and to pass Certify.
 //
 // Run: PSDA_REFRESH_DIR=/path go test -run XXX -bench RefreshWarm
 // -benchtime 1x -timeout 30m ./psda/assign
@@ -122,7 +123,7 @@ func BenchmarkRefreshWarm(b *testing.B) {
 		}
 		seedA := seedOn(c2B, n, relaxA.col4row, relaxA.v)
 		seeds2 := map[string]*Solution{
-			"cold": nil, "no probe": nil, "auction": nil, "warm A": seedA, "paths A": seedA,
+			"cold": nil, "probe 32": nil, "no probe": nil, "auction": nil, "warm A": seedA, "paths A": seedA,
 			"control": perturbed(best2.col4row, best2.v, costScale(c2B), c2B, rng),
 		}
 		probe := newLSAP(c2B, n, n)
@@ -145,7 +146,7 @@ func BenchmarkRefreshWarm(b *testing.B) {
 			b.Logf("seed %s: %s", sd.name, slackness(c, nc, sd.sol, costScale(c)))
 		}
 		names1 := []string{"cold", "warm A", "control"}
-		names2 := []string{"cold", "no probe", "auction", "warm A", "control"}
+		names2 := []string{"cold", "probe 32", "no probe", "auction", "warm A", "control"}
 		if os.Getenv("PSDA_REFRESH_PATHS") != "" {
 			names2 = append(names2, "paths A") // minutes: tightenWithin frees nearly every row
 		}
@@ -159,7 +160,7 @@ func BenchmarkRefreshWarm(b *testing.B) {
 					b.Fatal(err)
 				}
 				checkSame(b, "stage 1 "+name, c1B, nr, nc, sol, cold1.Cost)
-				runs["1 "+name] = append(runs["1 "+name], refreshRun{el, s.scans, s.settledCopies, 0})
+				runs["1 "+name] = append(runs["1 "+name], refreshRun{el, s.scans, s.settledCopies, s.bids})
 			}
 			for _, name := range names2 {
 				t0 := time.Now()
@@ -169,7 +170,7 @@ func BenchmarkRefreshWarm(b *testing.B) {
 					b.Fatal(err)
 				}
 				checkSame(b, "stage 2 "+name, c2B, n, n, s.solution(), best2.solution().Cost)
-				runs["2 "+name] = append(runs["2 "+name], refreshRun{el, s.scans, s.settled, s.bids})
+				runs["2 "+name] = append(runs["2 "+name], refreshRun{el, s.scans, s.coldSettled + s.settled, s.bids})
 			}
 		}
 		for i, x := range diag {
@@ -222,8 +223,10 @@ func report(b *testing.B, t *refreshTimes, runs map[string][]refreshRun, names1,
 			key := fmt.Sprint(stage+1, " ", name)
 			var line strings.Builder
 			for _, r := range runs[key] {
-				fmt.Fprintf(&line, " %.3fs (scans %d, settled %d, bids %d)", r.el.Seconds(), r.scans, r.settled, r.bids)
+				fmt.Fprintf(&line, " %.3f", r.el.Seconds())
 			}
+			r := runs[key][0] // the counters are the same in every run
+			fmt.Fprintf(&line, " s; scans %d, settled %d, bids %d", r.scans, r.settled, r.bids)
 			gain := med(fmt.Sprint(stage+1, " cold")).Seconds() / med(key).Seconds()
 			other := whole - med(fmt.Sprint(stage+1, " cold"))
 			b.Logf("stage %d %-8s%s | stage gain %.2fx, refresh gain %.2fx", stage+1, name, line.String(), gain,
@@ -241,13 +244,20 @@ func report(b *testing.B, t *refreshTimes, runs map[string][]refreshRun, names1,
 //
 //   - "cold": as solveLSAP does (cold paths while they stay short, then
 //     warmStart, then warmAuction from its sparse solution);
+//   - "probe 32": solveLSAP with the first check of its cold phase after
+//     coldProbe rows instead of n/16;
 //   - "no probe": solveLSAP without its cold paths (warmStart, warmAuction);
 //   - "auction": the cold auction alone (warmAuction without a seed);
 //   - "warm A", "control": warmAuction from seed (seedPrices);
 //   - "paths A": paths alone from seed's assignment and column potentials
 //     (tightenWithin frees the rows whose entry is not tight).
 func relaxFrom(c []float64, n int, how string, seed *Solution) (*lsap, error) {
-	if how == "cold" {
+	switch how {
+	case "cold":
+		return solveLSAP(c, n, n, nil)
+	case "probe 32":
+		defer func(div int) { coldProbeDiv = div }(coldProbeDiv)
+		coldProbeDiv = n + 1
 		return solveLSAP(c, n, n, nil)
 	}
 	s := newLSAP(c, n, n)
