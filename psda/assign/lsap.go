@@ -201,9 +201,9 @@ func (s *lsap) warmAuction(h *Hooks) error {
 // a third of the relaxation, and threw them away (BenchmarkRefreshWarm;
 // docs/performance.md, "What a refresh costs on real features"). Checking
 // from coldProbe rows cut that to about 500 and left every family above,
-// psda's 2-D Stage 2 costs and the clustered ones of BenchmarkSeededAuction
-// (n = 1,000–4,000) leaving or finishing the cold phase as before, with the
-// same work after it.
+// psda's BenchmarkSolve matrices, its 2-D Stage 2 costs and the clustered
+// ones of BenchmarkSeededAuction (n = 1,000–4,000) leaving or finishing the
+// cold phase as before, with the same work after it.
 var coldScans, coldProbe = 8, 32
 
 // plateauScans bounds the settled columns, per row, of solveLSAP's exact
