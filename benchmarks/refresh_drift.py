@@ -10,6 +10,12 @@ from psda.match's progress callback, with the assignment phases' share of the wh
 
     python benchmarks/refresh_drift.py --every 156 --refreshes 5    # once per epoch
     python benchmarks/refresh_drift.py --every 20 --refreshes 5
+    python benchmarks/refresh_drift.py --every 20 --refreshes 5 --dump /tmp/snaps
+
+``--dump DIR`` also writes each snapshot's features, zs<step>.bin (source) and zt<step>.bin
+(target), raw little-endian float64, row-major, the feature dimension (128) per row: the input of
+psda/assign's BenchmarkRefreshWarm (PSDA_REFRESH_DIR=DIR), which measures what a refresh
+warm-started from the previous one's duals gains.
 
 Needs Fashion-MNIST (Debian's dataset-fashion-mnist, or --data_dir) and torch.
 """
@@ -61,6 +67,9 @@ def main(argv=None) -> None:
     p.add_argument("--k", type=int, default=32)
     p.add_argument("--data_dir", default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dump", default=None, metavar="DIR",
+                   help="write each snapshot's features to DIR as zs<step>.bin and zt<step>.bin "
+                        "(raw little-endian float64, row-major)")
     a = p.parse_args(argv)
     torch.set_num_threads(1)
     args = argparse.Namespace(data_dir=a.data_dir, env_size=a.env_size)
@@ -75,7 +84,14 @@ def main(argv=None) -> None:
         return (extract_features(net.features, src, progress=False).astype(np.float64),
                 extract_features(net.features, tgt, progress=False).astype(np.float64))
 
+    def dump(step: int, zs: np.ndarray, zt: np.ndarray) -> None:
+        if a.dump is not None:
+            os.makedirs(a.dump, exist_ok=True)
+            for name, z in (("zs", zs), ("zt", zt)):
+                np.ascontiguousarray(z, dtype="<f8").tofile(os.path.join(a.dump, f"{name}{step}.bin"))
+
     feats = [snapshot()]
+    dump(0, *feats[0])
     sampler = psda.batch_sampler("double-paired", *feats[0], a.k, seed=a.seed)
     batches = iter(())
     for _ in range(a.refreshes):
@@ -92,6 +108,7 @@ def main(argv=None) -> None:
             loss.backward()
             opt.step()
         feats.append(snapshot())
+        dump((len(feats) - 1) * a.every, *feats[-1])
         sampler.update(*feats[-1])
     print(f"n_source {len(src)}, n_target {len(tgt)}, k {a.k}, a snapshot every {a.every} steps "
           f"({len(sampler)} steps per epoch)")

@@ -225,6 +225,7 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 		s.v[j] = -p[j]
 	}
 	s.bids += bids
+	s.scans += cache.scans
 	h.progress(1)
 	return nil
 }
@@ -319,11 +320,12 @@ const cacheK = 8
 // O(n). Otherwise the row is rescanned. (Bertsekas calls this keeping a
 // candidate list; the check makes it exact.)
 type bidCache struct {
-	cols []int
-	lb   []float64
-	k    int
-	topV []float64
-	topJ []int
+	cols  []int
+	lb    []float64
+	k     int
+	topV  []float64
+	topJ  []int
+	scans int // full row scans so far (benchmarks' work counter)
 }
 
 // newBidCache returns an empty cache for nr rows bidding on nc columns.
@@ -357,6 +359,7 @@ func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
 		return w1, math.Min(w2, b.lb[i]), j1
 	}
 	// Full scan keeping the k+1 smallest values in sorted order.
+	b.scans++
 	topV, topJ := b.topV, b.topJ
 	m := topk.SmallestK(row, p, topV, topJ)
 	if m == 0 {

@@ -51,9 +51,18 @@ func ImbalancedWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 	if nc == 1 {
 		return forcedColumn(c), nil
 	}
+	sol, _, err := imbalancedFrom(c, nr, nc, nil, h)
+	return sol, err
+}
+
+// imbalancedFrom is ImbalancedWith for nr > nc > 1 on checked input, its
+// auction started from seed when non-nil (copySAP.seed); it also returns
+// the solver's state, whose counters the benchmarks read.
+func imbalancedFrom(c []float64, nr, nc int, seed *Solution, h *Hooks) (*Solution, *copySAP, error) {
 	s := newCopySAP(c, nr, nc)
+	s.seed = seed
 	if err := s.auction(h.sub(0, 0.5)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	s.tighten()
 	// Persons in reverse, dummies first: they are cheap.
@@ -61,7 +70,7 @@ func ImbalancedWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 	err := augmentFree(last+1, func(p int) bool { return s.copyOf[last-p] < 0 },
 		func(p int) bool { s.augment(last - p); return true }, h.sub(0.5, 1))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sol := &Solution{Col4Row: make([]int, nr), U: s.u[:nr], V: make([]float64, nc)}
 	for i := range sol.Col4Row {
@@ -75,7 +84,7 @@ func ImbalancedWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 			sol.V[j] = math.Max(sol.V[j], x)
 		}
 	}
-	return sol, nil
+	return sol, s, nil
 }
 
 // forcedColumn is Imbalanced with one column: every row must take it, so
@@ -110,6 +119,14 @@ type copySAP struct {
 	sc      []int     // settled copies
 	tree    []int     // persons reached, distances in treeD
 	treeD   []float64
+
+	// seed, when non-nil, is a solution of a problem of the same shape
+	// (the previous refresh's) from whose prices and assignment the
+	// auction starts (seedPrices).
+	seed *Solution
+	// work counters for the benchmarks: bids and full row scans of the
+	// auction, copies settled by augment.
+	bids, scans, settledCopies int
 }
 
 func newCopySAP(c []float64, nr, nc int) *copySAP {
@@ -164,6 +181,11 @@ func (s *copySAP) auction(hooks *Hooks) error {
 		return nil
 	}
 	price := make([]float64, nc*h)
+	const theta = 7
+	eps0 := span / theta
+	if s.seed != nil {
+		eps0 = max(min(eps0, s.seedPrices(price)), span*1e-9)
+	}
 	minP, min2P, extraP := make([]float64, nc), make([]float64, nc), make([]float64, nc)
 	minT := make([]int, nc)
 	copies := newCopyHeap(price, nc, h)
@@ -187,10 +209,10 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	}
 	isDummy := func(p int) bool { return p >= nr }
 	free := make([]int, 0, nr+s.nd)
-	const theta = 7
 	epsMin := span * 1e-9
 	phases, bids := epsPhases(theta, 1e-9), 0
-	for phase, eps := 0, span/theta; ; phase, eps = phase+1, eps/theta {
+	defer func() { s.scans, s.bids = s.scans+rows.scans, s.bids+bids }()
+	for phase, eps := 0, eps0; ; phase, eps = phase+1, eps/theta {
 		hooks.progress(float64(phase) / float64(phases))
 		eps = math.Max(eps, epsMin)
 		minExtra := inf // the dummies' best value
@@ -311,6 +333,38 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	return nil
 }
 
+// seedPrices starts the auction from s.seed as lsap.seedPrices does for
+// square problems: every copy of column j gets the price −V[j] (pricesOf),
+// each row the next copy of its seed column (rows beyond a column's h
+// copies, and the dummies, start free), and it returns the first ε,
+// seedDiv⁻¹ times the largest amount δ by which a seeded row's entry
+// exceeds its best value min_j (c_ij + p_j): the seeded assignment
+// satisfies ε-complementary slackness for ε = δ, so the phases of larger ε
+// have nothing to do. The time complexity is O(nr·nc), one pass over c.
+func (s *copySAP) seedPrices(price []float64) float64 {
+	nc, h, sol := s.nc, s.h, s.seed
+	p := pricesOf(sol.V)
+	for k := range price {
+		price[k] = p[k/h]
+	}
+	next := make([]int, nc) // the next copy of each column to hand out
+	delta := 0.0
+	for i, j := range sol.Col4Row[:s.nr] {
+		if next[j] == h {
+			continue
+		}
+		k := j*h + next[j]
+		next[j]++
+		s.owner[k], s.copyOf[i] = i, k
+		m, row := inf, s.c[i*nc:i*nc+nc]
+		for jj, x := range row {
+			m = min(m, x+p[jj])
+		}
+		delta = max(delta, row[j]+p[j]-m)
+	}
+	return delta / seedDiv
+}
+
 // coldReset drops the auction's assignment and prices, for an auction over
 // its bid budget.
 func (s *copySAP) coldReset() {
@@ -423,6 +477,7 @@ func (s *copySAP) augment(p0 int) {
 		k, j := bk, bk/h
 		s.settled[k], s.lab[k], s.spred[k] = true, bestL, via
 		s.sc = append(s.sc, k)
+		s.settledCopies++
 		if t := s.topCopy(j); t >= 0 {
 			s.bestT[j] = t
 		} else {

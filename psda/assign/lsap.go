@@ -109,8 +109,8 @@ func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 // longer paths (a row's cheapest column is taken with probability about
 // i/n), and the last tenth of the rows settles ten times more columns than
 // the rest, where a warm start settles far fewer. So a square problem
-// leaves the cold phase when, after its first max(n/16, coldProbe) rows and
-// before half of them, its paths have settled more than 1/64 columns per
+// leaves the cold phase when, after its first coldProbe rows and before
+// half of them, its paths have settled more than 1/64 columns per
 // row beyond the one each must, or when they have settled more than
 // coldScans·n columns in all; it restarts from a warm start (warmStart,
 // else warmAuction), and every free row is then augmented. Progress: the
@@ -122,7 +122,7 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 	if nr != nc {
 		return s, augmentFree(nr, free, s.augment, h)
 	}
-	budget, probe, rows, cold := coldScans*nr, max(nr/16, coldProbe), 0, true
+	budget, probe, rows, cold := coldScans*nr, coldProbe, 0, true
 	err := augmentFree(nr, free, func(i int) bool {
 		if rows++; rows > probe && 2*rows <= nr && s.settled-rows > rows/64 {
 			cold = false
@@ -140,6 +140,7 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 		h.progress(1)
 		return s, nil
 	}
+	s.coldSettled = s.settled
 	s.reset()
 	warm, err := s.warmStart(h.stopOnly())
 	if err != nil {
@@ -193,7 +194,16 @@ func (s *lsap) warmAuction(h *Hooks) error {
 // Columns settled beyond one per row, after n/16, n/8, n/4, n/2 and n rows
 // (n = 2000): Gaussian costs 4, 21, 79, 460, 34124; uniform integers 0–9
 // 0, 0, 0, 0, 88; 0–99 0, 0, 0, 0, 3565 (n = 1000: 4282); 0–999 1, 6, 32,
-// 148, 38520.
+// 148, 38520. The first check came after max(n/16, coldProbe) rows until
+// the relaxations of psda's Stage 2 on real features (n = 5,000) were
+// measured: their paths settle about 120 columns a row from the first row
+// on, so the cold phase settled 35,000–40,000 columns in its first 313 rows,
+// a third of the relaxation, and threw them away (BenchmarkRefreshWarm;
+// docs/performance.md, "What a refresh costs on real features"). Checking
+// from coldProbe rows cut that to about 500 and left every family above,
+// psda's BenchmarkSolve matrices, its 2-D Stage 2 costs and the clustered
+// ones of BenchmarkSeededAuction (n = 1,000–4,000) leaving or finishing the
+// cold phase as before, with the same work after it.
 var coldScans, coldProbe = 8, 32
 
 // plateauScans bounds the settled columns, per row, of solveLSAP's exact
@@ -242,10 +252,14 @@ type lsap struct {
 	row4col []int
 
 	settled int // columns settled by augment so far (solveLSAP's budget)
+	// coldSettled is the columns settled by solveLSAP's cold phase on a
+	// problem it then restarted from a warm start (benchmarks).
+	coldSettled int
 	// seed is the solution of a warm start's sparse problem that gave up
 	// (warmStart), nil if none: auctionInit starts from its prices.
-	seed *Solution
-	bids int // bids made by auctions so far (tests and benchmarks)
+	seed  *Solution
+	bids  int // bids made by auctions so far (tests and benchmarks)
+	scans int // full row scans of the auctions' bids so far (benchmarks)
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts
