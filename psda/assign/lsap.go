@@ -111,8 +111,9 @@ func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 // the rest, where a warm start settles far fewer. So a square problem
 // leaves the cold phase when, after its first max(n/16, coldProbe) rows and
 // before half of them, its paths have settled more than 1/64 columns per
-// row beyond the one each must, or when they have settled more than
-// coldScans·n columns in all; it restarts from a warm start (warmStart,
+// row beyond the one each must (or, before those rows, more beyond it than
+// the probe allows, which the probe would then refuse), or when they have
+// settled more than coldScans·n columns in all; it restarts from a warm start (warmStart,
 // else warmAuction), and every free row is then augmented. Progress: the
 // cold phase reports the first tenth, the auctions up to three quarters,
 // the augmentations the rest.
@@ -124,18 +125,25 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 	}
 	budget, probe, rows, cold := coldScans*nr, max(nr/16, coldProbe), 0, true
 	err := augmentFree(nr, free, func(i int) bool {
-		if rows++; rows > probe && 2*rows <= nr && s.settled-rows > rows/64 {
+		// Every path settles at least its sink, so settled−rows never
+		// falls: once it exceeds the allowance at the probe, the test
+		// there is bound to fail, and it is applied at once (paths long
+		// from the first rows, as on Stage 2 costs of real features,
+		// spent the whole budget before the probe).
+		if rows++; 2*max(rows, probe+1) <= nr && s.settled-rows > max(rows, probe+1)/64 {
 			cold = false
 		}
 		if !cold || s.settled > budget {
 			cold = false
 			return true
 		}
+		s.coldRows++
 		return s.augment(i)
 	}, h.sub(0, 0.1))
 	if err != nil {
 		return nil, err // infeasible or stopped
 	}
+	s.coldSettled = s.settled
 	if cold {
 		h.progress(1)
 		return s, nil
@@ -246,6 +254,9 @@ type lsap struct {
 	// (warmStart), nil if none: auctionInit starts from its prices.
 	seed *Solution
 	bids int // bids made by auctions so far (tests and benchmarks)
+	// coldRows and coldSettled are the rows augmented and the columns
+	// settled by solveLSAP's cold phase (tests and benchmarks).
+	coldRows, coldSettled int
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts
