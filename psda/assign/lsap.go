@@ -118,7 +118,12 @@ func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 // cold phase reports the first tenth, the auctions up to three quarters,
 // the augmentations the rest.
 func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
-	s := newLSAP(c, nr, nc)
+	return newLSAP(c, nr, nc).solve(h)
+}
+
+// solve is solveLSAP on the state s, fresh from newLSAP.
+func (s *lsap) solve(h *Hooks) (*lsap, error) {
+	nr, nc := s.nr, s.nc
 	free := func(i int) bool { return s.col4row[i] < 0 }
 	if nr != nc {
 		return s, augmentFree(nr, free, s.augment, h)
@@ -250,6 +255,9 @@ type lsap struct {
 	row4col []int
 
 	settled int // columns settled by augment so far (solveLSAP's budget)
+	// sym: c is symmetric up to rounding (the matching's relaxation),
+	// which the warm start's candidates use (denseCandidates).
+	sym bool
 	// seed is the solution of a warm start's sparse problem that gave up
 	// (warmStart), nil if none: auctionInit starts from its prices.
 	seed *Solution

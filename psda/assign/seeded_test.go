@@ -15,10 +15,26 @@ import (
 // the target shifted by 0.5 along a fixed ±1/0 pattern), paired by the
 // optimal imbalanced Stage 1 (Imbalanced on squared distances): an
 // imbalanced, clustered stand-in for the Stage 2 matrices of real features
-// (benchmarks/refresh_drift.py), on which warmStart gives up at its first
-// check and the auction takes over. The diagonal is kept.
+// (benchmarks/refresh_drift.py): the cold phase's paths are long from the
+// first rows, and from n = 2000 warmStart gives up at its first check and
+// the auction takes over. The diagonal is kept.
 func stage2Clustered(n int, seed uint64) []float64 {
-	const d, classes, spread, shift = 16, 10, 0.5, 0.5
+	return stage2Shifted(n, 0.5, seed)
+}
+
+// stage2GiveUp returns stage2Shifted's matrix of order giveUpN with the
+// target shifted by 4, on which warmStart gives up at its first check (it
+// does for seeds 1, 3, 5; with a shift of 0.5 it succeeds up to n = 1000)
+// and seeds the auction: the seeding's tests run on it.
+func stage2GiveUp(seed uint64) []float64 { return stage2Shifted(giveUpN, 4, seed) }
+
+// giveUpN is the order of stage2GiveUp's matrices.
+const giveUpN = 1000
+
+// stage2Shifted is stage2Clustered with the target shifted by shift along
+// its pattern.
+func stage2Shifted(n int, shift float64, seed uint64) []float64 {
+	const d, classes, spread = 16, 10, 0.5
 	rng := rand.New(rand.NewPCG(seed, 5))
 	centres := make([][]float64, classes)
 	for k := range centres {
@@ -73,10 +89,10 @@ func stage2Clustered(n int, seed uint64) []float64 {
 // seedDiv, and every row's assigned entry is within that violation of its
 // cheapest entry at the seeded prices (ε-complementary slackness).
 func TestSeedPrices(t *testing.T) {
-	const n = 500
+	const n = giveUpN
 	for _, seed := range []uint64{1, 3, 5} {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			c := forbidDiagonal(stage2Clustered(n, seed), n)
+			c := forbidDiagonal(stage2GiveUp(seed), n)
 			s := newLSAP(c, n, n)
 			if ok, err := s.warmStart(nil); ok || err != nil || s.seed == nil {
 				t.Fatalf("warmStart = %v, %v, seed %v: want a give-up with a seed", ok, err, s.seed != nil)
@@ -116,10 +132,10 @@ func TestSeedPrices(t *testing.T) {
 // the cold one and SciPy find, with potentials that Certify accepts, and
 // that it makes fewer bids than the cold auction.
 func TestSeededAuction(t *testing.T) {
-	const n = 500
+	const n = giveUpN
 	for _, seed := range []uint64{1, 3, 5} {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
-			c := forbidDiagonal(stage2Clustered(n, seed), n)
+			c := forbidDiagonal(stage2GiveUp(seed), n)
 			var cost [2]float64
 			var bids [2]int
 			for k, seeded := range []bool{false, true} {
@@ -204,8 +220,8 @@ func TestRepeatedLines(t *testing.T) {
 // seedRepeats of the lines repeat: stage2Clustered's matrix with a quarter
 // of its pairs duplicated (rows and columns copied).
 func TestNoSeedOnRepeats(t *testing.T) {
-	const n = 500
-	base := stage2Clustered(n, 1)
+	const n = giveUpN
+	base := stage2GiveUp(1)
 	c := slices.Clone(base)
 	for r := 0; r < n/4; r += 2 {
 		for q := 0; q < n; q++ { // pair r+1 := pair r, in its row and its column

@@ -10,8 +10,15 @@ import (
 )
 
 // warmK is the number of candidate columns warmStart keeps per row and the
-// number of candidate rows it keeps per column.
-const warmK = 16
+// number of candidate rows it keeps per column. On the Stage 2 relaxation
+// of real features (docs/performance.md, "What a refresh costs on real
+// features"; n = 5000) 16 left 25,560 (CORAL) and 36,056 (MMD) violated
+// entries at the first check, and both gave up for the auction; 48 leave
+// 3,256 for CORAL, whose pricing loop then finishes in three passes
+// (1.6–1.7× faster than the seeded auction), and 23,385 for MMD, which
+// still gives up (at the cost of about 0.1 s more for the candidates).
+// Rows alone at 48 (columns at 16) left 7,329 for CORAL: both are needed.
+const warmK = 48
 
 // warmMin is the least n at which solveLSAP tries warmStart: below it the
 // auction takes milliseconds anyway.
@@ -30,7 +37,9 @@ var warmMin = 256
 // (c[i][j] − min_i' c[i'][j]) and the warmK smallest of each column after
 // the row reduction that follows, plus the cyclic permutation i → i+1, so
 // that a perfect matching exists (the Stage 2 relaxation forbids only the
-// diagonal).
+// diagonal). For the matching's relaxation (s.sym) the candidates are
+// symmetrised and the loop prices with symmetric potentials
+// (Pricing.Symmetric).
 //
 // On continuous costs the candidates hold nearly every optimal entry: a
 // pass or two add few entries and leave no row free, so the exact phase
@@ -55,12 +64,13 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	if n < warmMin || n != s.nc {
 		return false, nil
 	}
-	adj := denseCandidates(s.c, n, warmK)
+	adj := denseCandidates(s.c, n, warmK, s.sym)
 	if err := h.stop(); err != nil {
 		return false, err
 	}
 	pr := &Pricing{Model: &denseModel{c: s.c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1,
-		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly()}
+		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly(),
+		Symmetric: s.sym}
 	sol, _, err := pr.Solve(adj)
 	if errors.Is(err, ErrPricingGaveUp) {
 		// Too many violators for a few passes: the auction finishes, from
@@ -216,7 +226,15 @@ func (m *denseModel) At(i, j int) float64 { return m.c[i*m.n+j] }
 // entries of the row-major n×n matrix c. Time O(n²) in two passes over c,
 // each split over the cores by rows, plus O(k) per insertion into a
 // column's list, which after the first rows is rare; memory O(n·k) per core.
-func denseCandidates(c []float64, n, k int) Edges {
+//
+// With sym, c is symmetric (up to rounding: the candidates only steer the
+// warm start) and column j's list is read from row j instead, in a third
+// sequential pass: the column's entries c[i][j] − u_i, u_i the reduced
+// minimum of row i, are row j's c[j][i] − u_i. The column lists'
+// insertions, at random places in n lists, cost more than that pass (at
+// k = 48 on Stage 2 costs of real features, n = 5000: half the candidates'
+// time).
+func denseCandidates(c []float64, n, k int, sym bool) Edges {
 	k = min(k, n)
 	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
 	parts := make([][]float64, par.NParts(n))
@@ -247,9 +265,19 @@ func denseCandidates(c []float64, n, k int) Edges {
 		}
 	}
 	rowJ, rowM := make([]int32, n*(k+1)), make([]int, n) // each row's candidates
-	cols := make([]*topk.Columns, len(parts))
+	// p[i] = −u_i, the row's reduced minimum negated (+Inf for a row of
+	// +Inf, which no column keeps), for the symmetric column lists.
+	p := make([]float64, n)
+	var cols []*topk.Columns
+	if !sym {
+		cols = make([]*topk.Columns, len(parts))
+	}
 	par.Parts(n, func(part, lo, hi int) {
-		cl := topk.NewColumns(n, k)
+		var cl *topk.Columns
+		if !sym {
+			cl = topk.NewColumns(n, k)
+			cols[part] = cl
+		}
 		topV, topJ := make([]float64, k), make([]int, k)
 		for i := lo; i < hi; i++ {
 			row := c[i*n : i*n+n]
@@ -262,20 +290,39 @@ func denseCandidates(c []float64, n, k int) Edges {
 				rowJ[i*(k+1)+m] = int32(next)
 				rowM[i]++
 			}
+			p[i] = inf
 			if m > 0 {
-				cl.Offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
+				p[i] = -topV[0]
+				if !sym {
+					cl.Offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
+				}
 			}
 		}
-		cols[part] = cl
 	})
-	for _, cl := range cols[1:] {
-		for j := 0; j < n; j++ {
-			for t := 0; t < cl.M[j]; t++ {
-				cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
+	var colI []int32
+	var colM []int
+	if sym {
+		colI, colM = make([]int32, n*k), make([]int, n)
+		par.Parts(n, func(_, lo, hi int) {
+			topV, topJ := make([]float64, k), make([]int, k)
+			for j := lo; j < hi; j++ {
+				m := topk.SmallestK(c[j*n:j*n+n], p, topV, topJ)
+				for t, i := range topJ[:m] {
+					colI[j*k+t] = int32(i)
+				}
+				colM[j] = m
+			}
+		})
+	} else {
+		for _, cl := range cols[1:] {
+			for j := 0; j < n; j++ {
+				for t := 0; t < cl.M[j]; t++ {
+					cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
+				}
 			}
 		}
+		colI, colM = cols[0].I, cols[0].M
 	}
-	colI, colM := cols[0].I, cols[0].M
 	// Row i's own candidates and the columns that chose it, in one flat
 	// array, each row then sorted and without repeats on all cores (Solve's
 	// Normalise finds them so), its capacity capped so that an edge added
@@ -310,5 +357,43 @@ func denseCandidates(c []float64, n, k int) Edges {
 			adj[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
 		}
 	})
+	if sym {
+		return symmetrise(adj, c, n)
+	}
 	return adj
+}
+
+// symmetrise returns the normalised edges of adj with every edge (i, j)
+// joined by (j, i), costs read from the n×n matrix c, so that the pricing
+// loop can run symmetric (Pricing.Symmetric). Time O(m·log m) for m edges.
+func symmetrise(adj Edges, c []float64, n int) Edges {
+	lo := make([]int, n+1)
+	for i, row := range adj {
+		lo[i+1] += len(row)
+		for _, e := range row {
+			lo[e.B+1]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		lo[i+1] += lo[i]
+	}
+	flat, fill := make([]Edge, lo[n]), slices.Clone(lo[:n])
+	for i, row := range adj {
+		fill[i] += copy(flat[fill[i]:], row)
+	}
+	for i, row := range adj {
+		for _, e := range row {
+			flat[fill[e.B]] = Edge{int32(i), c[int(e.B)*n+i]}
+			fill[e.B]++
+		}
+	}
+	out := make(Edges, n)
+	par.Rows(n, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := flat[lo[i]:lo[i+1]:lo[i+1]]
+			slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+			out[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+		}
+	})
+	return out
 }
