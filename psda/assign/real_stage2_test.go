@@ -76,8 +76,9 @@ func TestRealStage2(t *testing.T) {
 	}
 }
 
-// BenchmarkRealStage2 times the relaxation (solveLSAP on the matrix with
-// its diagonal forbidden) and the whole matching on the dumped matrices.
+// BenchmarkRealStage2 times the relaxation (the matrix with its diagonal
+// forbidden, solved as MinWeightPerfectMatching solves it) and the whole
+// matching on the dumped matrices.
 // Run: PSDA_STAGE2_DUMPS=dir go test -run XXX -bench RealStage2
 // -benchtime 3x ./psda/assign
 func BenchmarkRealStage2(b *testing.B) {
@@ -88,7 +89,9 @@ func BenchmarkRealStage2(b *testing.B) {
 			defer reportCPU(b, cpuNow())
 			bids := 0
 			for range b.N {
-				s, err := solveLSAP(r, n, n, nil)
+				s := newLSAP(r, n, n)
+				s.sym = true // as MinWeightPerfectMatching solves it
+				s, err := s.solve(nil)
 				if err != nil {
 					b.Fatal(err)
 				}
