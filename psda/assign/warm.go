@@ -12,13 +12,17 @@ import (
 // warmK is the number of candidate columns warmStart keeps per row and the
 // number of candidate rows it keeps per column. On the Stage 2 relaxation
 // of real features (docs/performance.md, "What a refresh costs on real
-// features"; n = 5000) 16 left 25,560 (CORAL) and 36,056 (MMD) violated
-// entries at the first check, and both gave up for the auction; 48 leave
-// 3,256 for CORAL, whose pricing loop then finishes in three passes
-// (1.6–1.7× faster than the seeded auction), and 23,385 for MMD, which
-// still gives up (at the cost of about 0.1 s more for the candidates).
-// Rows alone at 48 (columns at 16) left 7,329 for CORAL: both are needed.
-const warmK = 48
+// features"; n = 5000) 16 general candidates left 25,560 (CORAL) and
+// 36,056 (MMD) violated entries at the first check, both beyond n, and
+// both gave up for the auction. Symmetric ones (s.sym) left, at 24, 32, 40
+// and 48 candidates: CORAL 4,719, 2,847, 1,721, 973, whose pricing loop
+// then finishes (the relaxation 1.9× faster than from 16 general ones);
+// MMD 10,371, 9,012, 8,084, 7,303, which still gives up (7% slower than
+// from 16 at 32). 32 rather than 48: the candidates' passes cost more per
+// candidate, and the 2-D Stage 2 cost (BenchmarkStage2, n = 4000), whose
+// warm start holds from 16, took 0.35 s at 32 and 0.42 s at 48 against
+// 0.40 s from 16 general ones (CPU seconds, fastest of 4 in one process).
+const warmK = 32
 
 // warmMin is the least n at which solveLSAP tries warmStart: below it the
 // auction takes milliseconds anyway.
