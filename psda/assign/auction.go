@@ -80,7 +80,8 @@ func (s *lsap) auctionInit(h *Hooks) error {
 // (CORAL) of the cost scale, and the seeded auction makes half the full row
 // scans of the cold one; a first ε of δ/4, δ/64 or δ/128 made 12–63% more
 // (docs/performance.md, "What a refresh costs on real features"). warmStart
-// leaves no seed on costs of repeated points (seedRepeats).
+// does not run, so leaves no seed, on costs of repeated points
+// (seedRepeats).
 //
 // The time complexity of seedPrices is O(n²).
 func (s *lsap) seedPrices(epsMax float64) (p []float64, eps0 float64) {

@@ -247,3 +247,36 @@ func TestNoSeedOnRepeats(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmStartSkipsRepeats checks that warmStart gives up before its
+// candidate pass (which polls Stop after it) when more than seedRepeats of
+// the lines repeat, and runs on the same matrix without the repeats.
+func TestWarmStartSkipsRepeats(t *testing.T) {
+	const n = 600
+	base := stage2Clustered(n, 4)
+	c := slices.Clone(base)
+	for r := 0; r < n/4; r += 2 {
+		copy(c[(r+1)*n:(r+2)*n], base[r*n:(r+1)*n])
+	}
+	for q := 0; q < n/4; q += 2 {
+		for r := 0; r < n; r++ {
+			c[r*n+q+1] = c[r*n+q]
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		c    []float64
+		runs bool
+	}{{"distinct", base, true}, {"repeated", c, false}} {
+		polls := 0
+		s := newLSAP(forbidDiagonal(tc.c, n), n, n)
+		s.sym = true
+		ok, err := s.warmStart(&Hooks{Stop: func() error { polls++; return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if runs := polls > 0; runs != tc.runs {
+			t.Errorf("%s (repeated lines %.3f): warm start ran %v (%d polls, kept %v), want %v", tc.name, repeatedLines(s.c, n), runs, polls, ok, tc.runs)
+		}
+	}
+}

@@ -52,7 +52,9 @@ var warmMin = 256
 //
 // The warm start only ever sets potentials and a partial assignment that
 // tightenWithin makes feasible, so correctness rests on the exact phase. It
-// gives up, returning false with s reset, when the sparse problem has no
+// gives up at once on costs of repeated points (more than seedRepeats of
+// the rows or columns repeat another), and otherwise, returning false with
+// s reset, when the sparse problem has no
 // perfect matching (+Inf off the diagonal), when a check finds more than n
 // violated entries (MaxAdd), or when more than n/warmFree rows end free:
 // tie-heavy costs (ReLU features at d = 2) and some 2-D ones give most rows
@@ -68,6 +70,9 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	if n < warmMin || n != s.nc {
 		return false, nil
 	}
+	if repeatedLines(s.c, n) > seedRepeats {
+		return false, nil // costs of repeated points: see seedRepeats
+	}
 	adj := denseCandidates(s.c, n, warmK, s.sym)
 	if err := h.stop(); err != nil {
 		return false, err
@@ -80,7 +85,7 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 		// Too many violators for a few passes: the auction finishes, from
 		// the sparse solution's prices (auctionInit).
 		s.reset()
-		if seedAuction && repeatedLines(s.c, n) <= seedRepeats {
+		if seedAuction {
 			s.seed = sol
 		}
 		return false, nil
@@ -112,12 +117,15 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 var seedAuction = true
 
 // seedRepeats is the largest share of repeated rows or columns
-// (repeatedLines) at which warmStart seeds the auction. Costs between
-// repeated points, such as the ReLU-like benchmark features at d = 2 (about
-// a quarter of rows and columns repeat another), made the seeded auction
-// and the exact phase after it 1.1–3.5× slower than the cold auction
-// (BenchmarkSolve's Stage 1 and 2 at n = 1000 and 4000); Gaussian features
-// and the real Stage 2 costs of docs/performance.md have none.
+// (repeatedLines) at which warmStart runs. Costs between repeated points,
+// such as the ReLU-like benchmark features at d = 2 (about a quarter of
+// rows and columns repeat another), tie so often that the warm start gave
+// up on every such Stage 2 of BenchmarkStage2 (n = 1000 and 4000), and
+// seeding the auction from it made the auction and the exact phase after
+// it 1.1–3.5× slower than the cold auction (BenchmarkSolve's Stage 1 and 2
+// at n = 1000 and 4000), so the attempt is skipped: at n = 1000 it cost
+// 0.01–0.13 s of 0.16–0.6 s with 32 candidates. Gaussian features and the
+// real Stage 2 costs of docs/performance.md have none.
 const seedRepeats = 1.0 / 20
 
 // repeatedLines returns the larger of the shares of rows and of columns of
