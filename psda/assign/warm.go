@@ -245,7 +245,8 @@ func (m *denseModel) At(i, j int) float64 { return m.c[i*m.n+j] }
 // minimum of row i, are row j's c[j][i] − u_i. The column lists'
 // insertions, at random places in n lists, cost more than that pass (at
 // k = 48 on Stage 2 costs of real features, n = 5000: half the candidates'
-// time).
+// time). The edges are then symmetrised (symmetrise), so that the pricing
+// loop can run symmetric.
 func denseCandidates(c []float64, n, k int, sym bool) Edges {
 	k = min(k, n)
 	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
