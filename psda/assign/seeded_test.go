@@ -16,8 +16,9 @@ import (
 // optimal imbalanced Stage 1 (Imbalanced on squared distances): an
 // imbalanced, clustered stand-in for the Stage 2 matrices of real features
 // (benchmarks/refresh_drift.py): the cold phase's paths are long from the
-// first rows, and from n = 2000 warmStart gives up at its first check and
-// the auction takes over. The diagonal is kept.
+// first rows, and warmStart gives up at its first check, the auction
+// taking over, from n = 2000 in the general mode and at n = 4000 in the
+// matching's symmetric one (at n = 2000 it holds). The diagonal is kept.
 func stage2Clustered(n int, seed uint64) []float64 {
 	return stage2Shifted(n, 0.5, seed)
 }
