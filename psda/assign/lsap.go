@@ -172,7 +172,9 @@ func (s *lsap) solve(h *Hooks) (*lsap, error) {
 // auction on an infeasible problem bids until its budget runs out. An
 // auction over its bid budget leaves s cold for the paths that follow.
 func (s *lsap) warmAuction(h *Hooks) error {
-	if hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
+	// The matching's relaxation (sym) forbids only the diagonal, its other
+	// entries checked finite: the cyclic permutation is perfect.
+	if !s.sym && hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
 		return ErrInfeasible
 	}
 	err := s.auctionInit(h.sub(0.1, 0.5))
@@ -255,8 +257,9 @@ type lsap struct {
 	row4col []int
 
 	settled int // columns settled by augment so far (solveLSAP's budget)
-	// sym: c is symmetric up to rounding (the matching's relaxation),
-	// which the warm start's candidates use (denseCandidates).
+	// sym: c is the matching's relaxation, symmetric up to rounding with
+	// only its diagonal forbidden, which the warm start's candidates use
+	// (denseCandidates) and warmAuction's feasibility check need not test.
 	sym bool
 	// seed is the solution of a warm start's sparse problem that gave up
 	// (warmStart), nil if none: auctionInit starts from its prices.
