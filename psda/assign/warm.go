@@ -9,20 +9,24 @@ import (
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
-// warmK is the number of candidate columns warmStart keeps per row and the
-// number of candidate rows it keeps per column. On the Stage 2 relaxation
-// of real features (docs/performance.md, "What a refresh costs on real
-// features"; n = 5000) 16 general candidates left 25,560 (CORAL) and
-// 36,056 (MMD) violated entries at the first check, both beyond n, and
-// both gave up for the auction. Symmetric ones (s.sym) left, at 24, 32, 40
-// and 48 candidates: CORAL 4,719, 2,847, 1,721, 973, whose pricing loop
-// then finishes (the relaxation 1.9× faster than from 16 general ones);
-// MMD 10,371, 9,012, 8,084, 7,303, which still gives up (7% slower than
-// from 16 at 32). 32 rather than 48: the candidates' passes cost more per
-// candidate, and the 2-D Stage 2 cost (BenchmarkStage2, n = 4000), whose
-// warm start holds from 16, took 0.35 s at 32 and 0.42 s at 48 against
-// 0.40 s from 16 general ones (CPU seconds, fastest of 4 in one process).
-const warmK = 32
+// warmK returns the number of candidate columns warmStart keeps per row,
+// and of candidate rows per column, for an n×n problem: n/128 within
+// [16, 32]. More candidates cost more in every attempt (the passes keep
+// more per line, the sparse problem grows) and spare dense work that grows
+// with n. On the Stage 2 relaxation of real features (docs/performance.md,
+// "What a refresh costs on real features"; n = 5000) 16 general candidates
+// left 25,560 (CORAL) and 36,056 (MMD) violated entries at the first
+// check, both beyond n, and both gave up for the auction. Symmetric ones
+// (s.sym) left, at 24, 32, 40 and 48 candidates: CORAL 4,719, 2,847,
+// 1,721, 973, whose pricing loop then finishes (the relaxation 1.9× faster
+// than from 16 general ones); MMD 10,371, 9,012, 8,084, 7,303, which still
+// gives up (7% slower than from 16 at 32). 32 rather than 48: the 2-D
+// Stage 2 cost (BenchmarkStage2, n = 4000), whose warm start holds from
+// 16, took 0.35 s at 32 and 0.42 s at 48 against 0.40 s from 16 general
+// ones. At n = 1000, where psda's Stage 2 of ReLU features at d = 512
+// holds from 16, 32 took 0.034 s against 0.022 s (CPU seconds, fastest of
+// 4 and 7 runs in one process).
+func warmK(n int) int { return min(max(n/128, 16), 32) }
 
 // warmMin is the least n at which solveLSAP tries warmStart: below it the
 // auction takes milliseconds anyway.
@@ -37,8 +41,8 @@ var warmMin = 256
 // the rows whose bound no longer does, at most warmRounds passes in all,
 // and hands the potentials and the assignment to tightenWithin and the
 // exact augmentation, which repair whatever the passes left. Candidates are
-// the warmK smallest entries of each row after column reduction
-// (c[i][j] − min_i' c[i'][j]) and the warmK smallest of each column after
+// the warmK(n) smallest entries of each row after column reduction
+// (c[i][j] − min_i' c[i'][j]) and the warmK(n) smallest of each column after
 // the row reduction that follows, plus the cyclic permutation i → i+1, so
 // that a perfect matching exists (the Stage 2 relaxation forbids only the
 // diagonal). For the matching's relaxation (s.sym) the candidates are
@@ -73,7 +77,7 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	if repeatedLines(s.c, n) > seedRepeats {
 		return false, nil // costs of repeated points: see seedRepeats
 	}
-	adj := denseCandidates(s.c, n, warmK, s.sym)
+	adj := denseCandidates(s.c, n, warmK(n), s.sym)
 	if err := h.stop(); err != nil {
 		return false, err
 	}

@@ -188,7 +188,7 @@ func TestSymmetricWarmStart(t *testing.T) {
 		name string
 		n    int
 		c    []float64
-	}{{"kept", 600, stage2Clustered(600, 9)}, {"gave-up", giveUpN, stage2GiveUp(3)}} {
+	}{{"kept", 600, stage2Clustered(600, 9)}, {"gave-up", 1000, stage2Shifted(1000, 4, 3)}} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := forbidDiagonal(tc.c, tc.n)
 			var cost [2]float64
