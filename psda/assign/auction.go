@@ -37,7 +37,16 @@ import (
 // bids) and reports the ε phases done as progress.
 func (s *lsap) auctionInit(h *Hooks) error {
 	n := s.nr
-	scale := costScale(s.c)
+	var p []float64
+	var viol, scale float64
+	if s.seed != nil {
+		// The seed's pass over c finds the cost range too: one pass, not two.
+		var lo, hi float64
+		p, viol, lo, hi = s.seedPrices()
+		scale = costScaleIn(s.c, lo, hi)
+	} else {
+		scale = costScale(s.c)
+	}
 	if !(scale > 0) {
 		return nil // constant or empty: the exact phase is immediate
 	}
@@ -53,10 +62,12 @@ func (s *lsap) auctionInit(h *Hooks) error {
 	// total over Gaussian and ReLU data (most on tie-heavy ReLU Stage 1,
 	// 6.8 → 4.5 CPU-s), while θ = 16 or 30 and final ε up to 1e-6 were no
 	// better; run-to-run spread on these degenerate inputs is ±20%.
-	p, eps0, epsMin := make([]float64, n), scale/auctionTheta, scale*1e-9
-	if s.seed != nil {
-		p, eps0 = s.seedPrices(eps0)
-		eps0 = max(eps0, epsMin)
+	eps0, epsMin := scale/auctionTheta, scale*1e-9
+	if p != nil {
+		s.adopt(s.seed.Col4Row)
+		eps0 = max(min(eps0, viol/seedDiv), epsMin)
+	} else {
+		p = make([]float64, n)
 	}
 	if err := s.auction(p, eps0, epsMin, h); err != nil {
 		return err
@@ -65,39 +76,50 @@ func (s *lsap) auctionInit(h *Hooks) error {
 	return nil
 }
 
-// seedPrices starts auctionInit from s.seed, the solution of the sparse
-// problem of a warm start that gave up: its assignment, the prices −V
-// (pricesOf), and a first ε of seedDiv⁻¹ times the largest violation
-// δ = max_ij (U[i] + V[j] − c[i][j]) of its potentials on the dense matrix,
-// at most epsMax. Every row's
-// assigned entry is then within δ of its best (the potentials are tight on
-// the assignment), which is ε-complementary slackness for ε = δ, so the
-// phases of larger ε, which build prices from zero, have nothing to do.
-// The pass for δ reads c once, split over the cores.
+// seedPrices returns what auctionInit needs to start from s.seed, the
+// solution of the sparse problem of a warm start that gave up: the prices
+// −V (pricesOf), the largest violation δ = max_ij (U[i] + V[j] − c[i][j])
+// of its potentials on the dense matrix, and the smallest and largest
+// finite entries of c (costRange's), from the same pass. auctionInit
+// adopts the seed's assignment and starts at ε = δ/seedDiv (at most the
+// cold start's first ε). Every row's assigned entry is within δ of its
+// best (the potentials are tight on the assignment), which is
+// ε-complementary slackness for ε = δ, so the phases of larger ε, which
+// build prices from zero, have nothing to do. The pass reads c once, split
+// over the cores.
 //
 // On psda's Stage 2 costs of real features (n = 5000, 16 candidates a row,
 // 26,000–36,000 violators at the first check), δ is 1/35 (MMD) and 1/230
 // (CORAL) of the cost scale, and the seeded auction makes half the full row
 // scans of the cold one; a first ε of δ/4, δ/64 or δ/128 made 12–63% more
 // (docs/performance.md, "What a refresh costs on real features"). warmStart
-// leaves no seed on costs of repeated points (seedRepeats).
+// does not run, so leaves no seed, on costs of repeated points
+// (seedRepeats).
 //
 // The time complexity of seedPrices is O(n²).
-func (s *lsap) seedPrices(epsMax float64) (p []float64, eps0 float64) {
+func (s *lsap) seedPrices() (p []float64, viol, lo, hi float64) {
 	n, sol := s.nr, s.seed
 	p = pricesOf(sol.V)
-	s.adopt(sol.Col4Row)
-	viol := make([]float64, par.NParts(n))
-	par.Parts(n, func(part, lo, hi int) {
-		for i := lo; i < hi; i++ {
+	parts := par.NParts(n)
+	vs, los, his := make([]float64, parts), make([]float64, parts), make([]float64, parts)
+	par.Parts(n, func(part, i0, i1 int) {
+		v, l, h := 0.0, inf, -inf
+		for i := i0; i < i1; i++ {
 			m, row := inf, s.c[i*n:i*n+n]
 			for j, x := range row {
 				m = min(m, x-sol.V[j])
+				if x < l {
+					l = x
+				}
+				if x > h && x < inf {
+					h = x
+				}
 			}
-			viol[part] = max(viol[part], sol.U[i]-m)
+			v = max(v, sol.U[i]-m)
 		}
+		vs[part], los[part], his[part] = v, l, h
 	})
-	return p, min(epsMax, slices.Max(viol)/seedDiv)
+	return p, slices.Max(vs), slices.Min(los), slices.Max(his)
 }
 
 // pricesOf returns the auction's prices for column potentials v: −v shifted
@@ -265,6 +287,12 @@ func costRange(c []float64) (lo, hi float64) {
 // Time O(len(c)) for the range plus O(scaleSample·log scaleSample).
 func costScale(c []float64) float64 {
 	lo, hi := costRange(c)
+	return costScaleIn(c, lo, hi)
+}
+
+// costScaleIn is costScale for the matrix c whose finite entries range
+// over [lo, hi] (costRange's result, found by a pass made anyway).
+func costScaleIn(c []float64, lo, hi float64) float64 {
 	if !(hi > lo) {
 		return 0
 	}

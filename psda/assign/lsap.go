@@ -109,38 +109,50 @@ func RectangularWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 // longer paths (a row's cheapest column is taken with probability about
 // i/n), and the last tenth of the rows settles ten times more columns than
 // the rest, where a warm start settles far fewer. So a square problem
-// leaves the cold phase when, after its first coldProbe rows and before
-// half of them, its paths have settled more than 1/64 columns per
-// row beyond the one each must, or when they have settled more than
-// coldScans·n columns in all; it restarts from a warm start (warmStart,
+// leaves the cold phase when, after its first max(n/16, coldProbe) rows and
+// before half of them, its paths have settled more than 1/64 columns per
+// row beyond the one each must (or, before those rows, more beyond it than
+// the probe allows, which the probe would then refuse), or when they have
+// settled more than coldScans·n columns in all; it restarts from a warm start (warmStart,
 // else warmAuction), and every free row is then augmented. Progress: the
 // cold phase reports the first tenth, the auctions up to three quarters,
 // the augmentations the rest.
 func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
-	s := newLSAP(c, nr, nc)
+	return newLSAP(c, nr, nc).solve(h)
+}
+
+// solve is solveLSAP on the state s, fresh from newLSAP.
+func (s *lsap) solve(h *Hooks) (*lsap, error) {
+	nr, nc := s.nr, s.nc
 	free := func(i int) bool { return s.col4row[i] < 0 }
 	if nr != nc {
 		return s, augmentFree(nr, free, s.augment, h)
 	}
-	budget, probe, rows, cold := coldScans*nr, coldProbe, 0, true
+	budget, probe, rows, cold := coldScans*nr, max(nr/16, coldProbe), 0, true
 	err := augmentFree(nr, free, func(i int) bool {
-		if rows++; rows > probe && 2*rows <= nr && s.settled-rows > rows/64 {
+		// Every path settles at least its sink, so settled−rows never
+		// falls: once it exceeds the allowance at the probe, the test
+		// there is bound to fail, and it is applied at once (paths long
+		// from the first rows, as on Stage 2 costs of real features,
+		// spent the whole budget before the probe).
+		if rows++; 2*max(rows, probe+1) <= nr && s.settled-rows > max(rows, probe+1)/64 {
 			cold = false
 		}
 		if !cold || s.settled > budget {
 			cold = false
 			return true
 		}
+		s.coldRows++
 		return s.augment(i)
 	}, h.sub(0, 0.1))
 	if err != nil {
 		return nil, err // infeasible or stopped
 	}
+	s.coldSettled = s.settled
 	if cold {
 		h.progress(1)
 		return s, nil
 	}
-	s.coldSettled = s.settled
 	s.reset()
 	warm, err := s.warmStart(h.stopOnly())
 	if err != nil {
@@ -160,7 +172,9 @@ func solveLSAP(c []float64, nr, nc int, h *Hooks) (*lsap, error) {
 // auction on an infeasible problem bids until its budget runs out. An
 // auction over its bid budget leaves s cold for the paths that follow.
 func (s *lsap) warmAuction(h *Hooks) error {
-	if hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
+	// The matching's relaxation (sym) forbids only the diagonal, its other
+	// entries checked finite: the cyclic permutation is perfect.
+	if !s.sym && hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
 		return ErrInfeasible
 	}
 	err := s.auctionInit(h.sub(0.1, 0.5))
@@ -194,16 +208,14 @@ func (s *lsap) warmAuction(h *Hooks) error {
 // Columns settled beyond one per row, after n/16, n/8, n/4, n/2 and n rows
 // (n = 2000): Gaussian costs 4, 21, 79, 460, 34124; uniform integers 0–9
 // 0, 0, 0, 0, 88; 0–99 0, 0, 0, 0, 3565 (n = 1000: 4282); 0–999 1, 6, 32,
-// 148, 38520. The first check came after max(n/16, coldProbe) rows until
-// the relaxations of psda's Stage 2 on real features (n = 5,000) were
-// measured: their paths settle about 120 columns a row from the first row
-// on, so the cold phase settled 35,000–40,000 columns in its first 313 rows,
-// a third of the relaxation, and threw them away (BenchmarkRefreshWarm;
-// docs/performance.md, "What a refresh costs on real features"). Checking
-// from coldProbe rows cut that to about 500 and left every family above,
-// psda's BenchmarkSolve matrices, its 2-D Stage 2 costs and the clustered
-// ones of BenchmarkSeededAuction (n = 1,000–4,000) leaving or finishing the
-// cold phase as before, with the same work after it.
+// 148, 38520. On the relaxations of psda's Stage 2 on real features (n =
+// 5,000) the paths settle about 120 columns a row from the first row on:
+// checked only at the probe's row, the cold phase settled 35,000–40,000
+// columns in its first 313 rows, a third of the relaxation, and threw them
+// away (BenchmarkRefreshWarm, BenchmarkRealStage2; docs/performance.md,
+// "What a refresh costs on real features"). Since the extra columns never
+// fall, solve applies the probe's test as soon as it is bound to fail (after
+// 5 rows there, 43 on CORAL's), with the same decision on every matrix.
 var coldScans, coldProbe = 8, 32
 
 // plateauScans bounds the settled columns, per row, of solveLSAP's exact
@@ -252,14 +264,18 @@ type lsap struct {
 	row4col []int
 
 	settled int // columns settled by augment so far (solveLSAP's budget)
-	// coldSettled is the columns settled by solveLSAP's cold phase on a
-	// problem it then restarted from a warm start (benchmarks).
-	coldSettled int
+	// sym: c is the matching's relaxation, symmetric up to rounding with
+	// only its diagonal forbidden, which the warm start's candidates use
+	// (denseCandidates) and warmAuction's feasibility check need not test.
+	sym bool
 	// seed is the solution of a warm start's sparse problem that gave up
 	// (warmStart), nil if none: auctionInit starts from its prices.
 	seed  *Solution
 	bids  int // bids made by auctions so far (tests and benchmarks)
 	scans int // full row scans of the auctions' bids so far (benchmarks)
+	// coldRows and coldSettled are the rows augmented and the columns
+	// settled by solveLSAP's cold phase (tests and benchmarks).
+	coldRows, coldSettled int
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts

@@ -63,7 +63,9 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	for i := range diag {
 		diag[i], c[i*n+i] = c[i*n+i], inf
 	}
-	s, err := solveLSAP(c, n, n, h.sub(0, 0.9))
+	s := newLSAP(c, n, n)
+	s.sym = true
+	s, err = s.solve(h.sub(0, 0.9))
 	for i, x := range diag {
 		c[i*n+i] = x
 	}

@@ -39,6 +39,7 @@ func TestMatchingAgainstNetworkx(t *testing.T) {
 	}{
 		{"stage2Rank2_200", 200, stage2Cost(200, 41)},
 		{"stage2Rank2_300", 300, stage2Cost(300, 42)},
+		{"stage2Clustered_260", 260, stage2Clustered(260, 43)}, // the symmetric warm start
 		{"uniform150", 150, symmetrize(fill(150*150, rng.Float64), 150)},
 		{"thirtyTriangles", ntri, tri},
 	}

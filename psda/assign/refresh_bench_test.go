@@ -123,7 +123,7 @@ func BenchmarkRefreshWarm(b *testing.B) {
 		}
 		seedA := seedOn(c2B, n, relaxA.col4row, relaxA.v)
 		seeds2 := map[string]*Solution{
-			"cold": nil, "probe n/16": nil, "no probe": nil, "auction": nil, "warm A": seedA, "paths A": seedA,
+			"cold": nil, "no probe": nil, "auction": nil, "warm A": seedA, "paths A": seedA,
 			"control": perturbed(best2.col4row, best2.v, costScale(c2B), c2B, rng),
 		}
 		probe := newLSAP(c2B, n, n)
@@ -146,7 +146,7 @@ func BenchmarkRefreshWarm(b *testing.B) {
 			b.Logf("seed %s: %s", sd.name, slackness(c, nc, sd.sol, costScale(c)))
 		}
 		names1 := []string{"cold", "warm A", "control"}
-		names2 := []string{"cold", "probe n/16", "no probe", "auction", "warm A", "control"}
+		names2 := []string{"cold", "no probe", "auction", "warm A", "control"}
 		if os.Getenv("PSDA_REFRESH_PATHS") != "" {
 			names2 = append(names2, "paths A") // minutes: tightenWithin frees nearly every row
 		}
@@ -248,8 +248,6 @@ func report(b *testing.B, t *refreshTimes, runs map[string][]refreshRun, names1,
 //
 //   - "cold": as solveLSAP does (cold paths while they stay short, then
 //     warmStart, then warmAuction from its sparse solution);
-//   - "probe n/16": solveLSAP with the first check of its cold phase after
-//     max(n/16, coldProbe) rows, as before this benchmark measured it;
 //   - "no probe": solveLSAP without its cold paths (warmStart, warmAuction);
 //   - "auction": the cold auction alone (warmAuction without a seed);
 //   - "warm A", "control": warmAuction from seed (seedPrices);
@@ -258,10 +256,6 @@ func report(b *testing.B, t *refreshTimes, runs map[string][]refreshRun, names1,
 func relaxFrom(c []float64, n int, how string, seed *Solution) (*lsap, error) {
 	switch how {
 	case "cold":
-		return solveLSAP(c, n, n, nil)
-	case "probe n/16":
-		defer func(rows int) { coldProbe = rows }(coldProbe)
-		coldProbe = max(n/16, coldProbe)
 		return solveLSAP(c, n, n, nil)
 	}
 	s := newLSAP(c, n, n)

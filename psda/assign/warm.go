@@ -9,9 +9,24 @@ import (
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
-// warmK is the number of candidate columns warmStart keeps per row and the
-// number of candidate rows it keeps per column.
-const warmK = 16
+// warmK returns the number of candidate columns warmStart keeps per row,
+// and of candidate rows per column, for an n×n problem: n/128 within
+// [16, 32]. More candidates cost more in every attempt (the passes keep
+// more per line, the sparse problem grows) and spare dense work that grows
+// with n. On the Stage 2 relaxation of real features (docs/performance.md,
+// "What a refresh costs on real features"; n = 5000) 16 general candidates
+// left 25,560 (CORAL) and 36,056 (MMD) violated entries at the first
+// check, both beyond n, and both gave up for the auction. Symmetric ones
+// (s.sym) left, at 24, 32, 40 and 48 candidates: CORAL 4,719, 2,847,
+// 1,721, 973, whose pricing loop then finishes (the relaxation 1.9× faster
+// than from 16 general ones); MMD 10,371, 9,012, 8,084, 7,303, which still
+// gives up (7% slower than from 16 at 32). 32 rather than 48: the 2-D
+// Stage 2 cost (BenchmarkStage2, n = 4000), whose warm start holds from
+// 16, took 0.35 s at 32 and 0.42 s at 48 against 0.40 s from 16 general
+// ones. At n = 1000, where psda's Stage 2 of ReLU features at d = 512
+// holds from 16, 32 took 0.034 s against 0.022 s (CPU seconds, fastest of
+// 4 and 7 runs in one process).
+func warmK(n int) int { return min(max(n/128, 16), 32) }
 
 // warmMin is the least n at which solveLSAP tries warmStart: below it the
 // auction takes milliseconds anyway.
@@ -26,11 +41,13 @@ var warmMin = 256
 // the rows whose bound no longer does, at most warmRounds passes in all,
 // and hands the potentials and the assignment to tightenWithin and the
 // exact augmentation, which repair whatever the passes left. Candidates are
-// the warmK smallest entries of each row after column reduction
-// (c[i][j] − min_i' c[i'][j]) and the warmK smallest of each column after
+// the warmK(n) smallest entries of each row after column reduction
+// (c[i][j] − min_i' c[i'][j]) and the warmK(n) smallest of each column after
 // the row reduction that follows, plus the cyclic permutation i → i+1, so
 // that a perfect matching exists (the Stage 2 relaxation forbids only the
-// diagonal).
+// diagonal). For the matching's relaxation (s.sym) the candidates are
+// symmetrised and the loop prices with symmetric potentials
+// (Pricing.Symmetric).
 //
 // On continuous costs the candidates hold nearly every optimal entry: a
 // pass or two add few entries and leave no row free, so the exact phase
@@ -39,7 +56,9 @@ var warmMin = 256
 //
 // The warm start only ever sets potentials and a partial assignment that
 // tightenWithin makes feasible, so correctness rests on the exact phase. It
-// gives up, returning false with s reset, when the sparse problem has no
+// gives up at once on costs of repeated points (more than seedRepeats of
+// the rows or columns repeat another), and otherwise, returning false with
+// s reset, when the sparse problem has no
 // perfect matching (+Inf off the diagonal), when a check finds more than n
 // violated entries (MaxAdd), or when more than n/warmFree rows end free:
 // tie-heavy costs (ReLU features at d = 2) and some 2-D ones give most rows
@@ -55,18 +74,22 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	if n < warmMin || n != s.nc {
 		return false, nil
 	}
-	adj := denseCandidates(s.c, n, warmK)
+	if repeatedLines(s.c, n) > seedRepeats {
+		return false, nil // costs of repeated points: see seedRepeats
+	}
+	adj := denseCandidates(s.c, n, warmK(n), s.sym)
 	if err := h.stop(); err != nil {
 		return false, err
 	}
 	pr := &Pricing{Model: &denseModel{c: s.c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1,
-		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly()}
+		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly(),
+		Symmetric: s.sym}
 	sol, _, err := pr.Solve(adj)
 	if errors.Is(err, ErrPricingGaveUp) {
 		// Too many violators for a few passes: the auction finishes, from
 		// the sparse solution's prices (auctionInit).
 		s.reset()
-		if seedAuction && repeatedLines(s.c, n) <= seedRepeats {
+		if seedAuction {
 			s.seed = sol
 		}
 		return false, nil
@@ -98,12 +121,15 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 var seedAuction = true
 
 // seedRepeats is the largest share of repeated rows or columns
-// (repeatedLines) at which warmStart seeds the auction. Costs between
-// repeated points, such as the ReLU-like benchmark features at d = 2 (about
-// a quarter of rows and columns repeat another), made the seeded auction
-// and the exact phase after it 1.1–3.5× slower than the cold auction
-// (BenchmarkSolve's Stage 1 and 2 at n = 1000 and 4000); Gaussian features
-// and the real Stage 2 costs of docs/performance.md have none.
+// (repeatedLines) at which warmStart runs. Costs between repeated points,
+// such as the ReLU-like benchmark features at d = 2 (about a quarter of
+// rows and columns repeat another), tie so often that the warm start gave
+// up on every such Stage 2 of BenchmarkStage2 (n = 1000 and 4000), and
+// seeding the auction from it made the auction and the exact phase after
+// it 1.1–3.5× slower than the cold auction (BenchmarkSolve's Stage 1 and 2
+// at n = 1000 and 4000), so the attempt is skipped: at n = 1000 it cost
+// 0.01–0.13 s of 0.16–0.6 s with 32 candidates. Gaussian features and the
+// real Stage 2 costs of docs/performance.md have none.
 const seedRepeats = 1.0 / 20
 
 // repeatedLines returns the larger of the shares of rows and of columns of
@@ -216,7 +242,16 @@ func (m *denseModel) At(i, j int) float64 { return m.c[i*m.n+j] }
 // entries of the row-major n×n matrix c. Time O(n²) in two passes over c,
 // each split over the cores by rows, plus O(k) per insertion into a
 // column's list, which after the first rows is rare; memory O(n·k) per core.
-func denseCandidates(c []float64, n, k int) Edges {
+//
+// With sym, c is symmetric (up to rounding: the candidates only steer the
+// warm start) and column j's list is read from row j instead, in a third
+// sequential pass: the column's entries c[i][j] − u_i, u_i the reduced
+// minimum of row i, are row j's c[j][i] − u_i. The column lists'
+// insertions, at random places in n lists, cost more than that pass (at
+// k = 48 on Stage 2 costs of real features, n = 5000: half the candidates'
+// time). The edges are then symmetrised (symmetrise), so that the pricing
+// loop can run symmetric.
+func denseCandidates(c []float64, n, k int, sym bool) Edges {
 	k = min(k, n)
 	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
 	parts := make([][]float64, par.NParts(n))
@@ -247,9 +282,19 @@ func denseCandidates(c []float64, n, k int) Edges {
 		}
 	}
 	rowJ, rowM := make([]int32, n*(k+1)), make([]int, n) // each row's candidates
-	cols := make([]*topk.Columns, len(parts))
+	// p[i] = −u_i, the row's reduced minimum negated (+Inf for a row of
+	// +Inf, which no column keeps), for the symmetric column lists.
+	p := make([]float64, n)
+	var cols []*topk.Columns
+	if !sym {
+		cols = make([]*topk.Columns, len(parts))
+	}
 	par.Parts(n, func(part, lo, hi int) {
-		cl := topk.NewColumns(n, k)
+		var cl *topk.Columns
+		if !sym {
+			cl = topk.NewColumns(n, k)
+			cols[part] = cl
+		}
 		topV, topJ := make([]float64, k), make([]int, k)
 		for i := lo; i < hi; i++ {
 			row := c[i*n : i*n+n]
@@ -262,20 +307,39 @@ func denseCandidates(c []float64, n, k int) Edges {
 				rowJ[i*(k+1)+m] = int32(next)
 				rowM[i]++
 			}
+			p[i] = inf
 			if m > 0 {
-				cl.Offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
+				p[i] = -topV[0]
+				if !sym {
+					cl.Offer(i, row, v, topV[0]) // topV[0]: the row's reduced minimum
+				}
 			}
 		}
-		cols[part] = cl
 	})
-	for _, cl := range cols[1:] {
-		for j := 0; j < n; j++ {
-			for t := 0; t < cl.M[j]; t++ {
-				cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
+	var colI []int32
+	var colM []int
+	if sym {
+		colI, colM = make([]int32, n*k), make([]int, n)
+		par.Parts(n, func(_, lo, hi int) {
+			topV, topJ := make([]float64, k), make([]int, k)
+			for j := lo; j < hi; j++ {
+				m := topk.SmallestK(c[j*n:j*n+n], p, topV, topJ)
+				for t, i := range topJ[:m] {
+					colI[j*k+t] = int32(i)
+				}
+				colM[j] = m
+			}
+		})
+	} else {
+		for _, cl := range cols[1:] {
+			for j := 0; j < n; j++ {
+				for t := 0; t < cl.M[j]; t++ {
+					cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
+				}
 			}
 		}
+		colI, colM = cols[0].I, cols[0].M
 	}
-	colI, colM := cols[0].I, cols[0].M
 	// Row i's own candidates and the columns that chose it, in one flat
 	// array, each row then sorted and without repeats on all cores (Solve's
 	// Normalise finds them so), its capacity capped so that an edge added
@@ -310,5 +374,43 @@ func denseCandidates(c []float64, n, k int) Edges {
 			adj[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
 		}
 	})
+	if sym {
+		return symmetrise(adj, c, n)
+	}
 	return adj
+}
+
+// symmetrise returns the normalised edges of adj with every edge (i, j)
+// joined by (j, i), costs read from the n×n matrix c, so that the pricing
+// loop can run symmetric (Pricing.Symmetric). Time O(m·log m) for m edges.
+func symmetrise(adj Edges, c []float64, n int) Edges {
+	lo := make([]int, n+1)
+	for i, row := range adj {
+		lo[i+1] += len(row)
+		for _, e := range row {
+			lo[e.B+1]++
+		}
+	}
+	for i := 0; i < n; i++ {
+		lo[i+1] += lo[i]
+	}
+	flat, fill := make([]Edge, lo[n]), slices.Clone(lo[:n])
+	for i, row := range adj {
+		fill[i] += copy(flat[fill[i]:], row)
+	}
+	for i, row := range adj {
+		for _, e := range row {
+			flat[fill[e.B]] = Edge{int32(i), c[int(e.B)*n+i]}
+			fill[e.B]++
+		}
+	}
+	out := make(Edges, n)
+	par.Rows(n, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := flat[lo[i]:lo[i+1]:lo[i+1]]
+			slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+			out[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+		}
+	})
+	return out
 }
