@@ -229,17 +229,7 @@ func TestRepeatedLines(t *testing.T) {
 func TestNoSeedOnRepeats(t *testing.T) {
 	const n = giveUpN
 	base := stage2GiveUp(1)
-	c := slices.Clone(base)
-	for r := 0; r < n/4; r += 2 {
-		for q := 0; q < n; q++ { // pair r+1 := pair r, in its row and its column
-			c[(r+1)*n+q] = base[r*n+q]
-		}
-	}
-	for q := 0; q < n/4; q += 2 {
-		for r := 0; r < n; r++ {
-			c[r*n+q+1] = c[r*n+q]
-		}
-	}
+	c := withRepeatedPairs(base, n)
 	for _, tc := range []struct {
 		name string
 		c    []float64
@@ -261,15 +251,7 @@ func TestNoSeedOnRepeats(t *testing.T) {
 func TestWarmStartSkipsRepeats(t *testing.T) {
 	const n = 600
 	base := stage2Clustered(n, 4)
-	c := slices.Clone(base)
-	for r := 0; r < n/4; r += 2 {
-		copy(c[(r+1)*n:(r+2)*n], base[r*n:(r+1)*n])
-	}
-	for q := 0; q < n/4; q += 2 {
-		for r := 0; r < n; r++ {
-			c[r*n+q+1] = c[r*n+q]
-		}
-	}
+	c := withRepeatedPairs(base, n)
 	for _, tc := range []struct {
 		name string
 		c    []float64
@@ -286,4 +268,20 @@ func TestWarmStartSkipsRepeats(t *testing.T) {
 			t.Errorf("%s (repeated lines %.3f): warm start ran %v (%d polls, kept %v), want %v", tc.name, repeatedLines(s.c, n), runs, polls, ok, tc.runs)
 		}
 	}
+}
+
+// withRepeatedPairs returns a copy of the n×n matrix base with a quarter
+// of its pairs duplicated: pair r+1 := pair r for even r < n/4, in its row
+// and in its column.
+func withRepeatedPairs(base []float64, n int) []float64 {
+	c := slices.Clone(base)
+	for r := 0; r < n/4; r += 2 {
+		copy(c[(r+1)*n:(r+2)*n], base[r*n:(r+1)*n])
+	}
+	for q := 0; q < n/4; q += 2 {
+		for r := 0; r < n; r++ {
+			c[r*n+q+1] = c[r*n+q]
+		}
+	}
+	return c
 }
