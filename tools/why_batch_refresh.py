@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import os
 import time
 from typing import List, Optional, Sequence
@@ -103,10 +102,7 @@ def run(args) -> List[dict]:
             "trial": args.trial, "test_env": args.test_env, "env_size": args.env_size, "n_source": len(xs),
             "n_target": len(xt), "wall_s": round(time.time() - t0, 1), "torch_threads": args.threads}
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "batch_refresh.jsonl"), "w") as fh:
-        fh.write(json.dumps({"meta": meta}) + "\n")
-        for r in records:
-            fh.write(json.dumps(r) + "\n")
+    why.write_records(os.path.join(args.out, "batch_refresh.jsonl"), meta, records)
     with open(os.path.join(args.out, "batch_refresh.md"), "w") as fh:
         fh.write(table(records, meta))
     print(f"why-batch: wrote {args.out}/batch_refresh.jsonl, batch_refresh.md in {time.time() - t0:.0f} s", flush=True)

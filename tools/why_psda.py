@@ -497,15 +497,21 @@ def run(args) -> List[dict]:
             "samplers_missing": missing, "gammas": list(gammas), "wall_s": round(time.time() - t0, 1),
             "network": "domainbed.networks.Featurizer (MLP 784-256-256-256) + linear Classifier",
             "torch_threads": args.threads}
-    with open(os.path.join(args.out, "why.jsonl"), "w") as fh:
-        fh.write(json.dumps({"meta": meta}) + "\n")
-        for r in records:
-            fh.write(json.dumps(r) + "\n")
+    write_records(os.path.join(args.out, "why.jsonl"), meta, records)
     with open(os.path.join(args.out, "why.md"), "w") as fh:
         fh.write(tables(records, meta))
     figure(records, os.path.join(args.out, "why.png"), args.k)
     print(f"why: wrote {args.out}/why.jsonl, why.md, why.png in {time.time() - t0:.0f} s", flush=True)
     return records
+
+
+def write_records(path: str, meta: dict, records: List[dict]) -> None:
+    """Write a run's JSON lines: {"meta": meta} first, then one line per record (also
+    tools/why_batch_refresh.py's)."""
+    with open(path, "w") as fh:
+        fh.write(json.dumps({"meta": meta}) + "\n")
+        for r in records:
+            fh.write(json.dumps(r) + "\n")
 
 
 def tables(records: List[dict], meta: dict) -> str:
