@@ -366,14 +366,7 @@ func denseCandidates(c []float64, n, k int, sym bool) Edges {
 			fill[i]++
 		}
 	}
-	adj := make(Edges, n)
-	par.Rows(n, func(i0, i1 int) {
-		for i := i0; i < i1; i++ {
-			row := flat[lo[i]:lo[i+1]:lo[i+1]]
-			slices.SortFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
-			adj[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
-		}
-	})
+	adj := sortedRows(flat, lo)
 	if sym {
 		return symmetrise(adj, c, n)
 	}
@@ -404,11 +397,20 @@ func symmetrise(adj Edges, c []float64, n int) Edges {
 			fill[e.B]++
 		}
 	}
+	return sortedRows(flat, lo)
+}
+
+// sortedRows returns the edges of flat by row, row i being
+// flat[lo[i]:lo[i+1]], each sorted by column and without repeated columns
+// (Edges.Normalise's order), on all cores. A repeated column's entries
+// here all hold the same cost, so which one stays does not matter.
+func sortedRows(flat []Edge, lo []int) Edges {
+	n := len(lo) - 1
 	out := make(Edges, n)
 	par.Rows(n, func(i0, i1 int) {
 		for i := i0; i < i1; i++ {
 			row := flat[lo[i]:lo[i+1]:lo[i+1]]
-			slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+			slices.SortFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
 			out[i] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
 		}
 	})
