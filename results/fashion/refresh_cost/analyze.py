@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
 """The analysis fixed in PROTOCOL.md beside this file: added wall time of the refreshes.
 
-Reads ``records-shard*.jsonl`` of the three arms (``none``, ``fg``, ``bg``) beside this file,
-pairs the jobs by (test env, trial, draw), and prints a Markdown table: per arm, the job's wall
-and CPU seconds and the training thread's refresh stall, and for ``fg`` and ``bg`` the added wall
-time against ``none`` as a share of ``none``'s (mean ± SE, paired t and Wilcoxon p, one-sided 95%
-upper and lower bounds) with the protocol's verdict against the 10% goal.
+Reads ``records-shard*.jsonl`` of the arms (by default ``none``, ``fg``, ``bg``) in a run
+directory (by default this file's), pairs the jobs by (test env, trial, draw), and prints a
+Markdown table: per arm, the job's wall and CPU seconds and the training thread's refresh stall,
+and for every arm but ``none`` the added wall time against ``none`` as a share of ``none``'s
+(mean ± SE, paired t and Wilcoxon p, one-sided 95% upper and lower bounds) with the protocol's
+verdict against the 10% goal.
+
+Args (command line):
+    --dir: the run directory holding one folder per arm.
+    --arms: the arms, ``none`` first.
 
 Example::
 
     python results/fashion/refresh_cost/analyze.py > results/fashion/refresh_cost/RESULTS.md
+    python results/fashion/refresh_cost/analyze.py --dir results/fashion/refresh_cost_quiet \
+        --arms none fg bg bg1
 """
+
+import argparse
 
 import glob
 import json
@@ -22,14 +31,14 @@ import numpy as np
 from scipy import stats
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ARMS = ("none", "fg", "bg")
 GOAL = 0.10
+JOBS = 18
 
 
-def records(arm):
+def records(run_dir, arm):
     """{(test env, trial, draw): record} of one arm's finished jobs."""
     out = {}
-    for p in sorted(glob.glob(os.path.join(HERE, arm, "records-shard*.jsonl"))):
+    for p in sorted(glob.glob(os.path.join(run_dir, arm, "records-shard*.jsonl"))):
         for line in open(p):
             r = json.loads(line)
             out[(r["test_env"], r["trial_seed"], r["hparams_seed"])] = r
@@ -41,8 +50,15 @@ def mean_se(x):
     return x.mean(), (x.std(ddof=1) / math.sqrt(len(x)) if len(x) > 1 else float("nan"))
 
 
-def main():
-    rec = {a: records(a) for a in ARMS}
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--dir", default=HERE, help="run directory (default: this file's)")
+    p.add_argument("--arms", nargs="+", default=["none", "fg", "bg"], help="arms, none first")
+    args = p.parse_args(argv)
+    ARMS = args.arms
+    if ARMS[0] != "none":
+        p.error("--arms: the first arm must be 'none', the baseline the others are compared with")
+    rec = {a: records(args.dir, a) for a in ARMS}
     units = sorted(set.intersection(*(set(r) for r in rec.values())))
     lines = ["# Results (analyze.py; protocol in PROTOCOL.md)", "",
              "Jobs finished per arm: " + ", ".join("%s %d" % (a, len(rec[a])) for a in ARMS) +
@@ -58,7 +74,7 @@ def main():
               "|---|---|---|---|---|---|"]
     n = len(units)
     q = stats.t.ppf(0.95, n - 1) if n > 1 else float("nan")
-    for a in ("fg", "bg"):
+    for a in ARMS[1:]:
         d = np.array([(rec[a][u]["wall_s"] - rec["none"][u]["wall_s"]) / rec["none"][u]["wall_s"] for u in units])
         m, se = mean_se(d)
         lo, hi = m - q * se, m + q * se
@@ -68,8 +84,8 @@ def main():
         lines.append("| %s | %+.1f%% ± %.1f%% | [%+.1f%%, %+.1f%%] | %.3f | %.3f | %s |"
                      % (a, 100 * m, 100 * se, 100 * lo, 100 * hi, t_p, w_p, verdict))
     missing = {a: len(rec[a]) for a in ARMS}
-    lines += ["", "Jobs that did not finish (of 18 an arm): " +
-              ", ".join("%s %d" % (a, 18 - missing[a]) for a in ARMS) + "."]
+    lines += ["", "Jobs that did not finish (of %d an arm): " % JOBS +
+              ", ".join("%s %d" % (a, JOBS - missing[a]) for a in ARMS) + "."]
     print("\n".join(lines))
 
 
