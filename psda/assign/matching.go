@@ -86,7 +86,9 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 }
 
 // checkMatching validates the input of MinWeightPerfectMatching and returns
-// the largest off-diagonal |c|.
+// the largest off-diagonal |c|. Both passes over c (entries, symmetry) are
+// split over the cores and report the violation the serial loops would
+// have met first.
 func checkMatching(c []float64, n int) (scale float64, err error) {
 	if n < 2 || n%2 != 0 {
 		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
@@ -94,38 +96,78 @@ func checkMatching(c []float64, n int) (scale float64, err error) {
 	if len(c) != n*n {
 		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
 	}
-	for i := 0; i < n; i++ {
-		for j, x := range c[i*n : i*n+n] {
-			// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
-			if x-x != 0 && i != j {
-				return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
-			}
-			if a := math.Abs(x); a > scale && i != j {
-				scale = a
+	// The largest |c| off the diagonal, or +Inf at a row with a
+	// non-finite entry there (x-x is NaN exactly for NaN and ±Inf).
+	scale = chunkMax(n, n, 0, func(i0, i1 int) float64 {
+		m := 0.0
+		for i := i0; i < i1; i++ {
+			m = max(m, maxAbsChecked(c[i*n:i*n+i]), maxAbsChecked(c[i*n+i+1:i*n+n]))
+		}
+		return m
+	})
+	if scale == inf {
+		for i := 0; i < n; i++ {
+			for j, x := range c[i*n : i*n+n] {
+				if x-x != 0 && i != j {
+					return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
+				}
 			}
 		}
 	}
 	return scale, checkSymmetric(c, n, 1e-9*scale)
 }
 
+// maxAbsChecked returns the largest |x| over xs, or +Inf if one is NaN or
+// ±Inf (x-x is NaN exactly for those: one test instead of two).
+func maxAbsChecked(xs []float64) float64 {
+	m := 0.0
+	for _, x := range xs {
+		if x-x != 0 {
+			return inf
+		}
+		if x > m {
+			m = x
+		} else if -x > m {
+			m = -x
+		}
+	}
+	return m
+}
+
 // checkSymmetric returns an error naming the first pair (i, j) with
 // |c[i][j] − c[j][i]| > tol. It visits c in 64×64 blocks so that the
 // transposed reads stay in cache (a row-by-column sweep of a large matrix
-// misses the cache on every read).
+// misses the cache on every read), a strip of 64 rows at a time per core;
+// the first strip with a violation names it, as the serial sweep would.
 func checkSymmetric(c []float64, n int, tol float64) error {
 	const b = 64
-	for i0 := 0; i0 < n; i0 += b {
+	strips := (n + b - 1) / b
+	bad := func(i0 int) (int, int) {
 		for j0 := i0; j0 < n; j0 += b {
 			for i := i0; i < min(n, i0+b); i++ {
 				for j := max(j0, i+1); j < min(n, j0+b); j++ {
 					if math.Abs(c[i*n+j]-c[j*n+i]) > tol {
-						return fmt.Errorf("assign: c[%d][%d] = %v but c[%d][%d] = %v: the matching cost must be symmetric", i, j, c[i*n+j], j, i, c[j*n+i])
+						return i, j
 					}
 				}
 			}
 		}
+		return -1, -1
 	}
-	return nil
+	// One strip at a time: their work falls from n to b columns.
+	k := firstFailingBy(strips, 1, func(s0, s1 int) int {
+		for s := s0; s < s1; s++ {
+			if i, _ := bad(s * b); i >= 0 {
+				return s
+			}
+		}
+		return -1
+	})
+	if k < 0 {
+		return nil
+	}
+	i, j := bad(k * b)
+	return fmt.Errorf("assign: c[%d][%d] = %v but c[%d][%d] = %v: the matching cost must be symmetric", i, j, c[i*n+j], j, i, c[j*n+i])
 }
 
 // denseCost returns the cost oracle reading the row-major n×n matrix c.
