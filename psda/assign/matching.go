@@ -3,6 +3,8 @@ package assign
 import (
 	"fmt"
 	"math"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // PerfectMatching is a minimum-weight perfect matching of a complete graph
@@ -86,9 +88,10 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 }
 
 // checkMatching validates the input of MinWeightPerfectMatching and returns
-// the largest off-diagonal |c|. Both passes over c (entries, symmetry) are
-// split over the cores and report the violation the serial loops would
-// have met first.
+// the largest off-diagonal |c|. One pass over c (symmetryPass), split over
+// the cores, finds that scale and the largest asymmetry; only when one
+// fails is c swept again to name the entry or pair the serial checks
+// would have met first.
 func checkMatching(c []float64, n int) (scale float64, err error) {
 	if n < 2 || n%2 != 0 {
 		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
@@ -96,51 +99,75 @@ func checkMatching(c []float64, n int) (scale float64, err error) {
 	if len(c) != n*n {
 		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
 	}
-	// The largest |c| off the diagonal, or +Inf at a row with a
-	// non-finite entry there (x-x is NaN exactly for NaN and ±Inf).
-	scale = chunkMax(n, n, 0, func(i0, i1 int) float64 {
-		m := 0.0
-		for i := i0; i < i1; i++ {
-			m = max(m, maxAbsChecked(c[i*n:i*n+i]), maxAbsChecked(c[i*n+i+1:i*n+n]))
-		}
-		return m
-	})
+	scale, asym := symmetryPass(c, n)
 	if scale == inf {
 		for i := 0; i < n; i++ {
 			for j, x := range c[i*n : i*n+n] {
+				// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
 				if x-x != 0 && i != j {
 					return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
 				}
 			}
 		}
 	}
-	return scale, checkSymmetric(c, n, 1e-9*scale)
+	if asym > 1e-9*scale {
+		return scale, checkSymmetric(c, n, 1e-9*scale)
+	}
+	return scale, nil
 }
 
-// maxAbsChecked returns the largest |x| over xs, or +Inf if one is NaN or
-// ±Inf (x-x is NaN exactly for those: one test instead of two).
-func maxAbsChecked(xs []float64) float64 {
-	m := 0.0
-	for _, x := range xs {
-		if x-x != 0 {
-			return inf
+// symmetryBlock is the side of the blocks in which symmetryPass and
+// checkSymmetric visit c: the transposed reads of a block stay in cache (a
+// row-by-column sweep of a large matrix misses the cache on every read).
+const symmetryBlock = 64
+
+// symmetryPass returns the largest off-diagonal |c[i][j]| (+Inf if one is
+// NaN or ±Inf) and the largest |c[i][j] − c[j][i]| of the n×n matrix c,
+// in one pass: strips of symmetryBlock rows on all cores, each reading its
+// blocks on and right of the diagonal and their transposes, so every entry
+// once.
+func symmetryPass(c []float64, n int) (scale, asym float64) {
+	const b = symmetryBlock
+	strips := (n + b - 1) / b
+	out := make([][2]float64, strips)
+	par.For(strips, func() func(int) {
+		return func(s int) {
+			i0, m, a := s*b, 0.0, 0.0
+			for j0 := i0; j0 < n; j0 += b {
+				for i := i0; i < min(n, i0+b); i++ {
+					for j := max(j0, i+1); j < min(n, j0+b); j++ {
+						x, y := c[i*n+j], c[j*n+i]
+						if x-x != 0 || y-y != 0 {
+							m = inf
+							continue
+						}
+						if ax := math.Abs(x); ax > m {
+							m = ax
+						}
+						if ay := math.Abs(y); ay > m {
+							m = ay
+						}
+						if d := math.Abs(x - y); d > a {
+							a = d
+						}
+					}
+				}
+			}
+			out[s] = [2]float64{m, a}
 		}
-		if x > m {
-			m = x
-		} else if -x > m {
-			m = -x
-		}
+	})
+	for _, o := range out {
+		scale, asym = max(scale, o[0]), max(asym, o[1])
 	}
-	return m
+	return scale, asym
 }
 
 // checkSymmetric returns an error naming the first pair (i, j) with
-// |c[i][j] − c[j][i]| > tol. It visits c in 64×64 blocks so that the
-// transposed reads stay in cache (a row-by-column sweep of a large matrix
-// misses the cache on every read), a strip of 64 rows at a time per core;
-// the first strip with a violation names it, as the serial sweep would.
+// |c[i][j] − c[j][i]| > tol, in the order of a serial sweep of c's
+// symmetryBlock strips and blocks: the strips are swept on all cores and
+// the first with a violation names it.
 func checkSymmetric(c []float64, n int, tol float64) error {
-	const b = 64
+	const b = symmetryBlock
 	strips := (n + b - 1) / b
 	bad := func(i0 int) (int, int) {
 		for j0 := i0; j0 < n; j0 += b {
