@@ -204,7 +204,7 @@ func (s *lsap) solve(h *Hooks) (*lsap, error) {
 func (s *lsap) warmAuction(h *Hooks) error {
 	// The matching's relaxation (sym) forbids only the diagonal, its other
 	// entries checked finite: the cyclic permutation is perfect.
-	if !s.sym && hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
+	if !s.sym && hasForbidden(s.c, s.nr, s.nc) && !hasPerfectMatching(s.c, s.nr) {
 		return ErrInfeasible
 	}
 	err := s.auctionInit(h.sub(0.1, 0.5))

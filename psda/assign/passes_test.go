@@ -217,3 +217,26 @@ func TestBlossomLoweringSerial(t *testing.T) {
 		}
 	})
 }
+
+// TestHasForbidden checks the parallel search for a +Inf entry, which
+// decides whether an auction first checks for a perfect matching: one
+// +Inf in any row is found, −Inf and NaN are not +Inf.
+func TestHasForbidden(t *testing.T) {
+	const nr, nc = 3000, 700
+	c := make([]float64, nr*nc)
+	c[5], c[17*nc+3] = math.Inf(-1), math.NaN()
+	forWorkers(t, func(w int) {
+		if hasForbidden(c, nr, nc) {
+			t.Fatalf("%d workers: hasForbidden without a +Inf entry", w)
+		}
+	})
+	for _, k := range []int{0, nr*nc/2 + 11, nr*nc - 1} {
+		c[k] = inf
+		forWorkers(t, func(w int) {
+			if !hasForbidden(c, nr, nc) {
+				t.Fatalf("%d workers: hasForbidden misses the +Inf at c[%d][%d]", w, k/nc, k%nc)
+			}
+		})
+		c[k] = 0
+	}
+}
