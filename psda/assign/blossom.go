@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // One file of about 1,000 lines on purpose: the algorithm's stages (grow,
@@ -172,22 +174,23 @@ func newBlossomScaled(n int, dense []float64, g *Graph, y []float64, mate []int,
 			}
 		}
 	} else {
+		// The vertices in order, each y_v lowered by its row's most
+		// negative slack under the y of the moment. Lowering y only
+		// raises slacks, so a row with no negative slack under the
+		// start's y has none when its turn comes: a first pass over all
+		// rows on all cores finds the rows that may need lowering, and
+		// only those are rescanned in order (with psda's halved
+		// potentials, a few or none), with the serial loop's result.
+		lows := make([]bool, n)
+		par.Rows(n, func(v0, v1 int) {
+			for v := v0; v < v1; v++ {
+				lows[v] = s.lowSlack(v) < 0
+			}
+		})
 		for v := 0; v < n; v++ {
-			low, yv := 0.0, s.y[v]
-			cols, costs := s.row(v)
-			if cols == nil {
-				ys := s.y[:len(costs)]
-				for w, c := range costs {
-					if r := c - yv - ys[w]; r < low && w != v {
-						low = r
-					}
-				}
-			} else {
-				for k, c := range costs {
-					if w := int(cols[k]); w != v && c-yv-s.y[w] < low {
-						low = c - yv - s.y[w]
-					}
-				}
+			low := 0.0
+			if lows[v] {
+				low = s.lowSlack(v)
 			}
 			s.y[v] += low
 		}
@@ -204,6 +207,28 @@ func newBlossomScaled(n int, dense []float64, g *Graph, y []float64, mate []int,
 		}
 	}
 	return s
+}
+
+// lowSlack returns the most negative slack c − y_v − y_w of an edge at v,
+// or 0 when none is negative.
+func (s *blossom) lowSlack(v int) float64 {
+	low, yv := 0.0, s.y[v]
+	cols, costs := s.row(v)
+	if cols == nil {
+		ys := s.y[:len(costs)]
+		for w, c := range costs {
+			if r := c - yv - ys[w]; r < low && w != v {
+				low = r
+			}
+		}
+		return low
+	}
+	for k, c := range costs {
+		if w := int(cols[k]); w != v && c-yv-s.y[w] < low {
+			low = c - yv - s.y[w]
+		}
+	}
+	return low
 }
 
 // row returns the edges at v: their costs, and their other ends (nil for

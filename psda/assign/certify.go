@@ -34,42 +34,75 @@ func bounds(nr, nc int) (lo, hi int) {
 // Together these imply that no assignment meeting the column bounds costs
 // less than s.Cost − 2·tol·nr. Entries of c may be +Inf (forbidden): dual
 // feasibility holds there trivially, and an assigned one is never tight. Certify returns nil or an error describing
-// the first violation. The time complexity of Certify is O(nr·nc).
+// the first violation. The time complexity of Certify is O(nr·nc), in one
+// pass over c split over the cores.
 func Certify(c []float64, nr, nc int, s *Solution, tol float64) error {
-	if err := checkForbidding(c, nr, nc); err != nil {
+	if err := checkShape(c, nr, nc); err != nil {
+		return err
+	}
+	// The checks below that do not read c report an invalid entry of c
+	// first, as a check of c before them would.
+	fail := func(err error) error {
+		if e := checkForbidding(c, nr, nc); e != nil {
+			return e
+		}
 		return err
 	}
 	if s == nil || len(s.Col4Row) != nr || len(s.U) != nr || len(s.V) != nc {
-		return fmt.Errorf("assign: solution does not fit a %d×%d problem: need len(Col4Row) = len(U) = %d and len(V) = %d", nr, nc, nr, nc)
+		return fail(fmt.Errorf("assign: solution does not fit a %d×%d problem: need len(Col4Row) = len(U) = %d and len(V) = %d", nr, nc, nr, nc))
 	}
 	if !(tol >= 0) {
-		return fmt.Errorf("assign: tol = %v: need a non-negative tolerance", tol)
+		return fail(fmt.Errorf("assign: tol = %v: need a non-negative tolerance", tol))
 	}
 	lo, hi := bounds(nr, nc)
 	count := make([]int, nc)
 	for i, j := range s.Col4Row {
 		if j < 0 || j >= nc {
-			return fmt.Errorf("assign: row %d is assigned to column %d, outside [0, %d)", i, j, nc)
+			return fail(fmt.Errorf("assign: row %d is assigned to column %d, outside [0, %d)", i, j, nc))
 		}
 		count[j]++
 	}
 	for j, k := range count {
 		if k < lo || k > hi {
-			return fmt.Errorf("assign: column %d is used %d times, need between %d and %d", j, k, lo, hi)
+			return fail(fmt.Errorf("assign: column %d is used %d times, need between %d and %d", j, k, lo, hi))
 		}
 	}
 	for _, x := range s.U {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("assign: row potential %v is not finite", x)
+			return fail(fmt.Errorf("assign: row potential %v is not finite", x))
 		}
 	}
 	for _, x := range s.V {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return fmt.Errorf("assign: column potential %v is not finite", x)
+			return fail(fmt.Errorf("assign: column potential %v is not finite", x))
 		}
 	}
-	sum := 0.0
-	for i := 0; i < nr; i++ {
+	// One pass over c on all cores finds the first row with a NaN or −Inf
+	// entry, an infeasible entry or a loose assigned one; only then are
+	// the entries checked on their own, so that a bad entry is reported
+	// before an infeasibility, wherever it lies.
+	v := s.V
+	i := firstFailing(nr, nc, func(i0, i1 int) int {
+		for i := i0; i < i1; i++ {
+			row, ui := c[i*nc:i*nc+nc], s.U[i]
+			v := v[:len(row)]
+			for j, x := range row {
+				// −Inf fails the first test, NaN the second.
+				if ui+v[j] > x+tol || x != x {
+					return i
+				}
+			}
+			j := s.Col4Row[i]
+			if math.Abs(ui+v[j]-row[j]) > tol {
+				return i
+			}
+		}
+		return -1
+	})
+	if i >= 0 {
+		if err := checkForbidding(c, nr, nc); err != nil {
+			return err
+		}
 		row, ui := c[i*nc:i*nc+nc], s.U[i]
 		for j, x := range row {
 			if ui+s.V[j] > x+tol {
@@ -77,10 +110,11 @@ func Certify(c []float64, nr, nc int, s *Solution, tol float64) error {
 			}
 		}
 		j := s.Col4Row[i]
-		if d := ui + s.V[j] - row[j]; math.Abs(d) > tol {
-			return fmt.Errorf("assign: assigned entry (%d, %d) is not tight: U+V-c = %v", i, j, d)
-		}
-		sum += row[j]
+		return fmt.Errorf("assign: assigned entry (%d, %d) is not tight: U+V-c = %v", i, j, ui+s.V[j]-row[j])
+	}
+	sum := 0.0
+	for i, j := range s.Col4Row {
+		sum += c[i*nc+j]
 	}
 	if lo < hi {
 		vmaxHi, vminLo := -inf, inf

@@ -29,7 +29,7 @@ func CertifyMatching(c []float64, n int, m *ExactMatching, tol float64) error {
 	if n < 2 || len(c) != n*n {
 		return fmt.Errorf("assign: len(c) = %d for n = %d: pass the row-major n×n matrix, n >= 2", len(c), n)
 	}
-	return certifyMatching(n, func(v int) ([]int32, []float64) { return nil, c[v*n : v*n+n] },
+	return certifyMatching(n, n*n, func(v int) ([]int32, []float64) { return nil, c[v*n : v*n+n] },
 		func(v, w int) float64 { return c[v*n+w] }, m, tol)
 }
 
@@ -48,16 +48,16 @@ func CertifyMatchingGraph(g *Graph, m *ExactMatching, tol float64) error {
 		}
 		return math.NaN()
 	}
-	return certifyMatching(g.N, func(v int) ([]int32, []float64) {
+	return certifyMatching(g.N, len(g.Col), func(v int) ([]int32, []float64) {
 		return g.Col[g.Lo[v]:g.Hi[v]], g.Cost[g.Lo[v]:g.Hi[v]]
 	}, cost, m, tol)
 }
 
 // certifyMatching is CertifyMatching over the edges that row lists: the
 // costs of the edges at v and their other ends (nil: costs[w] is edge
-// (v, w), costs[v] no edge); cost(v, w) returns the cost of a matched edge,
-// NaN if absent.
-func certifyMatching(n int, row func(v int) ([]int32, []float64), cost func(v, w int) float64, m *ExactMatching, tol float64) error {
+// (v, w), costs[v] no edge), edges of them in all; cost(v, w) returns the
+// cost of a matched edge, NaN if absent.
+func certifyMatching(n, edges int, row func(v int) ([]int32, []float64), cost func(v, w int) float64, m *ExactMatching, tol float64) error {
 	if m == nil || len(m.Mate) != n || len(m.Duals.Y) != n || len(m.Duals.In) != n {
 		return fmt.Errorf("assign: matching does not fit %d vertices: need len(Mate) = len(Duals.Y) = len(Duals.In) = %d", n, n)
 	}
@@ -93,39 +93,46 @@ func certifyMatching(n int, row func(v int) ([]int32, []float64), cost func(v, w
 		}
 	}
 	// A vertex in no blossom shares none with any edge: its row needs no
-	// blossom terms (the common case, a tight loop).
-	for v := 0; v < n; v++ {
+	// blossom terms (the common case, a tight loop). The rows are checked
+	// on all cores, and the first infeasible one reported.
+	bad := func(v int) int {
 		cols, costs := row(v)
 		yv, inB := d.Y[v], d.In[v] >= 0
-		bad := -1
-		switch {
-		case cols == nil && !inB:
+		if cols == nil && !inB {
 			ys := d.Y[:len(costs)]
 			for w, c := range costs {
 				if c-yv-ys[w] < -tol && w != v {
-					bad = w
-					break
+					return w
 				}
 			}
-		default:
-			for k, c := range costs {
-				w := k
-				if cols != nil {
-					w = int(cols[k])
-				}
-				rc := c - yv - d.Y[w]
-				if inB && rc < -tol {
-					rc += d.Shared(v, w)
-				}
-				if rc < -tol && w != v {
-					bad = w
-					break
-				}
+			return -1
+		}
+		for k, c := range costs {
+			w := k
+			if cols != nil {
+				w = int(cols[k])
+			}
+			rc := c - yv - d.Y[w]
+			if inB && rc < -tol {
+				rc += d.Shared(v, w)
+			}
+			if rc < -tol && w != v {
+				return w
 			}
 		}
-		if bad >= 0 {
-			return fmt.Errorf("assign: dual infeasible at edge (%d, %d): reduced cost %v < 0", v, bad, d.ReducedCost(v, bad, cost(v, bad)))
+		return -1
+	}
+	v := firstFailing(n, edges/max(n, 1), func(v0, v1 int) int {
+		for v := v0; v < v1; v++ {
+			if bad(v) >= 0 {
+				return v
+			}
 		}
+		return -1
+	})
+	if v >= 0 {
+		w := bad(v)
+		return fmt.Errorf("assign: dual infeasible at edge (%d, %d): reduced cost %v < 0", v, w, d.ReducedCost(v, w, cost(v, w)))
 	}
 	sum := 0.0
 	for v, w := range m.Mate {

@@ -1,13 +1,16 @@
 package assign
 
-// hasForbidden reports whether c has a +Inf (forbidden) entry.
-func hasForbidden(c []float64) bool {
-	for _, x := range c {
-		if x == inf {
-			return true
+// hasForbidden reports whether the row-major nr×nc matrix c has a +Inf
+// (forbidden) entry, by a pass split over the cores.
+func hasForbidden(c []float64, nr, nc int) bool {
+	return firstFailing(nr, nc, func(i0, i1 int) int {
+		for k, x := range c[i0*nc : i1*nc] {
+			if x == inf {
+				return i0 + k/nc
+			}
 		}
-	}
-	return false
+		return -1
+	}) >= 0
 }
 
 // hasPerfectMatching reports whether the finite entries of the row-major

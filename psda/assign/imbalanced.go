@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // Imbalanced solves the imbalanced assignment of the paper's eqs. 3–5: with
@@ -46,7 +48,12 @@ func ImbalancedWith(c []float64, nr, nc int, h *Hooks) (*Solution, error) {
 		return nil, fmt.Errorf("assign: Imbalanced needs nr >= nc, got %d rows and %d columns: transpose the matrix or use Rectangular", nr, nc)
 	}
 	if nr == nc {
-		return RectangularWith(c, nr, nc, h)
+		// Rectangular, without its check of c: checkMatrix's is stricter.
+		s, err := solveLSAP(c, nr, nc, h)
+		if err != nil {
+			return nil, err
+		}
+		return s.solution(), nil
 	}
 	if nc == 1 {
 		return forcedColumn(c), nil
@@ -396,25 +403,30 @@ func (s *copySAP) tighten() {
 			colMax[j] = math.Max(colMax[j], x)
 		}
 	}
-	for p := range s.copyOf {
-		m := inf
-		if p < s.nr {
-			colMax := colMax[:nc]
-			for j, x := range s.c[p*nc : p*nc+nc] {
-				if r := x - colMax[j]; r < m {
-					m = r
+	// The dummies' common minimum, then every person on all cores (a
+	// freed person's copy is its own: no race).
+	dummyMin := inf
+	for j := 0; j < nc && s.nd > 0; j++ {
+		dummyMin = math.Min(dummyMin, -s.vc[j*h+s.q])
+	}
+	par.Rows(len(s.copyOf), func(p0, p1 int) {
+		for p := p0; p < p1; p++ {
+			m := dummyMin
+			if p < s.nr {
+				m = inf
+				colMax := colMax[:nc]
+				for j, x := range s.c[p*nc : p*nc+nc] {
+					if r := x - colMax[j]; r < m {
+						m = r
+					}
 				}
 			}
-		} else {
-			for j := 0; j < nc; j++ {
-				m = math.Min(m, -s.vc[j*h+s.q])
+			s.u[p] = m
+			if k := s.copyOf[p]; k >= 0 && s.cost(p, k)-s.vc[k] != m {
+				s.copyOf[p], s.owner[k] = -1, -1
 			}
 		}
-		s.u[p] = m
-		if k := s.copyOf[p]; k >= 0 && s.cost(p, k)-s.vc[k] != m {
-			s.copyOf[p], s.owner[k] = -1, -1
-		}
-	}
+	})
 }
 
 // cost returns the cost of person p on copy k (dummies only use extra copies).

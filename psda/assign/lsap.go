@@ -28,17 +28,31 @@ var inf = math.Inf(1)
 var ErrInfeasible = errors.New("assign: cost matrix is infeasible: the +Inf (forbidden) entries leave no assignment of every row to a distinct column")
 
 // checkMatrix validates a row-major nr×nc cost matrix: non-empty, the right
-// length, all entries finite.
+// length, all entries finite. The pass is split over the cores
+// (firstFailing) and names the first bad entry in row-major order.
 func checkMatrix(c []float64, nr, nc int) error {
 	if err := checkShape(c, nr, nc); err != nil {
 		return err
 	}
-	for k, x := range c {
-		if x-x != 0 { // NaN or ±Inf: one test instead of two, on n² entries
-			return fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite (forbid an entry with a large finite cost instead)", k/nc, k%nc, x)
+	i := firstFailing(nr, nc, func(i0, i1 int) int {
+		for i := i0; i < i1; i++ {
+			for _, x := range c[i*nc : i*nc+nc] {
+				if x-x != 0 { // NaN or ±Inf: one test instead of two, on n² entries
+					return i
+				}
+			}
+		}
+		return -1
+	})
+	if i < 0 {
+		return nil
+	}
+	for j, x := range c[i*nc : i*nc+nc] {
+		if x-x != 0 {
+			return fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite (forbid an entry with a large finite cost instead)", i, j, x)
 		}
 	}
-	return nil
+	panic("unreachable")
 }
 
 // checkShape validates the shape of a row-major nr×nc cost matrix.
@@ -53,17 +67,33 @@ func checkShape(c []float64, nr, nc int) error {
 }
 
 // checkForbidding validates a row-major nr×nc cost matrix whose entries may
-// be +Inf (forbidden) but not NaN or −Inf.
+// be +Inf (forbidden) but not NaN or −Inf, on all cores, naming the first
+// bad entry in row-major order.
 func checkForbidding(c []float64, nr, nc int) error {
 	if err := checkShape(c, nr, nc); err != nil {
 		return err
 	}
-	for k, x := range c {
-		if x-x != 0 && x != inf { // NaN or ±Inf, then not +Inf: one test on most entries
-			return fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite or +Inf (forbidden)", k/nc, k%nc, x)
+	if i := firstFailing(nr, nc, func(i0, i1 int) int { return badForbidding(c, i0, i1, nc) }); i >= 0 {
+		for j, x := range c[i*nc : i*nc+nc] {
+			if x-x != 0 && x != inf {
+				return fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite or +Inf (forbidden)", i, j, x)
+			}
 		}
 	}
 	return nil
+}
+
+// badForbidding returns the first of the rows [i0, i1) of the row-major
+// matrix c (rows of nc entries) that holds a NaN or −Inf, or −1.
+func badForbidding(c []float64, i0, i1, nc int) int {
+	for i := i0; i < i1; i++ {
+		for _, x := range c[i*nc : i*nc+nc] {
+			if x-x != 0 && x != inf { // NaN or ±Inf, then not +Inf: one test on most entries
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // Rectangular solves the rectangular linear assignment problem: it returns
@@ -174,7 +204,7 @@ func (s *lsap) solve(h *Hooks) (*lsap, error) {
 func (s *lsap) warmAuction(h *Hooks) error {
 	// The matching's relaxation (sym) forbids only the diagonal, its other
 	// entries checked finite: the cyclic permutation is perfect.
-	if !s.sym && hasForbidden(s.c) && !hasPerfectMatching(s.c, s.nr) {
+	if !s.sym && hasForbidden(s.c, s.nr, s.nc) && !hasPerfectMatching(s.c, s.nr) {
 		return ErrInfeasible
 	}
 	err := s.auctionInit(h.sub(0.1, 0.5))

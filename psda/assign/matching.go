@@ -3,6 +3,8 @@ package assign
 import (
 	"fmt"
 	"math"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // PerfectMatching is a minimum-weight perfect matching of a complete graph
@@ -86,7 +88,10 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 }
 
 // checkMatching validates the input of MinWeightPerfectMatching and returns
-// the largest off-diagonal |c|.
+// the largest off-diagonal |c|. One pass over c (symmetryPass), split over
+// the cores, finds that scale and the largest asymmetry; only when one
+// fails is c swept again to name the entry or pair the serial checks
+// would have met first.
 func checkMatching(c []float64, n int) (scale float64, err error) {
 	if n < 2 || n%2 != 0 {
 		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
@@ -94,38 +99,102 @@ func checkMatching(c []float64, n int) (scale float64, err error) {
 	if len(c) != n*n {
 		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
 	}
-	for i := 0; i < n; i++ {
-		for j, x := range c[i*n : i*n+n] {
-			// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
-			if x-x != 0 && i != j {
-				return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
-			}
-			if a := math.Abs(x); a > scale && i != j {
-				scale = a
-			}
-		}
-	}
-	return scale, checkSymmetric(c, n, 1e-9*scale)
-}
-
-// checkSymmetric returns an error naming the first pair (i, j) with
-// |c[i][j] − c[j][i]| > tol. It visits c in 64×64 blocks so that the
-// transposed reads stay in cache (a row-by-column sweep of a large matrix
-// misses the cache on every read).
-func checkSymmetric(c []float64, n int, tol float64) error {
-	const b = 64
-	for i0 := 0; i0 < n; i0 += b {
-		for j0 := i0; j0 < n; j0 += b {
-			for i := i0; i < min(n, i0+b); i++ {
-				for j := max(j0, i+1); j < min(n, j0+b); j++ {
-					if math.Abs(c[i*n+j]-c[j*n+i]) > tol {
-						return fmt.Errorf("assign: c[%d][%d] = %v but c[%d][%d] = %v: the matching cost must be symmetric", i, j, c[i*n+j], j, i, c[j*n+i])
-					}
+	scale, asym := symmetryPass(c, n)
+	if scale == inf {
+		for i := 0; i < n; i++ {
+			for j, x := range c[i*n : i*n+n] {
+				// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
+				if x-x != 0 && i != j {
+					return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
 				}
 			}
 		}
 	}
-	return nil
+	if asym > 1e-9*scale {
+		return scale, checkSymmetric(c, n, 1e-9*scale)
+	}
+	return scale, nil
+}
+
+// symmetryBlock is the side of the blocks in which symmetryPass and
+// checkSymmetric visit c: the transposed reads of a block stay in cache (a
+// row-by-column sweep of a large matrix misses the cache on every read).
+const symmetryBlock = 64
+
+// symmetryPass returns the largest off-diagonal |c[i][j]| (+Inf if one is
+// NaN or ±Inf) and the largest |c[i][j] − c[j][i]| of the n×n matrix c,
+// in one pass: strips of symmetryBlock rows on all cores, each reading its
+// blocks on and right of the diagonal and their transposes, so every entry
+// once.
+func symmetryPass(c []float64, n int) (scale, asym float64) {
+	const b = symmetryBlock
+	strips := (n + b - 1) / b
+	out := make([][2]float64, strips)
+	par.For(strips, func() func(int) {
+		return func(s int) {
+			i0, m, a := s*b, 0.0, 0.0
+			for j0 := i0; j0 < n; j0 += b {
+				for i := i0; i < min(n, i0+b); i++ {
+					for j := max(j0, i+1); j < min(n, j0+b); j++ {
+						x, y := c[i*n+j], c[j*n+i]
+						if x-x != 0 || y-y != 0 {
+							m = inf
+							continue
+						}
+						if ax := math.Abs(x); ax > m {
+							m = ax
+						}
+						if ay := math.Abs(y); ay > m {
+							m = ay
+						}
+						if d := math.Abs(x - y); d > a {
+							a = d
+						}
+					}
+				}
+			}
+			out[s] = [2]float64{m, a}
+		}
+	})
+	for _, o := range out {
+		scale, asym = max(scale, o[0]), max(asym, o[1])
+	}
+	return scale, asym
+}
+
+// checkSymmetric returns an error naming the first pair (i, j) with
+// |c[i][j] − c[j][i]| > tol, in the order of a serial sweep of c's
+// symmetryBlock strips and blocks: the strips are swept on all cores and
+// the first with a violation names it.
+func checkSymmetric(c []float64, n int, tol float64) error {
+	const b = symmetryBlock
+	strips := (n + b - 1) / b
+	bad := func(i0 int) (int, int) {
+		for j0 := i0; j0 < n; j0 += b {
+			for i := i0; i < min(n, i0+b); i++ {
+				for j := max(j0, i+1); j < min(n, j0+b); j++ {
+					if math.Abs(c[i*n+j]-c[j*n+i]) > tol {
+						return i, j
+					}
+				}
+			}
+		}
+		return -1, -1
+	}
+	// One strip at a time: their work falls from n to b columns.
+	k := firstFailingBy(strips, 1, func(s0, s1 int) int {
+		for s := s0; s < s1; s++ {
+			if i, _ := bad(s * b); i >= 0 {
+				return s
+			}
+		}
+		return -1
+	})
+	if k < 0 {
+		return nil
+	}
+	i, j := bad(k * b)
+	return fmt.Errorf("assign: c[%d][%d] = %v but c[%d][%d] = %v: the matching cost must be symmetric", i, j, c[i*n+j], j, i, c[j*n+i])
 }
 
 // denseCost returns the cost oracle reading the row-major n×n matrix c.

@@ -104,15 +104,11 @@ var ErrPricingGaveUp = errors.New("assign: pricing gave up: too many violated ed
 // carry 1/k² and the feature scale (the paper's 2-D experiment with k = 64
 // has entries near 1e-7, where an absolute 1e-9 had let the sparse path
 // stop 1e-5 above the optimum). +Inf entries (forbidden, in the dense
-// warm start) do not count.
+// warm start) do not count, nor do NaNs (which the solvers refuse). The
+// pass is split over the cores (psda calls it on every dense matrix it
+// certifies), its result the same whatever their number.
 func PriceTol(c []float64) float64 {
-	scale := 0.0
-	for _, x := range c {
-		if !math.IsInf(x, 1) {
-			scale = max(scale, math.Abs(x))
-		}
-	}
-	return 1e-9 * scale
+	return 1e-9 * maxAbsFinite(c)
 }
 
 // lists returns empty kept lists, Keep edges for each row, ties broken

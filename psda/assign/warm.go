@@ -331,13 +331,17 @@ func denseCandidates(c []float64, n, k int, sym bool) Edges {
 			}
 		})
 	} else {
-		for _, cl := range cols[1:] {
-			for j := 0; j < n; j++ {
-				for t := 0; t < cl.M[j]; t++ {
-					cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
+		// The parts' lists merged column by column, on all cores (each
+		// column's list is its own), the parts in order as before.
+		par.Rows(n, func(j0, j1 int) {
+			for j := j0; j < j1; j++ {
+				for _, cl := range cols[1:] {
+					for t := 0; t < cl.M[j]; t++ {
+						cols[0].Insert(j, cl.V[j*k+t], cl.I[j*k+t])
+					}
 				}
 			}
-		}
+		})
 		colI, colM = cols[0].I, cols[0].M
 	}
 	// Row i's own candidates and the columns that chose it, in one flat
