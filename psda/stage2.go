@@ -30,8 +30,10 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	// As in Stage 1, the vertex and blossom duals turn "the solver says
 	// optimal" into a checked fact in one pass over c.
+	// Its tolerance is assign.PriceTol(c), from the largest |entry| that
+	// the finishing pass kept (a serial pass over c saved).
 	em := &assign.ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
-	if err := assign.CertifyMatching(c, n, em, assign.PriceTol(c)); err != nil {
+	if err := assign.CertifyMatching(c, n, em, assign.PriceTol([]float64{md.DenseMax})); err != nil {
 		return fmt.Errorf("psda: stage 2 optimality certificate failed (a bug: please report it): %w", err)
 	}
 	m.group(pm.Mate)
