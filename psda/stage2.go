@@ -17,7 +17,12 @@ import (
 // over pair is chosen optimally, not arbitrarily.
 func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage2Costs)
-	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs, m.cross, m.spare)
+	buf := m.spare // Stage 1's matrix, its pages mapped (handOn)
+	if buf == nil {
+		p := len(m.Pairs)
+		buf = newMatrix(0, (p+p%2)*(p+p%2))
+	}
+	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs, m.cross, buf)
 	m.cross, m.spare = nil, nil
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 costs: %w", err)
