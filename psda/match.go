@@ -215,6 +215,17 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	return m, nil
 }
 
+// newMatrix returns a zero slice of length n and the given capacity for a
+// dense cost matrix that its pass writes whole: from freeAbove entries of
+// capacity on, with its pages mapped ahead (prefault).
+func newMatrix(n, capacity int) []float64 {
+	c := make([]float64, n, capacity)
+	if capacity >= freeAbove {
+		prefault(c[:capacity])
+	}
+	return c
+}
+
 // freeAbove is the number of Stage 1 cost entries from which Match returns
 // memory to the OS between the stages (or collects before Stage 1, handOn) (a forced GC costs milliseconds).
 const freeAbove = 1 << 22

@@ -18,11 +18,12 @@ func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	if m.keepCross {
 		md.KeepCross()
 	}
-	var buf []float64
+	size := src.N * tgt.N
 	if m.handOn {
 		n := src.N + src.N%2 // Stage 2's nodes: the pairs and, for an odd number, a dummy
-		buf = make([]float64, 0, n*n)
+		size = n * n
 	}
+	buf := newMatrix(0, size)
 	c := md.DenseIn(buf)
 	m.cross = md.Cross()
 	if err := cfg.Monitor.err(); err != nil {

@@ -17,7 +17,12 @@ import (
 // over pair is chosen optimally, not arbitrarily.
 func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage2Costs)
-	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs, m.cross, m.spare)
+	buf := m.spare // Stage 1's matrix, its pages mapped (handOn)
+	if buf == nil {
+		p := len(m.Pairs)
+		buf = newMatrix(0, (p+p%2)*(p+p%2))
+	}
+	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs, m.cross, buf)
 	m.cross, m.spare = nil, nil
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 2 costs: %w", err)
@@ -30,8 +35,10 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	// As in Stage 1, the vertex and blossom duals turn "the solver says
 	// optimal" into a checked fact in one pass over c.
+	// Its tolerance is assign.PriceTol(c), from the largest |entry| that
+	// the finishing pass kept (a serial pass over c saved).
 	em := &assign.ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
-	if err := assign.CertifyMatching(c, n, em, assign.PriceTol(c)); err != nil {
+	if err := assign.CertifyMatching(c, n, em, assign.PriceTol([]float64{md.DenseMax})); err != nil {
 		return fmt.Errorf("psda: stage 2 optimality certificate failed (a bug: please report it): %w", err)
 	}
 	m.group(pm.Mate)

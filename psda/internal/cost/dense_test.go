@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/assign"
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/testref"
 )
@@ -16,7 +17,8 @@ import (
 // from a full pass (the unfused reference: c_ij = (row_i + col_j + X_ij)·
 // Scale; c_rq = (node_r + node_q + Coef·V_rq)·Scale, symmetric, the dummy
 // node single_r·Scale, a zero diagonal), also when written into a used
-// buffer (DenseIn), for every discrepancy, odd and even P and several tiles.
+// buffer (DenseIn), for every discrepancy, odd and even P and several tiles;
+// and Stage 2's DenseMax against assign.PriceTol of the matrix.
 func TestDenseAssembly(t *testing.T) {
 	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
 	gram.TileSize = 48
@@ -79,6 +81,9 @@ func TestDenseAssembly(t *testing.T) {
 					c2, m2n := md.DenseIn(dirty)
 					if m2n != m || !sameBits(c2, want2) {
 						t.Fatal("Stage 2's dense matrix differs from its split assembled entry by entry")
+					}
+					if tol := assign.PriceTol(c2); assign.PriceTol([]float64{md.DenseMax}) != tol {
+						t.Fatalf("DenseMax %v gives the tolerance %v, PriceTol of the matrix %v", md.DenseMax, assign.PriceTol([]float64{md.DenseMax}), tol)
 					}
 					dirty = nil
 				}

@@ -216,6 +216,12 @@ func TestStage2Factored(t *testing.T) {
 						near(fmt.Sprintf("At(%d, %d) vs rbf2's", r, q), nw.At(r, q), old.At(r, q))
 					}
 				}
+				// The nearest other paired vector of each a and b, which
+				// Err32's slopes rely on, against its definition.
+				fm := nw.model.(*rbf2Factored)
+				for i, got := range fm.near.K {
+					near(fmt.Sprintf("nearest partner of paired vector %d", i), got, bruteNear(fm, kern, i))
+				}
 				nodeN, singleN := nw.Finish()
 				nodeO, singleO := old.Finish()
 				testref.CloseTo(t, "node", nodeN, nodeO, 1e-12, floor)
@@ -268,6 +274,29 @@ func TestStage2Factored(t *testing.T) {
 			})
 		}
 	}
+}
+
+// bruteNear returns the largest kernel value between paired vector i of m
+// (a_i for i < P, b_{i−P} after) and another paired vector: every a and b
+// but itself, and b_j itself when two pairs share it (rbf2's z then holds
+// it twice).
+func bruteNear(m *rbf2Factored, kern *rbf.Mixture, i int) float64 {
+	x, xi := m.a, i
+	if i >= m.p {
+		x, xi = m.b, i-m.p
+	}
+	mx := 0.0
+	for q := 0; q < m.p; q++ {
+		if i >= m.p || q != i {
+			mx = max(mx, kern.Eval(sqDist(x, xi, nil, m.a, q)))
+		}
+	}
+	for j := 0; j < m.nb; j++ {
+		if i < m.p || j != xi || m.uses[j] > 1 {
+			mx = max(mx, kern.Eval(sqDist(x, xi, nil, m.b, j)))
+		}
+	}
+	return mx
 }
 
 // TestFactorable checks which pairs take the factored model: those of an

@@ -227,27 +227,43 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 			}
 			kappa(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
 			fr, bar := f[r*nb:(r+1)*nb], kba[bIdx[r]*p+t.J0:][:t.NJ] // bar[j] = K_ab[q, b_r]
-			for j := j0; j < t.NJ; j++ {
-				out[j] = kr[j] + fr[bq[j]] - bar[j]
-			}
 			from := j0
 			if sym && t.Diag {
 				from++ // the upper triangle only
 			}
-			if sums {
-				s, mx := 0.0, 0.0
+			if !sums {
 				for j := j0; j < t.NJ; j++ {
-					q, v := t.J0+j, kr[j]
-					s += v
-					if q != r {
-						csum[q] += v // on a diagonal tile csum is rsum: row q's share
-						mx = max(mx, v)
-						cmax[j] = max(cmax[j], v)
-					}
+					out[j] = kr[j] + fr[bq[j]] - bar[j]
 				}
-				rsum[r] += s
-				rmax[i] = mx
+				emit(r, t.J0+from, out[from:])
+				continue
 			}
+			// One loop for the entries and the sums (a second one over the
+			// row cost as much as the first). The diagonal entry (q = r,
+			// only at j0 on a diagonal tile) counts in its row sum alone;
+			// kernel values are never NaN, so "if v > mx" is max.
+			s, mx := 0.0, 0.0
+			if from > j0 {
+				v := kr[j0]
+				out[j0] = v + fr[bq[j0]] - bar[j0]
+				s += v
+			}
+			n := t.NJ - from
+			kf, of, bf, qf := kr[from:][:n], out[from:][:n], bar[from:][:n], bq[from:][:n]
+			cs, cm := csum[t.J0+from:][:n], cmax[from:][:n]
+			for j, v := range kf {
+				of[j] = v + fr[qf[j]] - bf[j]
+				s += v
+				cs[j] += v // on a diagonal tile csum is rsum: row q's share
+				if v > mx {
+					mx = v
+				}
+				if v > cm[j] {
+					cm[j] = v
+				}
+			}
+			rsum[r] += s
+			rmax[i] = mx
 			emit(r, t.J0+from, out[from:])
 		}
 		if sums {

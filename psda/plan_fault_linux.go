@@ -1,0 +1,44 @@
+//go:build linux
+
+package psda
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"github.com/psda-dev/psda/psda/internal/par"
+)
+
+// madvPopulateWrite is MADV_POPULATE_WRITE (Linux 5.14): map the pages of
+// a range writable, as writes to them would, in one call.
+const madvPopulateWrite = 23
+
+// prefault maps the pages of c, a matrix its cost pass is about to write
+// whole, ahead of the pass, on all cores, by madvise(MADV_POPULATE_WRITE)
+// over chunks of 8 MiB: the kernel then faults the pages in a loop instead
+// of taking one trap per 4 KiB page as the pass first touches it (a fresh
+// P×P matrix, P = 20,000, is 780,000 pages: its faults cost as much as
+// the Gram products of its pass, docs/performance.md "Stage 2 on
+// imbalanced data"). The contents stay what they are (zero). Only whole
+// pages inside c are advised. Errors (kernels before 5.14: EINVAL) are
+// ignored: the pages then fault in as before.
+func prefault(c []float64) {
+	if len(c) == 0 {
+		return
+	}
+	const page, chunk = 4096, 8 << 20
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(c)))
+	lo, hi := (start+page-1)&^(page-1), (start+uintptr(len(c))*8)&^(page-1)
+	if hi <= lo {
+		return
+	}
+	n := int((hi - lo + chunk - 1) / chunk)
+	par.For(n, func() func(int) {
+		return func(k int) {
+			a := lo + uintptr(k)*chunk
+			syscall.Syscall(syscall.SYS_MADVISE, a, min(chunk, hi-a), madvPopulateWrite)
+		}
+	})
+	runtime.KeepAlive(c) // the calls above hold only its address
+}
