@@ -298,6 +298,7 @@ func (md *Stage2) Dense() ([]float64, int) { return md.DenseIn(nil) }
 func (md *Stage2) DenseIn(buf []float64) ([]float64, int) {
 	m := md.M
 	c := reuse(buf, m*m)
+	md.DenseMax = 0 // until this matrix is finished
 	md.Pass(Scope{}, func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
 	if md.mon.Err() != nil {
 		return c, m

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -147,6 +148,36 @@ func TestFinishStage2Max(t *testing.T) {
 					t.Fatalf("assign.PriceTol of the matrix is %v, want 1e-9 × %v: it no longer takes the maximum this way", tol, want)
 				}
 			})
+		}
+	}
+}
+
+// stopAfter is a Progress that reports cancelled once stop is set.
+type stopAfter struct{ stop bool }
+
+func (s *stopAfter) Err() error {
+	if s.stop {
+		return errors.New("cancelled")
+	}
+	return nil
+}
+func (s *stopAfter) AddTile(_, _, _ int) {}
+
+// TestDenseMaxCancelled checks that DenseMax is 0 after a cancelled
+// DenseIn, also when an earlier DenseIn of the same model finished (its
+// maximum would otherwise stand for a matrix nobody finished).
+func TestDenseMaxCancelled(t *testing.T) {
+	for _, sp := range []Spec{{Kind: RBFMMD, K: 4, Gammas: paperGammas}, {Kind: LinearMMD, K: 4}, {Kind: CORAL, K: 4}} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		src, tgt := testref.BenchFeatures(61, 9, 1), testref.RandMatrix(rng, 61, 9, false)
+		mon := &stopAfter{}
+		md := NewStage2(src, tgt, sp, testref.CoveringPairs(rng, src.N, tgt.N), math.MaxInt64, mon)
+		if md.DenseIn(nil); md.DenseMax <= 0 {
+			t.Fatalf("kind %v: DenseMax = %v after a finished DenseIn, want > 0", sp.Kind, md.DenseMax)
+		}
+		mon.stop = true
+		if md.DenseIn(nil); md.DenseMax != 0 {
+			t.Fatalf("kind %v: DenseMax = %v after a cancelled DenseIn, want 0", sp.Kind, md.DenseMax)
 		}
 	}
 }
