@@ -167,17 +167,18 @@ func (s *stopAfter) AddTile(_, _, _ int) {}
 // DenseIn, also when an earlier DenseIn of the same model finished (its
 // maximum would otherwise stand for a matrix nobody finished).
 func TestDenseMaxCancelled(t *testing.T) {
-	for _, sp := range []Spec{{Kind: RBFMMD, K: 4, Gammas: paperGammas}, {Kind: LinearMMD, K: 4}, {Kind: CORAL, K: 4}} {
+	for name, sp := range map[string]Spec{"rbf": {Kind: RBFMMD, K: 4, Gammas: paperGammas},
+		"linear": {Kind: LinearMMD, K: 4}, "coral": {Kind: CORAL, K: 4}} {
 		rng := rand.New(rand.NewPCG(3, 4))
 		src, tgt := testref.BenchFeatures(61, 9, 1), testref.RandMatrix(rng, 61, 9, false)
 		mon := &stopAfter{}
 		md := NewStage2(src, tgt, sp, testref.CoveringPairs(rng, src.N, tgt.N), math.MaxInt64, mon)
 		if md.DenseIn(nil); md.DenseMax <= 0 {
-			t.Fatalf("kind %v: DenseMax = %v after a finished DenseIn, want > 0", sp.Kind, md.DenseMax)
+			t.Fatalf("%s: DenseMax = %v after a finished DenseIn, want > 0", name, md.DenseMax)
 		}
 		mon.stop = true
 		if md.DenseIn(nil); md.DenseMax != 0 {
-			t.Fatalf("kind %v: DenseMax = %v after a cancelled DenseIn, want 0", sp.Kind, md.DenseMax)
+			t.Fatalf("%s: DenseMax = %v after a cancelled DenseIn, want 0", name, md.DenseMax)
 		}
 	}
 }
