@@ -17,7 +17,7 @@ const madvPopulateWrite = 23
 // prefault maps the pages of c, a matrix its cost pass is about to write
 // whole, ahead of the pass, on all cores, by madvise(MADV_POPULATE_WRITE)
 // over chunks of 8 MiB: the kernel then faults the pages in a loop instead
-// of taking one trap per 4 KiB page as the pass first touches it (a fresh
+// of taking one trap per page as the pass first touches it (a fresh
 // P×P matrix, P = 20,000, is 780,000 pages: its faults cost as much as
 // the Gram products of its pass, docs/performance.md "Stage 2 on
 // imbalanced data"). The contents stay what they are (zero). Only whole
@@ -27,7 +27,11 @@ func prefault(c []float64) {
 	if len(c) == 0 {
 		return
 	}
-	const page, chunk = 4096, 8 << 20
+	const chunk = 8 << 20 // a multiple of every page size
+	// The kernel's page size, not 4 KiB: with 16 or 64 KiB pages (arm64,
+	// ppc64le kernels), a start rounded to 4 KiB is seldom aligned and
+	// every call would fail with EINVAL.
+	page := uintptr(syscall.Getpagesize())
 	start := uintptr(unsafe.Pointer(unsafe.SliceData(c)))
 	lo, hi := (start+page-1)&^(page-1), (start+uintptr(len(c))*8)&^(page-1)
 	if hi <= lo {

@@ -196,10 +196,10 @@ type Stage2 struct {
 	// Bounded reports that Err32 holds (the model has a float32 bound and
 	// the features are float32Safe): float32 passes may then price.
 	Bounded bool
-	// DenseMax is the largest |entry| other than +Inf of the matrix the
-	// last Dense or DenseIn returned, as assign.PriceTol takes it, so that
-	// the caller need not pass over the matrix again for it; 0 after a
-	// cancellation.
+	// DenseMax is the largest |entry| of the matrix the last Dense or
+	// DenseIn returned, counted as assign.PriceTol counts them (NaN and
+	// +Inf skipped, −Inf counted as +Inf), so that the caller need not
+	// pass over the matrix again for it; 0 after a cancellation.
 	DenseMax float64
 }
 
@@ -298,6 +298,7 @@ func (md *Stage2) Dense() ([]float64, int) { return md.DenseIn(nil) }
 func (md *Stage2) DenseIn(buf []float64) ([]float64, int) {
 	m := md.M
 	c := reuse(buf, m*m)
+	md.DenseMax = 0 // until this matrix is finished
 	md.Pass(Scope{}, func(r, q0 int, v []float64) { copy(c[r*m+q0:], v) })
 	if md.mon.Err() != nil {
 		return c, m
@@ -310,7 +311,7 @@ func (md *Stage2) DenseIn(buf []float64) ([]float64, int) {
 // finishStage2 replaces every off-diagonal entry (r, q) of the first p nodes
 // by (node[r] + node[q] + coef·entry)·scale, sets the dummy row and column
 // (when m > p) to single[r]·scale and the diagonal to 0, and returns the
-// largest |entry| other than +Inf (Stage2.DenseMax).
+// largest |entry| as assign.PriceTol counts them (raiseAbs, Stage2.DenseMax).
 // Only the upper triangle is read and evaluated, and each value is written
 // to both (r, q) and (q, r), so the result is exactly symmetric; one pass,
 // block by block to stay in cache (finishing the upper triangle and then
@@ -341,17 +342,13 @@ func finishStage2(c []float64, m, p int, scale, coef float64, node, single []flo
 						for ; q < min(q1, p); q++ {
 							v := (nr + node[q] + coef*row[q]) * scale
 							row[q], c[q*m+r] = v, v
-							if !math.IsInf(v, 1) {
-								mx = max(mx, math.Abs(v))
-							}
+							mx = raiseAbs(mx, v)
 						}
 					}
 					for ; q < q1; q++ { // the dummy node's column (q = p > r)
 						v := single[r] * scale
 						row[q], c[q*m+r] = v, v
-						if !math.IsInf(v, 1) {
-							mx = max(mx, math.Abs(v))
-						}
+						mx = raiseAbs(mx, v)
 					}
 				}
 			}
@@ -364,6 +361,20 @@ func finishStage2(c []float64, m, p int, scale, coef float64, node, single []flo
 	mx := 0.0
 	for _, v := range top {
 		mx = max(mx, v)
+	}
+	return mx
+}
+
+// raiseAbs returns the larger of mx >= 0 and |v| as assign.PriceTol
+// counts entries: NaN and +Inf are skipped, −Inf counts as +Inf (the
+// comparisons of its maxAbsIn). Go's max would return NaN for a NaN
+// entry, and a NaN DenseMax would give the tolerance 0.
+func raiseAbs(mx, v float64) float64 {
+	if v > mx && v < math.Inf(1) {
+		return v
+	}
+	if -v > mx {
+		return -v
 	}
 	return mx
 }

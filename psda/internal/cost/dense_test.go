@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -99,4 +100,85 @@ func nanBuf(n int) []float64 {
 		b[i] = math.NaN()
 	}
 	return b
+}
+
+// TestFinishStage2Max checks the largest |entry| that finishStage2 returns
+// (Stage2.DenseMax) bit for bit against one taken over the finished matrix
+// as assign.PriceTol takes it (NaN and +Inf skipped, −Inf counted), where
+// the largest entry sits in the dummy node's column, is negative, or the
+// matrix holds NaN, ±Inf or only zeros, over several blocks of rows.
+func TestFinishStage2Max(t *testing.T) {
+	inf, nan := math.Inf(1), math.NaN()
+	for _, p := range []int{150, 151} {
+		for _, tc := range []struct {
+			name string
+			set  func(v, node, single []float64, m int)
+		}{
+			{"plain", func(v, node, single []float64, m int) {}},
+			{"dummy-largest", func(v, node, single []float64, m int) { single[70] = 1e6 }},
+			{"negative-largest", func(v, node, single []float64, m int) { v[3*m+140] = -1e6 }},
+			{"nan-node", func(v, node, single []float64, m int) { node[65] = nan }},
+			{"nan-entry", func(v, node, single []float64, m int) { v[2*m+130] = nan; single[5] = nan }},
+			{"inf-entry", func(v, node, single []float64, m int) { v[100*m+101] = inf; single[9] = inf }},
+			{"minus-inf-entry", func(v, node, single []float64, m int) { v[1*m+2] = -inf }},
+			{"zero", func(v, node, single []float64, m int) { clear(v); clear(node); clear(single) }},
+		} {
+			t.Run(fmt.Sprintf("p=%d/%s", p, tc.name), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(p), 7))
+				m := stage2Size(p)
+				c, node, single := make([]float64, m*m), make([]float64, p), make([]float64, p)
+				for i := range c {
+					c[i] = 2*rng.Float64() - 1
+				}
+				for r := range node {
+					node[r], single[r] = rng.Float64(), rng.Float64()
+				}
+				tc.set(c, node, single, m)
+				got := finishStage2(c, m, p, 0.25, 2, node, single, noProgress{})
+				want := 0.0
+				for _, x := range c {
+					if !math.IsNaN(x) && x != inf {
+						want = max(want, math.Abs(x))
+					}
+				}
+				if math.Float64bits(got) != math.Float64bits(want) {
+					t.Fatalf("finishStage2 returned %v, the largest |entry| other than NaN and +Inf is %v", got, want)
+				}
+				if tol := assign.PriceTol(c); math.Float64bits(tol) != math.Float64bits(1e-9*want) {
+					t.Fatalf("assign.PriceTol of the matrix is %v, want 1e-9 × %v: it no longer takes the maximum this way", tol, want)
+				}
+			})
+		}
+	}
+}
+
+// stopAfter is a Progress that reports cancelled once stop is set.
+type stopAfter struct{ stop bool }
+
+func (s *stopAfter) Err() error {
+	if s.stop {
+		return errors.New("cancelled")
+	}
+	return nil
+}
+func (s *stopAfter) AddTile(_, _, _ int) {}
+
+// TestDenseMaxCancelled checks that DenseMax is 0 after a cancelled
+// DenseIn, also when an earlier DenseIn of the same model finished (its
+// maximum would otherwise stand for a matrix nobody finished).
+func TestDenseMaxCancelled(t *testing.T) {
+	for name, sp := range map[string]Spec{"rbf": {Kind: RBFMMD, K: 4, Gammas: paperGammas},
+		"linear": {Kind: LinearMMD, K: 4}, "coral": {Kind: CORAL, K: 4}} {
+		rng := rand.New(rand.NewPCG(3, 4))
+		src, tgt := testref.BenchFeatures(61, 9, 1), testref.RandMatrix(rng, 61, 9, false)
+		mon := &stopAfter{}
+		md := NewStage2(src, tgt, sp, testref.CoveringPairs(rng, src.N, tgt.N), math.MaxInt64, mon)
+		if md.DenseIn(nil); md.DenseMax <= 0 {
+			t.Fatalf("%s: DenseMax = %v after a finished DenseIn, want > 0", name, md.DenseMax)
+		}
+		mon.stop = true
+		if md.DenseIn(nil); md.DenseMax != 0 {
+			t.Fatalf("%s: DenseMax = %v after a cancelled DenseIn, want 0", name, md.DenseMax)
+		}
+	}
 }
