@@ -1,6 +1,7 @@
 package assign
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -286,5 +287,38 @@ func TestCertifyRefusesMinusInf(t *testing.T) {
 		if err := Certify(c, n, n, sol, tc.tol); err != nil {
 			t.Fatalf("%s: Certify without the −Inf = %v, want nil", tc.name, err)
 		}
+	}
+}
+
+// TestCertifyMatchingRefusesNaN checks that CertifyMatching names a NaN or
+// −Inf cost off the matching, in a row after the first chunk, rather than
+// accept the duals there (c − Y_i − Y_j >= −tol fails at NaN).
+func TestCertifyMatchingRefusesNaN(t *testing.T) {
+	const n = 600 // 6 chunks of 109 rows
+	c := stage2Cost(n, 8)
+	pm, err := MinWeightPerfectMatching(c, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
+	tol := PriceTol(c)
+	if err := CertifyMatching(c, n, m, tol); err != nil {
+		t.Fatalf("the solver's matching fails: %v", err)
+	}
+	v, w := 400, 17
+	if m.Mate[v] == w {
+		w++
+	}
+	for _, x := range []float64{math.NaN(), math.Inf(-1)} {
+		old := c[v*n+w]
+		c[v*n+w], c[w*n+v] = x, x
+		forWorkers(t, func(k int) {
+			err := CertifyMatching(c, n, m, tol)
+			want := fmt.Sprintf("c[%d][%d] = %v", w, v, x)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("%d workers: CertifyMatching = %v, want an error naming %s", k, err, want)
+			}
+		})
+		c[v*n+w], c[w*n+v] = old, old
 	}
 }
