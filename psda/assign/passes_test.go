@@ -99,7 +99,7 @@ func TestPriceTolParallel(t *testing.T) {
 // reports what the serial loop met first: of two infeasible entries the
 // one in the earlier row, and a NaN anywhere before an infeasibility.
 func TestCertifyNamesFirstViolation(t *testing.T) {
-	const n = 2000 // 61 chunks of 32 rows
+	const n = 2000 // 63 chunks of 32 rows
 	c := make([]float64, n*n)
 	for i := range c {
 		c[i] = 1
