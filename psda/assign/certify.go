@@ -80,15 +80,22 @@ func Certify(c []float64, nr, nc int, s *Solution, tol float64) error {
 	// One pass over c on all cores finds the first row with a NaN or −Inf
 	// entry, an infeasible entry or a loose assigned one; only then are
 	// the entries checked on their own, so that a bad entry is reported
-	// before an infeasibility, wherever it lies.
+	// before an infeasibility, wherever it lies. The pass's one test,
+	// !(U+V <= c+tol), fails at a NaN (c+tol is NaN), and at −Inf (c+tol
+	// is −Inf, or NaN when tol = +Inf) unless U+V is −Inf too: only when
+	// the potentials' sums can overflow to −Inf is c checked first.
+	if minOf(s.U)+minOf(s.V) == -inf {
+		if err := checkForbidding(c, nr, nc); err != nil {
+			return err
+		}
+	}
 	v := s.V
 	i := firstFailing(nr, nc, func(i0, i1 int) int {
 		for i := i0; i < i1; i++ {
 			row, ui := c[i*nc:i*nc+nc], s.U[i]
 			v := v[:len(row)]
 			for j, x := range row {
-				// −Inf fails the first test, NaN the second.
-				if ui+v[j] > x+tol || x != x {
+				if !(ui+v[j] <= x+tol) {
 					return i
 				}
 			}
@@ -133,4 +140,13 @@ func Certify(c []float64, nr, nc int, s *Solution, tol float64) error {
 		return fmt.Errorf("assign: Cost = %v but the assigned entries sum to %v", s.Cost, sum)
 	}
 	return nil
+}
+
+// minOf returns the least of the finite values x (+Inf when x is empty).
+func minOf(x []float64) float64 {
+	m := inf
+	for _, a := range x {
+		m = min(m, a)
+	}
+	return m
 }

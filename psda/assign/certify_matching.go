@@ -23,7 +23,8 @@ import (
 // objective of feasible duals bounds every perfect matching's cost from
 // below (up to n·tol/2 for the tolerance of the feasibility checks); Cost
 // meeting it proves m optimal. CertifyMatching returns nil or an error
-// describing the first violation. The time complexity is O(n²) (blossom
+// describing the first violation; a NaN or −Inf off-diagonal cost, which
+// no duals make feasible, is named as such. The time complexity is O(n²) (blossom
 // terms by MatchingDuals.Shared, O(1) each after O(n log n) set-up).
 func CertifyMatching(c []float64, n int, m *ExactMatching, tol float64) error {
 	if n < 2 || len(c) != n*n {
@@ -94,14 +95,16 @@ func certifyMatching(n, edges int, row func(v int) ([]int32, []float64), cost fu
 	}
 	// A vertex in no blossom shares none with any edge: its row needs no
 	// blossom terms (the common case, a tight loop). The rows are checked
-	// on all cores, and the first infeasible one reported.
+	// on all cores, and the first infeasible one reported. The tests are
+	// !(rc >= −tol), which a NaN cost fails too (the dense c is not
+	// checked otherwise; a graph's costs are).
 	bad := func(v int) int {
 		cols, costs := row(v)
 		yv, inB := d.Y[v], d.In[v] >= 0
 		if cols == nil && !inB {
 			ys := d.Y[:len(costs)]
 			for w, c := range costs {
-				if c-yv-ys[w] < -tol && w != v {
+				if !(c-yv-ys[w] >= -tol) && w != v {
 					return w
 				}
 			}
@@ -113,10 +116,10 @@ func certifyMatching(n, edges int, row func(v int) ([]int32, []float64), cost fu
 				w = int(cols[k])
 			}
 			rc := c - yv - d.Y[w]
-			if inB && rc < -tol {
+			if inB && !(rc >= -tol) {
 				rc += d.Shared(v, w)
 			}
-			if rc < -tol && w != v {
+			if !(rc >= -tol) && w != v {
 				return w
 			}
 		}
@@ -132,6 +135,9 @@ func certifyMatching(n, edges int, row func(v int) ([]int32, []float64), cost fu
 	})
 	if v >= 0 {
 		w := bad(v)
+		if x := cost(v, w); x-x != 0 {
+			return fmt.Errorf("assign: c[%d][%d] = %v: the costs must be finite", v, w, x)
+		}
 		return fmt.Errorf("assign: dual infeasible at edge (%d, %d): reduced cost %v < 0", v, w, d.ReducedCost(v, w, cost(v, w)))
 	}
 	sum := 0.0

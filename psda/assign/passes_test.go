@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/psda-dev/psda/psda/internal/par"
 )
@@ -23,33 +24,32 @@ func forWorkers(t *testing.T, f func(workers int)) {
 }
 
 // TestFirstFailingLeast checks that firstFailing returns the least failing
-// row, not the first one some worker found, with failures in many chunks
-// (the first check of each chunk is slowed down, so that later chunks
-// tend to report first).
+// row, not the first or the last one some worker reported, with failures
+// in the chunk of the least failing row, in the next chunk and elsewhere:
+// in even trials the least failing row's chunk is slowed down, so that
+// later chunks report first; in odd trials the later chunks are slowed
+// down more, so that the next chunk, started beside it, reports last.
 func TestFirstFailingLeast(t *testing.T) {
 	rng := rand.New(rand.NewPCG(26, 1))
-	const nr, nc = 5000, 100 // chunks of 655 rows: 8 chunks
-	for trial := 0; trial < 20; trial++ {
+	const nr, nc = 5000, 100
+	rows := chunkRows(nr, nc) // 655: 8 chunks
+	for trial := 0; trial < 12; trial++ {
 		fails := make([]bool, nr)
-		want := -1
-		for k := 0; k < 1+rng.IntN(6); k++ {
-			i := rng.IntN(nr)
-			fails[i] = true
-		}
-		for i, f := range fails {
-			if f {
-				want = i
-				break
-			}
+		want := rng.IntN(nr - 2*rows) // a next chunk exists
+		fails[want] = true
+		fails[(want/rows+1)*rows+rng.IntN(rows)] = true
+		for k := 0; k < rng.IntN(4); k++ {
+			fails[want+1+rng.IntN(nr-want-1)] = true
 		}
 		forWorkers(t, func(w int) {
 			got := firstFailing(nr, nc, func(i0, i1 int) int {
-				if i0 == 0 {
-					spin := 0.0
-					for k := 0; k < 200000; k++ {
-						spin += math.Sqrt(float64(k))
-					}
-					_ = spin
+				switch k, kw := i0/rows, want/rows; {
+				case k == kw && trial%2 == 0:
+					time.Sleep(6 * time.Millisecond)
+				case k == kw:
+					time.Sleep(2 * time.Millisecond)
+				case k > kw && trial%2 == 1:
+					time.Sleep(6 * time.Millisecond)
 				}
 				for i := i0; i < i1; i++ {
 					if fails[i] {
@@ -98,7 +98,7 @@ func TestPriceTolParallel(t *testing.T) {
 // reports what the serial loop met first: of two infeasible entries the
 // one in the earlier row, and a NaN anywhere before an infeasibility.
 func TestCertifyNamesFirstViolation(t *testing.T) {
-	const n = 2000 // 61 chunks of 32 rows
+	const n = 2000 // 63 chunks of 32 rows
 	c := make([]float64, n*n)
 	for i := range c {
 		c[i] = 1
