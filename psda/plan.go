@@ -84,13 +84,18 @@ func stageBytes(ns, nt int) (s1, s2 int64) {
 }
 
 // availableBytes reports the memory a new allocation can use, or 0 where it
-// cannot tell: the smaller of what the kernel says is available
-// (MemAvailable) and what the address-space limit (RLIMIT_AS, `ulimit -v`,
-// common on clusters) leaves above the process's current size (VmSize).
-// Past either, the Go runtime cannot map memory and aborts the process.
+// cannot tell: the smallest of what the kernel says is available
+// (MemAvailable), what the process's memory cgroup limits leave (a
+// container's or a job scheduler's; past it the kernel kills the process)
+// and what the address-space limit (RLIMIT_AS, `ulimit -v`, common on
+// clusters) leaves above the process's current size (VmSize; past it the Go
+// runtime cannot map memory and aborts the process).
 // It is defaultPlan's available.
 func availableBytes() int64 {
 	avail := procKB("/proc/meminfo", "MemAvailable:") << 10
+	if room, ok := cgroupRoom(); ok && (avail <= 0 || room < avail) {
+		avail = max(room, 1)
+	}
 	if room, ok := addressSpaceRoom(); ok && (avail <= 0 || room < avail) {
 		// room may be <= 0: the process is already at its limit.
 		avail = max(room, 1)
@@ -170,10 +175,26 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	if room, ok := addressSpaceRoom(); ok && room <= avail {
 		src = "address space is left under the process's limit (ulimit -v / RLIMIT_AS)"
 		hint = strings.Replace(hint, "run on a machine with more memory", "raise the limit (ulimit -v)", 1)
+	} else if room, ok := cgroupRoom(); ok && room <= avail {
+		src = "memory is left under the process's memory cgroup limit (a container's or a job's: memory.max or memory.limit_in_bytes)"
+		hint = strings.Replace(hint, "run on a machine with more memory", "raise the container's or the job's memory limit", 1)
 	}
-	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %.1f GB for %s, "+
-		"but only %.1f GB of %s: %s",
-		ns, nt, cfg.Stages, float64(need)/1e9, what, float64(avail)/1e9, src, hint)
+	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
+		"but only %s of %s: %s",
+		ns, nt, cfg.Stages, bytesText(need), what, bytesText(avail), src, hint)
+}
+
+// bytesText writes a byte count for an error message: in GB with one
+// decimal, in MB below 1 GB (where "0.0 GB" would say nothing), in bytes
+// below 1 MB.
+func bytesText(b int64) string {
+	switch {
+	case b >= 1e9:
+		return fmt.Sprintf("%.1f GB", float64(b)/1e9)
+	case b >= 1e6:
+		return fmt.Sprintf("%.0f MB", float64(b)/1e6)
+	}
+	return fmt.Sprintf("%d bytes", b)
 }
 
 // keepCross reports whether Stage 1 keeps its RBF cross kernel κ(s_i, t_j)
