@@ -106,22 +106,28 @@ func availableBytes() int64 {
 // procKB returns the value in kB of the line starting with key in a /proc
 // file, or 0.
 func procKB(path, key string) int64 {
-	f, err := os.Open(path)
+	kb, err := strconv.ParseInt(strings.TrimSuffix(keyValue(path, key), " kB"), 10, 64)
 	if err != nil {
 		return 0
+	}
+	return kb
+}
+
+// keyValue returns the rest, trimmed, of the first line of a file that
+// starts with key, or "" (no file, no such line).
+func keyValue(path, key string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		if rest, ok := strings.CutPrefix(sc.Text(), key); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb
+			return strings.TrimSpace(rest)
 		}
 	}
-	return 0
+	return ""
 }
 
 // coralBytes returns the peak bytes of CORAL's d×d matrices for n_s+n_t = n

@@ -112,17 +112,6 @@ func readInt(path string) (int64, bool) {
 
 // statValue returns the value of key in a memory.stat file, or 0.
 func statValue(path, key string) int64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), key+" "); ok {
-			v, _ := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
-			return v
-		}
-	}
-	return 0
+	v, _ := strconv.ParseInt(keyValue(path, key+" "), 10, 64)
+	return v
 }
