@@ -3,6 +3,7 @@ package assign
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"github.com/psda-dev/psda/psda/internal/par"
 )
@@ -54,7 +55,7 @@ func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 // for the duration of the call (restored before returning), so that no
 // second n×n matrix is needed: c must not be read or written concurrently.
 func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatching, error) {
-	scale, err := checkMatching(c, n)
+	scale, colMin, err := checkMatching(c, n)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +67,7 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 		diag[i], c[i*n+i] = c[i*n+i], inf
 	}
 	s := newLSAP(c, n, n)
-	s.sym = true
+	s.sym, s.colMin = true, colMin
 	s, err = s.solve(h.sub(0, 0.9))
 	for i, x := range diag {
 		c[i*n+i] = x
@@ -88,32 +89,43 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 }
 
 // checkMatching validates the input of MinWeightPerfectMatching and returns
-// the largest off-diagonal |c|. One pass over c (symmetryPass), split over
-// the cores, finds that scale and the largest asymmetry; only when one
-// fails is c swept again to name the entry or pair the serial checks
+// the largest off-diagonal |c| and the minimum of each column's
+// off-diagonal entries, which the relaxation's warm start would otherwise
+// read c again for (denseCandidates). One pass over c (symmetryPass),
+// split over the cores, finds them and the largest asymmetry; only when
+// one fails is c swept again to name the entry or pair the serial checks
 // would have met first.
-func checkMatching(c []float64, n int) (scale float64, err error) {
+func checkMatching(c []float64, n int) (scale float64, colMin []float64, err error) {
+	scale, err = checkMatchingShape(c, n)
+	if err != nil {
+		return 0, nil, err
+	}
+	scale, asym, colMin := symmetryPass(c, n)
+	if scale == inf {
+		for i := 0; i < n; i++ {
+			for j, x := range c[i*n : i*n+n] {
+				// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
+				if x-x != 0 && i != j {
+					return 0, nil, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
+				}
+			}
+		}
+	}
+	if asym > 1e-9*scale {
+		return scale, nil, checkSymmetric(c, n, 1e-9*scale)
+	}
+	return scale, colMin, nil
+}
+
+// checkMatchingShape validates n and the length of c for checkMatching.
+func checkMatchingShape(c []float64, n int) (float64, error) {
 	if n < 2 || n%2 != 0 {
 		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
 	}
 	if len(c) != n*n {
 		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
 	}
-	scale, asym := symmetryPass(c, n)
-	if scale == inf {
-		for i := 0; i < n; i++ {
-			for j, x := range c[i*n : i*n+n] {
-				// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
-				if x-x != 0 && i != j {
-					return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
-				}
-			}
-		}
-	}
-	if asym > 1e-9*scale {
-		return scale, checkSymmetric(c, n, 1e-9*scale)
-	}
-	return scale, nil
+	return 0, nil
 }
 
 // symmetryBlock is the side of the blocks in which symmetryPass and
@@ -122,20 +134,36 @@ func checkMatching(c []float64, n int) (scale float64, err error) {
 const symmetryBlock = 64
 
 // symmetryPass returns the largest off-diagonal |c[i][j]| (+Inf if one is
-// NaN or ±Inf) and the largest |c[i][j] − c[j][i]| of the n×n matrix c,
-// in one pass: strips of symmetryBlock rows on all cores, each reading its
-// blocks on and right of the diagonal and their transposes, so every entry
-// once.
-func symmetryPass(c []float64, n int) (scale, asym float64) {
+// NaN or ±Inf), the largest |c[i][j] − c[j][i]| of the n×n matrix c and
+// the minimum of each column's off-diagonal entries (meaningful only when
+// all are finite), in one pass: strips of symmetryBlock rows on all cores,
+// each reading its blocks on and right of the diagonal and their
+// transposes, so every entry once. Entry (i, j) of a block counts towards
+// column j's minimum, its transpose (j, i) towards column i's. Each core
+// keeps its own minima, merged at the end: a minimum does not depend on
+// the order (up to the sign of a zero, which only ever meets comparisons
+// and sums with other entries, where it changes nothing).
+func symmetryPass(c []float64, n int) (scale, asym float64, colMin []float64) {
 	const b = symmetryBlock
 	strips := (n + b - 1) / b
 	out := make([][2]float64, strips)
+	var mu sync.Mutex
+	var mins [][]float64
 	par.For(strips, func() func(int) {
+		cm := make([]float64, n)
+		for j := range cm {
+			cm[j] = inf
+		}
+		mu.Lock()
+		mins = append(mins, cm)
+		mu.Unlock()
 		return func(s int) {
 			i0, m, a := s*b, 0.0, 0.0
 			for j0 := i0; j0 < n; j0 += b {
 				for i := i0; i < min(n, i0+b); i++ {
-					for j := max(j0, i+1); j < min(n, j0+b); j++ {
+					j1 := min(n, j0+b)
+					mi, cmj := inf, cm[:j1]
+					for j := max(j0, i+1); j < j1; j++ {
 						x, y := c[i*n+j], c[j*n+i]
 						if x-x != 0 || y-y != 0 {
 							m = inf
@@ -150,6 +178,15 @@ func symmetryPass(c []float64, n int) (scale, asym float64) {
 						if d := math.Abs(x - y); d > a {
 							a = d
 						}
+						if x < cmj[j] {
+							cmj[j] = x
+						}
+						if y < mi {
+							mi = y
+						}
+					}
+					if mi < cm[i] {
+						cm[i] = mi
 					}
 				}
 			}
@@ -159,7 +196,15 @@ func symmetryPass(c []float64, n int) (scale, asym float64) {
 	for _, o := range out {
 		scale, asym = max(scale, o[0]), max(asym, o[1])
 	}
-	return scale, asym
+	colMin = mins[0]
+	for _, w := range mins[1:] {
+		for j, x := range w {
+			if x < colMin[j] {
+				colMin[j] = x
+			}
+		}
+	}
+	return scale, asym, colMin
 }
 
 // checkSymmetric returns an error naming the first pair (i, j) with
