@@ -59,6 +59,14 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	if err != nil {
 		return nil, err
 	}
+	return minWeightPerfectMatching(c, n, h, scale, colMin)
+}
+
+// minWeightPerfectMatching is MinWeightPerfectMatchingWith on a checked c
+// of largest off-diagonal |entry| scale and off-diagonal column minima
+// colMin.
+func minWeightPerfectMatching(c []float64, n int, h *Hooks, scale float64, colMin []float64) (*PerfectMatching, error) {
+	var err error
 	if err := h.stop(); err != nil { // the checks read all of c: look again
 		return nil, err
 	}
