@@ -3,7 +3,6 @@ package assign
 import (
 	"fmt"
 	"math"
-	"sync"
 
 	"github.com/psda-dev/psda/psda/internal/par"
 )
@@ -55,16 +54,17 @@ func MinWeightPerfectMatching(c []float64, n int) (*PerfectMatching, error) {
 // for the duration of the call (restored before returning), so that no
 // second n×n matrix is needed: c must not be read or written concurrently.
 func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatching, error) {
-	scale, colMin, err := checkMatching(c, n)
+	scale, err := checkMatching(c, n)
 	if err != nil {
 		return nil, err
 	}
-	return minWeightPerfectMatching(c, n, h, scale, colMin)
+	return minWeightPerfectMatching(c, n, h, scale, nil)
 }
 
 // minWeightPerfectMatching is MinWeightPerfectMatchingWith on a checked c
-// of largest off-diagonal |entry| scale and off-diagonal column minima
-// colMin.
+// of largest off-diagonal |entry| scale, with the minima of its columns'
+// off-diagonal entries when the check found them (else nil: the
+// relaxation's warm start reads c for them).
 func minWeightPerfectMatching(c []float64, n int, h *Hooks, scale float64, colMin []float64) (*PerfectMatching, error) {
 	var err error
 	if err := h.stop(); err != nil { // the checks read all of c: look again
@@ -97,43 +97,41 @@ func minWeightPerfectMatching(c []float64, n int, h *Hooks, scale float64, colMi
 }
 
 // checkMatching validates the input of MinWeightPerfectMatching and returns
-// the largest off-diagonal |c| and the minimum of each column's
-// off-diagonal entries, which the relaxation's warm start would otherwise
-// read c again for (denseCandidates). One pass over c (symmetryPass),
-// split over the cores, finds them and the largest asymmetry; only when
-// one fails is c swept again to name the entry or pair the serial checks
+// the largest off-diagonal |c|. One pass over c (symmetryPass), split over
+// the cores, finds that scale and the largest asymmetry; only when one
+// fails is c swept again to name the entry or pair the serial checks
 // would have met first.
-func checkMatching(c []float64, n int) (scale float64, colMin []float64, err error) {
-	scale, err = checkMatchingShape(c, n)
-	if err != nil {
-		return 0, nil, err
+func checkMatching(c []float64, n int) (scale float64, err error) {
+	if err := checkMatchingShape(c, n); err != nil {
+		return 0, err
 	}
-	scale, asym, colMin := symmetryPass(c, n)
+	scale, asym := symmetryPass(c, n)
 	if scale == inf {
 		for i := 0; i < n; i++ {
 			for j, x := range c[i*n : i*n+n] {
 				// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
 				if x-x != 0 && i != j {
-					return 0, nil, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
+					return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
 				}
 			}
 		}
 	}
 	if asym > 1e-9*scale {
-		return scale, nil, checkSymmetric(c, n, 1e-9*scale)
+		return scale, checkSymmetric(c, n, 1e-9*scale)
 	}
-	return scale, colMin, nil
+	return scale, nil
 }
 
-// checkMatchingShape validates n and the length of c for checkMatching.
-func checkMatchingShape(c []float64, n int) (float64, error) {
+// checkMatchingShape validates n and the length of c, the input checks'
+// first step.
+func checkMatchingShape(c []float64, n int) error {
 	if n < 2 || n%2 != 0 {
-		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
+		return fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
 	}
 	if len(c) != n*n {
-		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
+		return fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
 	}
-	return 0, nil
+	return nil
 }
 
 // symmetryBlock is the side of the blocks in which symmetryPass and
@@ -142,36 +140,20 @@ func checkMatchingShape(c []float64, n int) (float64, error) {
 const symmetryBlock = 64
 
 // symmetryPass returns the largest off-diagonal |c[i][j]| (+Inf if one is
-// NaN or ±Inf), the largest |c[i][j] − c[j][i]| of the n×n matrix c and
-// the minimum of each column's off-diagonal entries (meaningful only when
-// all are finite), in one pass: strips of symmetryBlock rows on all cores,
-// each reading its blocks on and right of the diagonal and their
-// transposes, so every entry once. Entry (i, j) of a block counts towards
-// column j's minimum, its transpose (j, i) towards column i's. Each core
-// keeps its own minima, merged at the end: a minimum does not depend on
-// the order (up to the sign of a zero, which only ever meets comparisons
-// and sums with other entries, where it changes nothing).
-func symmetryPass(c []float64, n int) (scale, asym float64, colMin []float64) {
+// NaN or ±Inf) and the largest |c[i][j] − c[j][i]| of the n×n matrix c,
+// in one pass: strips of symmetryBlock rows on all cores, each reading its
+// blocks on and right of the diagonal and their transposes, so every entry
+// once.
+func symmetryPass(c []float64, n int) (scale, asym float64) {
 	const b = symmetryBlock
 	strips := (n + b - 1) / b
 	out := make([][2]float64, strips)
-	var mu sync.Mutex
-	var mins [][]float64
 	par.For(strips, func() func(int) {
-		cm := make([]float64, n)
-		for j := range cm {
-			cm[j] = inf
-		}
-		mu.Lock()
-		mins = append(mins, cm)
-		mu.Unlock()
 		return func(s int) {
 			i0, m, a := s*b, 0.0, 0.0
 			for j0 := i0; j0 < n; j0 += b {
 				for i := i0; i < min(n, i0+b); i++ {
-					j1 := min(n, j0+b)
-					mi, cmj := inf, cm[:j1]
-					for j := max(j0, i+1); j < j1; j++ {
+					for j := max(j0, i+1); j < min(n, j0+b); j++ {
 						x, y := c[i*n+j], c[j*n+i]
 						if x-x != 0 || y-y != 0 {
 							m = inf
@@ -186,15 +168,6 @@ func symmetryPass(c []float64, n int) (scale, asym float64, colMin []float64) {
 						if d := math.Abs(x - y); d > a {
 							a = d
 						}
-						if x < cmj[j] {
-							cmj[j] = x
-						}
-						if y < mi {
-							mi = y
-						}
-					}
-					if mi < cm[i] {
-						cm[i] = mi
 					}
 				}
 			}
@@ -204,15 +177,7 @@ func symmetryPass(c []float64, n int) (scale, asym float64, colMin []float64) {
 	for _, o := range out {
 		scale, asym = max(scale, o[0]), max(asym, o[1])
 	}
-	colMin = mins[0]
-	for _, w := range mins[1:] {
-		for j, x := range w {
-			if x < colMin[j] {
-				colMin[j] = x
-			}
-		}
-	}
-	return scale, asym, colMin
+	return scale, asym
 }
 
 // checkSymmetric returns an error naming the first pair (i, j) with

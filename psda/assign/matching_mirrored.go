@@ -29,12 +29,12 @@ import (
 //	pm, err := MinWeightPerfectMatchingMirrored(c, 4, nil)
 //	// pm.Mate = [1 0 3 2], pm.Cost = 2, err = nil
 func MinWeightPerfectMatchingMirrored(c []float64, n int, h *Hooks) (*PerfectMatching, error) {
-	if _, err := checkMatchingShape(c, n); err != nil {
+	if err := checkMatchingShape(c, n); err != nil {
 		return nil, err
 	}
 	scale, colMin := rowPass(c, n)
 	if scale == inf {
-		_, _, err := checkMatching(c, n) // names the first non-finite entry
+		_, err := checkMatching(c, n) // names the first non-finite entry
 		return nil, err
 	}
 	for i := 0; i < n; i++ {
@@ -48,9 +48,11 @@ func MinWeightPerfectMatchingMirrored(c []float64, n int, h *Hooks) (*PerfectMat
 // rowPass returns the largest off-diagonal |c[i][j]| of the n×n matrix c
 // (+Inf if one is NaN or ±Inf) and the minimum of each column's
 // off-diagonal entries, in one pass by rows split into par.Parts (the
-// results of symmetryPass but the asymmetry). Each part keeps its own
-// minima, merged at the end: a minimum does not depend on the order (up to
-// the sign of a zero, see symmetryPass).
+// scale of symmetryPass and the minima that the relaxation's warm start
+// would otherwise read c again for, denseCandidates). Each part keeps its
+// own minima, merged at the end: a minimum does not depend on the order
+// (up to the sign of a zero, which only ever meets comparisons and sums
+// with other entries, where it changes nothing).
 func rowPass(c []float64, n int) (scale float64, colMin []float64) {
 	parts := par.NParts(n)
 	mins, top := make([][]float64, parts), make([]float64, parts)

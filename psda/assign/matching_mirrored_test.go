@@ -14,7 +14,7 @@ import (
 // returns MinWeightPerfectMatchingWith's matching, duals and bounds bit for
 // bit on symmetric costs (2-D Stage 2 costs, whose relaxation has odd
 // cycles, and costs of many ties), with any number of workers, and that
-// its row pass finds symmetryPass's scale and column minima.
+// its row pass finds symmetryPass's scale and the columns' minima.
 func TestMirroredSameResult(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
@@ -35,11 +35,20 @@ func TestMirroredSameResult(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		wantScale, _, wantMin := symmetryPass(c, n)
+		wantScale, _ := symmetryPass(c, n)
+		wantMin := make([]float64, n) // each column's off-diagonal minimum
+		for j := range wantMin {
+			wantMin[j] = inf
+			for i := 0; i < n; i++ {
+				if i != j {
+					wantMin[j] = min(wantMin[j], c[i*n+j])
+				}
+			}
+		}
 		forWorkers(t, func(w int) {
 			scale, colMin := rowPass(c, n)
 			if scale != wantScale || !slices.Equal(colMin, wantMin) {
-				t.Fatalf("n=%d %d workers: rowPass scale %v (want %v) or its column minima differ from symmetryPass's", n, w, scale, wantScale)
+				t.Fatalf("n=%d %d workers: rowPass scale %v (want symmetryPass's %v) or its column minima differ from the brute-force ones", n, w, scale, wantScale)
 			}
 			got, err := MinWeightPerfectMatchingMirrored(slices.Clone(c), n, nil)
 			if err != nil {
@@ -80,5 +89,48 @@ func TestMirroredErrors(t *testing.T) {
 	}
 	if _, err := MinWeightPerfectMatchingMirrored(c[:n*n-1], n, nil); err == nil || !strings.Contains(err.Error(), "len(c)") {
 		t.Fatalf("short c: %v, want the length named", err)
+	}
+}
+
+// TestCandidatesFromRowPassMinima checks that the relaxation's warm start
+// finds the same candidates from the column minima of the mirrored input
+// check (rowPass) as from its own pass over c, on Stage 2 costs (some with
+// entries not exactly symmetric) and on costs with many ties, with any
+// number of workers.
+func TestCandidatesFromRowPassMinima(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		ties bool
+	}{{300, false}, {1030, false}, {1030, true}} {
+		c := stage2Cost(tc.n, 7)
+		n := tc.n
+		rng := rand.New(rand.NewPCG(uint64(n), 9))
+		for i := 0; i < n; i++ {
+			for j := i + 1; j < n; j++ {
+				switch {
+				case tc.ties:
+					x := float64(rng.IntN(5))
+					c[i*n+j], c[j*n+i] = x, x
+				case rng.IntN(7) == 0: // an asymmetry within the check's tolerance
+					c[j*n+i] = c[i*n+j] * (1 + 1e-12)
+				}
+			}
+		}
+		_, colMin := rowPass(c, n)
+		for i := 0; i < n; i++ {
+			c[i*n+i] = inf // as MinWeightPerfectMatching hands c to the relaxation
+		}
+		want := denseCandidates(c, n, warmK(n), true, nil)
+		forWorkers(t, func(w int) {
+			if _, colMin2 := rowPass(c, n); !slices.Equal(colMin2, colMin) {
+				t.Fatalf("n=%d %d workers: column minima changed with the workers (or the diagonal)", n, w)
+			}
+			got := denseCandidates(c, n, warmK(n), true, colMin)
+			for i := range want {
+				if !slices.Equal(want[i], got[i]) {
+					t.Fatalf("n=%d ties=%v %d workers row %d: candidates from the checked minima %v, from c %v", n, tc.ties, w, i, got[i], want[i])
+				}
+			}
+		})
 	}
 }

@@ -349,7 +349,7 @@ func stage2Matrix(src, tgt feat.Matrix, spec cost.Spec, col4row []int) ([]float6
 // blossomFinish runs MinWeightPerfectMatching's blossom phase from the
 // relaxation s of c and returns its matching.
 func blossomFinish(b *testing.B, c []float64, n int, s *lsap) *ExactMatching {
-	scale, _, err := checkMatching(c, n)
+	scale, err := checkMatching(c, n)
 	if err != nil {
 		b.Fatal(err)
 	}
