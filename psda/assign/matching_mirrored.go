@@ -13,7 +13,8 @@ import (
 // writes both). Its input check reads c by rows, for the finite entries,
 // the scale and the column minima, instead of comparing every (i, j) with
 // (j, i): that sweep reads c in transposed blocks, at twice a row pass's
-// cost (0.9 of 5 CPU seconds at n = 20,000, docs/performance.md). On a
+// cost (1.5 of 5 CPU seconds at n = 20,000, docs/performance.md), and the
+// relaxation's warm start then reads c again for the minima. On a
 // symmetric c its result is MinWeightPerfectMatchingWith's, bit for bit.
 //
 // A c that is not symmetric is the caller's error, and it is caught where

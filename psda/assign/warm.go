@@ -242,9 +242,10 @@ func (m *denseModel) At(i, j int) float64 { return m.c[i*m.n+j] }
 // entries of the row-major n×n matrix c. colMin, when not nil, holds the
 // minimum of each column's entries off the diagonal (whose entries must
 // be +Inf, as in the relaxation), which spares the first of the passes
-// (checkMatching found them while it read c). Time O(n²) in up to three passes over c,
-// each split over the cores by rows, plus O(k) per insertion into a
-// column's list, which after the first rows is rare; memory O(n·k) per core.
+// (MinWeightPerfectMatchingMirrored's input check found them while it read
+// c). Time O(n²) in up to three passes over c, each split over the cores
+// by rows, plus O(k) per insertion into a column's list, which after the
+// first rows is rare; memory O(n·k) per core.
 //
 // With sym, c is symmetric (up to rounding: the candidates only steer the
 // warm start) and column j's list is read from row j instead, in a third
