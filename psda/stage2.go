@@ -29,7 +29,9 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	m.addDeferred(md, src.N, tgt.N)
 	cfg.Monitor.enter(PhaseStage2Match)
-	pm, err := assign.MinWeightPerfectMatchingWith(c, n, cfg.Monitor.hooks(PhaseStage2Match))
+	// c is written by mirroring (finishStage2): exactly symmetric, so the
+	// solver's input check need not compare its two triangles.
+	pm, err := assign.MinWeightPerfectMatchingMirrored(c, n, cfg.Monitor.hooks(PhaseStage2Match))
 	if err != nil {
 		return fmt.Errorf("psda: stage 2: %w", err)
 	}

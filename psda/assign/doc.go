@@ -18,7 +18,8 @@
 //	MinWeightPerfectMatching     symmetric assignment with a forbidden
 //	             (matching.go)   diagonal, whose halved duals and tight cycle
 //	                             edges (RelaxationStart) start the blossom
-//	                             algorithm
+//	                             algorithm; MinWeightPerfectMatchingMirrored
+//	             (matching_mirrored.go) for costs symmetric by construction
 //	BlossomDense, BlossomSparse  Edmonds' weighted blossom algorithm in
 //	             (blossom.go)    Galil's organisation, dense or on an edge list
 //	CertifyMatching(Graph)       vertex and blossom duals checked against
@@ -34,7 +35,8 @@
 //	                             passes on the dense matrix
 //	Hooks        (hooks.go)      progress and cancellation for the *With
 //	                             variants (RectangularWith, ImbalancedWith,
-//	                             MinWeightPerfectMatchingWith)
+//	                             MinWeightPerfectMatchingWith, and
+//	                             MinWeightPerfectMatchingMirrored)
 //
 // The auctions only warm-start: the potentials they leave are made feasible,
 // only exactly tight assigned entries are kept, and augmenting paths finish,

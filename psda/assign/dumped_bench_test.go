@@ -39,7 +39,9 @@ func loadDump(tb testing.TB, path string) []float64 {
 }
 
 // BenchmarkDumped times Imbalanced + Certify on each dumped Stage 1 matrix
-// and MinWeightPerfectMatching + CertifyMatching on each Stage 2 one,
+// and MinWeightPerfectMatchingMirrored + CertifyMatching on each Stage 2 one
+// (as psda/stage1.go and stage2.go run them: Stage 2's tolerance found
+// before the timer),
 // reporting CPU seconds beside the wall time (their ratio is the cores the
 // solver kept busy) and the certificate's share.
 func BenchmarkDumped(b *testing.B) {
@@ -71,6 +73,9 @@ func BenchmarkDumped(b *testing.B) {
 				b.Fatalf("%s: %d entries, want %d×%d", name, len(c), nr, nc)
 			}
 			var certify time.Duration
+			// psda's Stage 2 takes its tolerance from its cost phase
+			// (Stage2.DenseMax), not from a pass of its own.
+			tol := PriceTol(c)
 			b.ResetTimer()
 			defer reportCPU(b, cpuNow())
 			for range b.N {
@@ -85,13 +90,14 @@ func BenchmarkDumped(b *testing.B) {
 					}
 					certify += time.Since(t0)
 				} else {
-					pm, err := MinWeightPerfectMatching(c, nr)
+					// psda's Stage 2 matrix is written by mirroring.
+					pm, err := MinWeightPerfectMatchingMirrored(c, nr, nil)
 					if err != nil {
 						b.Fatal(err)
 					}
 					t0 := time.Now()
 					em := &ExactMatching{Mate: pm.Mate, Cost: pm.Cost, Duals: pm.Duals}
-					if err := CertifyMatching(c, nr, em, PriceTol(c)); err != nil {
+					if err := CertifyMatching(c, nr, em, tol); err != nil {
 						b.Fatal(err)
 					}
 					certify += time.Since(t0)

@@ -123,3 +123,20 @@ func ExampleSolveSparse() {
 	// columns: [1 2 0] cost: 10
 	// potentials certify it: true
 }
+
+// A cost written by mirroring, as psda's Stage 2 writes it, skips the check
+// of its two triangles against each other.
+func ExampleMinWeightPerfectMatchingMirrored() {
+	c := []float64{
+		0, 1, 5, 2,
+		1, 0, 2, 5,
+		5, 2, 0, 1,
+		2, 5, 1, 0,
+	}
+	pm, err := assign.MinWeightPerfectMatchingMirrored(c, 4, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(pm.Mate, pm.Cost)
+	// Output: [1 0 3 2] 2
+}

@@ -298,6 +298,11 @@ type lsap struct {
 	// only its diagonal forbidden, which the warm start's candidates use
 	// (denseCandidates) and warmAuction's feasibility check need not test.
 	sym bool
+	// colMin holds the minimum of each column's entries off the diagonal
+	// when the input check already found them (rowPass, for
+	// MinWeightPerfectMatchingMirrored), else nil: denseCandidates then
+	// reads c for them.
+	colMin []float64
 	// seed is the solution of a warm start's sparse problem that gave up
 	// (warmStart), nil if none: auctionInit starts from its prices.
 	seed  *Solution

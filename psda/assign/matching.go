@@ -58,6 +58,15 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 	if err != nil {
 		return nil, err
 	}
+	return minWeightPerfectMatching(c, n, h, scale, nil)
+}
+
+// minWeightPerfectMatching is MinWeightPerfectMatchingWith on a checked c
+// of largest off-diagonal |entry| scale, with the minima of its columns'
+// off-diagonal entries when the check found them (else nil: the
+// relaxation's warm start reads c for them).
+func minWeightPerfectMatching(c []float64, n int, h *Hooks, scale float64, colMin []float64) (*PerfectMatching, error) {
+	var err error
 	if err := h.stop(); err != nil { // the checks read all of c: look again
 		return nil, err
 	}
@@ -66,7 +75,7 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 		diag[i], c[i*n+i] = c[i*n+i], inf
 	}
 	s := newLSAP(c, n, n)
-	s.sym = true
+	s.sym, s.colMin = true, colMin
 	s, err = s.solve(h.sub(0, 0.9))
 	for i, x := range diag {
 		c[i*n+i] = x
@@ -93,11 +102,8 @@ func MinWeightPerfectMatchingWith(c []float64, n int, h *Hooks) (*PerfectMatchin
 // fails is c swept again to name the entry or pair the serial checks
 // would have met first.
 func checkMatching(c []float64, n int) (scale float64, err error) {
-	if n < 2 || n%2 != 0 {
-		return 0, fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
-	}
-	if len(c) != n*n {
-		return 0, fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
+	if err := checkMatchingShape(c, n); err != nil {
+		return 0, err
 	}
 	scale, asym := symmetryPass(c, n)
 	if scale == inf {
@@ -114,6 +120,18 @@ func checkMatching(c []float64, n int) (scale float64, err error) {
 		return scale, checkSymmetric(c, n, 1e-9*scale)
 	}
 	return scale, nil
+}
+
+// checkMatchingShape validates n and the length of c, the input checks'
+// first step.
+func checkMatchingShape(c []float64, n int) error {
+	if n < 2 || n%2 != 0 {
+		return fmt.Errorf("assign: n = %d vertices: a perfect matching needs an even n >= 2 (add a dummy vertex to make n even)", n)
+	}
+	if len(c) != n*n {
+		return fmt.Errorf("assign: len(c) = %d but n×n = %d×%d = %d: pass the row-major n×n matrix", len(c), n, n, n*n)
+	}
+	return nil
 }
 
 // symmetryBlock is the side of the blocks in which symmetryPass and

@@ -30,7 +30,7 @@ func TestPricingToCertificate(t *testing.T) {
 			for _, kc := range [][2]int{{1, 1}, {4, 8}} {
 				c := tc.c(n)
 				pr := &Pricing{Model: &denseModel{c: c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1, Keep: kc[1]}
-				sol, _, err := pr.Solve(denseCandidates(c, n, kc[0], false))
+				sol, _, err := pr.Solve(denseCandidates(c, n, kc[0], false, nil))
 				if err != nil {
 					t.Fatalf("%s n=%d k=%v: %v", tc.name, n, kc, err)
 				}
@@ -73,7 +73,7 @@ func TestPricingPolicy(t *testing.T) {
 					last = max(last, args[0].(int))
 				}
 			}}
-		if _, _, err := pr.Solve(denseCandidates(c, n, 1, false)); err != nil {
+		if _, _, err := pr.Solve(denseCandidates(c, n, 1, false, nil)); err != nil {
 			t.Fatal(err)
 		}
 		return last
@@ -85,7 +85,7 @@ func TestPricingPolicy(t *testing.T) {
 		t.Fatalf("MaxPasses = 1: last pass %d, want 0", p)
 	}
 	pr := &Pricing{Model: &denseModel{c: c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1, Keep: 8, MaxAdd: 1}
-	if _, _, err := pr.Solve(denseCandidates(c, n, 1, false)); !errors.Is(err, ErrPricingGaveUp) {
+	if _, _, err := pr.Solve(denseCandidates(c, n, 1, false, nil)); !errors.Is(err, ErrPricingGaveUp) {
 		t.Fatalf("MaxAdd = 1 on a matrix whose 1-candidate graph misses most optima: got %v, want ErrPricingGaveUp", err)
 	}
 }

@@ -77,7 +77,7 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	if repeatedLines(s.c, n) > seedRepeats {
 		return false, nil // costs of repeated points: see seedRepeats
 	}
-	adj := denseCandidates(s.c, n, warmK(n), s.sym)
+	adj := denseCandidates(s.c, n, warmK(n), s.sym, s.colMin)
 	if err := h.stop(); err != nil {
 		return false, err
 	}
@@ -239,9 +239,13 @@ func (m *denseModel) PassCols(cols []int, visit func(a, b int, x float64)) {
 func (m *denseModel) At(i, j int) float64 { return m.c[i*m.n+j] }
 
 // denseCandidates returns the candidate edges of warmStart on the finite
-// entries of the row-major n×n matrix c. Time O(n²) in two passes over c,
-// each split over the cores by rows, plus O(k) per insertion into a
-// column's list, which after the first rows is rare; memory O(n·k) per core.
+// entries of the row-major n×n matrix c. colMin, when not nil, holds the
+// minimum of each column's entries off the diagonal (whose entries must
+// be +Inf, as in the relaxation), which spares the first of the passes
+// (MinWeightPerfectMatchingMirrored's input check found them while it read
+// c). Time O(n²) in up to three passes over c, each split over the cores
+// by rows, plus O(k) per insertion into a column's list, which after the
+// first rows is rare; memory O(n·k) per core.
 //
 // With sym, c is symmetric (up to rounding: the candidates only steer the
 // warm start) and column j's list is read from row j instead, in a third
@@ -251,29 +255,38 @@ func (m *denseModel) At(i, j int) float64 { return m.c[i*m.n+j] }
 // k = 48 on Stage 2 costs of real features, n = 5000: half the candidates'
 // time). The edges are then symmetrised (symmetrise), so that the pricing
 // loop can run symmetric.
-func denseCandidates(c []float64, n, k int, sym bool) Edges {
+func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 	k = min(k, n)
-	// Column minima, negated, so that row[j] + v[j] is the reduced entry.
-	parts := make([][]float64, par.NParts(n))
-	par.Parts(n, func(part, lo, hi int) {
-		v := make([]float64, n)
-		for j := range v {
-			v[j] = -inf
+	// Column minima, negated, so that row[j] + v[j] is the reduced entry:
+	// from colMin when given, else in a pass over c.
+	var v []float64
+	if colMin != nil {
+		v = make([]float64, n)
+		for j, x := range colMin {
+			v[j] = -x
 		}
-		for i := lo; i < hi; i++ {
-			row := c[i*n : i*n+n]
-			for j, x := range row {
-				if -x > v[j] {
-					v[j] = -x
+	} else {
+		parts := make([][]float64, par.NParts(n))
+		par.Parts(n, func(part, lo, hi int) {
+			v := make([]float64, n)
+			for j := range v {
+				v[j] = -inf
+			}
+			for i := lo; i < hi; i++ {
+				row := c[i*n : i*n+n]
+				for j, x := range row {
+					if -x > v[j] {
+						v[j] = -x
+					}
 				}
 			}
-		}
-		parts[part] = v
-	})
-	v := parts[0]
-	for _, w := range parts[1:] {
-		for j, x := range w {
-			v[j] = max(v[j], x)
+			parts[part] = v
+		})
+		v = parts[0]
+		for _, w := range parts[1:] {
+			for j, x := range w {
+				v[j] = max(v[j], x)
+			}
 		}
 	}
 	for j, x := range v {
@@ -287,7 +300,7 @@ func denseCandidates(c []float64, n, k int, sym bool) Edges {
 	p := make([]float64, n)
 	var cols []*topk.Columns
 	if !sym {
-		cols = make([]*topk.Columns, len(parts))
+		cols = make([]*topk.Columns, par.NParts(n))
 	}
 	par.Parts(n, func(part, lo, hi int) {
 		var cl *topk.Columns

@@ -148,7 +148,7 @@ func TestDenseCandidatesSymmetric(t *testing.T) {
 				c[i*tc.n+j], c[j*tc.n+i] = x, x
 			}
 		}
-		want, got := symmetriseBrute(denseCandidates(c, tc.n, tc.k, false)), denseCandidates(c, tc.n, tc.k, true)
+		want, got := symmetriseBrute(denseCandidates(c, tc.n, tc.k, false, nil)), denseCandidates(c, tc.n, tc.k, true, nil)
 		for i := range want {
 			if !slices.Equal(want[i], got[i]) {
 				t.Fatalf("n=%d k=%d row %d: symmetric mode %v, general %v", tc.n, tc.k, i, got[i], want[i])
