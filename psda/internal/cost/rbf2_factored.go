@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/feat"
@@ -211,9 +212,10 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 		copy(near.K, m.nearTab)
 	}
 	kappa := sc.kernelRow(m.kern)
+	ord, ordB := m.columnOrder()
 	sc.gram(x, A, sym, gram.SqDists, mon, func(t *gram.Tile) {
-		kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
-		bq := bIdx[t.J0:][:t.NJ]
+		kr, e, out, fq := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+		oj, ob := ord[t.J0:][:t.NJ], ordB[t.J0:][:t.NJ]
 		var rsum, csum, rmax, cmax []float64
 		if sums {
 			rsum, csum = pa.Slot(t.BJ), pa.Slot(t.BI)
@@ -227,13 +229,17 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 			}
 			kappa(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
 			fr, bar := f[r*nb:(r+1)*nb], kba[bIdx[r]*p+t.J0:][:t.NJ] // bar[j] = K_ab[q, b_r]
+			// fq[j] = f_r[b_q], read in ascending b (see columnOrder).
+			for k, j := range oj {
+				fq[j] = fr[ob[k]]
+			}
 			from := j0
 			if sym && t.Diag {
 				from++ // the upper triangle only
 			}
 			if !sums {
 				for j := j0; j < t.NJ; j++ {
-					out[j] = kr[j] + fr[bq[j]] - bar[j]
+					out[j] = kr[j] + fq[j] - bar[j]
 				}
 				emit(r, t.J0+from, out[from:])
 				continue
@@ -245,14 +251,14 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 			s, mx := 0.0, 0.0
 			if from > j0 {
 				v := kr[j0]
-				out[j0] = v + fr[bq[j0]] - bar[j0]
+				out[j0] = v + fq[j0] - bar[j0]
 				s += v
 			}
 			n := t.NJ - from
-			kf, of, bf, qf := kr[from:][:n], out[from:][:n], bar[from:][:n], bq[from:][:n]
+			kf, of, bf, ff := kr[from:][:n], out[from:][:n], bar[from:][:n], fq[from:][:n]
 			cs, cm := csum[t.J0+from:][:n], cmax[from:][:n]
 			for j, v := range kf {
-				of[j] = v + fr[qf[j]] - bf[j]
+				of[j] = v + ff[j] - bf[j]
 				s += v
 				cs[j] += v // on a diagonal tile csum is rsum: row q's share
 				if v > mx {
@@ -274,6 +280,30 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	if sums && mon.Err() == nil {
 		m.rowAA, m.near = pa.Total(), near
 	}
+}
+
+// columnOrder returns, for each block of gram.TileSize columns q (the
+// tiles' column ranges), the columns' offsets in the block ordered by b_q
+// (ord) and those b_q (ordB), both indexed like q. A pass reads a row's
+// table f_r at the b_q of its tile's columns: in column order these reads
+// jump at random across the row's n_b entries (16 KiB at n_b = 2000, which
+// the pass's other streams have pushed out of the caches), in b order they
+// ascend, which the hardware prefetchers follow; the values gathered, and
+// every sum and entry made of them, are the same.
+func (m *rbf2Factored) columnOrder() (ord []int32, ordB []int) {
+	p, ts := m.p, gram.TileSize
+	ord, ordB = make([]int32, p), make([]int, p)
+	for j0 := 0; j0 < p; j0 += ts {
+		o := ord[j0:min(p, j0+ts)]
+		for j := range o {
+			o[j] = int32(j)
+		}
+		slices.SortFunc(o, func(x, y int32) int { return cmp.Compare(m.bIdx[j0+int(x)], m.bIdx[j0+int(y)]) })
+		for k, j := range o {
+			ordB[j0+k] = m.bIdx[j0+int(j)]
+		}
+	}
+	return ord, ordB
 }
 
 func (m *rbf2Factored) finish() ([]float64, []float64) {
