@@ -2,6 +2,7 @@ package cost
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/psda-dev/psda/psda/internal/feat"
 	"github.com/psda-dev/psda/psda/internal/gram"
@@ -83,15 +84,19 @@ type rbf2Factored struct {
 	p, nb  int
 	A, B   gram.Vectors
 	// Set by the first pass (tables): K_bb (n_b×n_b, row-major); for
-	// each pair r, f_r = K_bb[b_r, ·] − K_ab[r, ·] (P×n_b, row-major) and
-	// K_ab[r, b_r]; K_ab transposed (n_b×P), so that both of V_rq's table
-	// terms, f_r[b_q] and K_ab[q, b_r], are read along rows (read down a
-	// column, each entry would miss the cache); the row sums of K_bb and
+	// each pair r, f_r = K_bb[b_r, ·] − K_ab[r, ·] stored transposed
+	// (fT, n_b×P: fT[j·P + r] = f_r[j]) and K_ab[r, b_r]; K_ab transposed
+	// (n_b×P). Both of V_rq's table terms, f_r[b_q] and K_ab[q, b_r], are
+	// then read along rows of P entries: K_ab[·, b_r] over a tile's
+	// columns q, fT[b_q, ·] over its rows r. Row-major f (P×n_b) was
+	// gathered at random b_q across each 16 KiB row (n_b = 2000) once per
+	// tile, ~85 bytes from memory per entry at 40000 × 2000, fT reads 8
+	// (docs/performance.md, "The factored pass's table reads"). The row sums of K_bb and
 	// K_ab, the column sums of K_ab, and the largest table kernel value of
 	// each a (index r) and b (index P+j) with another paired vector
 	// (rbfErr32).
-	kbb, f, kba, abDiag, rowBB, rowAB, colAB []float64
-	nearTab                                  []float64
+	kbb, fT, kba, abDiag, rowBB, rowAB, colAB []float64
+	nearTab                                   []float64
 	// Set by a full float64 pass: the row sums of K_aa and the nearest
 	// other paired vector of each a and b (nearTab raised by K_aa).
 	rowAA []float64
@@ -171,30 +176,33 @@ func (m *rbf2Factored) tables() {
 		}
 		near.K[p+j] = mx
 	}
-	// K_ab becomes f in place.
+	// K_ab's memory becomes fT, from K_ab's transpose and K_bb's rows
+	// (K_bb[b_r, j] = K_bb[j, b_r]: the mirror above copies the values).
 	abDiag := make([]float64, p)
-	par.Rows(p, func(r0, r1 int) {
-		for r := r0; r < r1; r++ {
-			b := m.bIdx[r]
-			row, bb := kab[r*nb:(r+1)*nb], kbb[b*nb:(b+1)*nb]
-			abDiag[r] = row[b]
-			for j, v := range row {
-				row[j] = bb[j] - v
+	for r, b := range m.bIdx {
+		abDiag[r] = kba[b*p+r]
+	}
+	fT := kab
+	par.Rows(nb, func(j0, j1 int) {
+		for j := j0; j < j1; j++ {
+			row, ab, bb := fT[j*p:(j+1)*p], kba[j*p:(j+1)*p], kbb[j*nb:(j+1)*nb]
+			for r, b := range m.bIdx {
+				row[r] = bb[b] - ab[r]
 			}
 		}
 	})
-	m.kbb, m.f, m.kba, m.abDiag, m.rowBB, m.rowAB, m.colAB, m.nearTab = kbb, kab, kba, abDiag, rowBB, rs.Total(), cs.Total(), near.K
+	m.kbb, m.fT, m.kba, m.abDiag, m.rowBB, m.rowAB, m.colAB, m.nearTab = kbb, kab, kba, abDiag, rowBB, rs.Total(), cs.Total(), near.K
 }
 
 // pass runs the Gram pass of K_aa (symmetric for a full pass; the rows
 // sc.Rows against every a otherwise) and adds the table terms per tile.
 func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
-	if m.f == nil {
-		if m.tables(); m.f == nil {
+	if m.fT == nil {
+		if m.tables(); m.fT == nil {
 			return // cancelled
 		}
 	}
-	A, bIdx, f, kba, mon, p, nb := m.A, m.bIdx, m.f, m.kba, m.mon, m.p, m.nb
+	A, bIdx, fT, kba, mon, p, nb := m.A, m.bIdx, m.fT, m.kba, m.mon, m.p, m.nb
 	rows, sym := sc.Rows, sc.Rows == nil
 	rowOf := func(i int) int { return i }
 	x := A
@@ -212,8 +220,18 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	}
 	kappa := sc.kernelRow(m.kern)
 	sc.gram(x, A, sym, gram.SqDists, mon, func(t *gram.Tile) {
-		kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+		kr, e, out, fq := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
 		bq := bIdx[t.J0:][:t.NJ]
+		// fTile[i·NJ + j] = f_r[b_q] for the tile's rows r = I0+i of a
+		// symmetric pass: row b_q of fT read over the tile's rows.
+		var fTile []float64
+		if sym {
+			buf := tileBufs.Get().(*[]float64)
+			defer tileBufs.Put(buf)
+			fTile = slices.Grow((*buf)[:0], t.NI*t.NJ)[:t.NI*t.NJ]
+			*buf = fTile
+			transposeRows(fTile, fT, bq, p, t.I0, t.NI)
+		}
 		var rsum, csum, rmax, cmax []float64
 		if sums {
 			rsum, csum = pa.Slot(t.BJ), pa.Slot(t.BI)
@@ -226,14 +244,22 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 				j0 = upperFrom(t, i)
 			}
 			kappa(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
-			fr, bar := f[r*nb:(r+1)*nb], kba[bIdx[r]*p+t.J0:][:t.NJ] // bar[j] = K_ab[q, b_r]
+			bar := kba[bIdx[r]*p+t.J0:][:t.NJ] // bar[j] = K_ab[q, b_r]
+			fq := fq                           // f_r[b_q] over the tile's columns
+			if sym {
+				fq = fTile[i*t.NJ:][:t.NJ]
+			} else {
+				for j, b := range bq {
+					fq[j] = fT[b*p+r]
+				}
+			}
 			from := j0
 			if sym && t.Diag {
 				from++ // the upper triangle only
 			}
 			if !sums {
 				for j := j0; j < t.NJ; j++ {
-					out[j] = kr[j] + fr[bq[j]] - bar[j]
+					out[j] = kr[j] + fq[j] - bar[j]
 				}
 				emit(r, t.J0+from, out[from:])
 				continue
@@ -245,14 +271,14 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 			s, mx := 0.0, 0.0
 			if from > j0 {
 				v := kr[j0]
-				out[j0] = v + fr[bq[j0]] - bar[j0]
+				out[j0] = v + fq[j0] - bar[j0]
 				s += v
 			}
 			n := t.NJ - from
-			kf, of, bf, qf := kr[from:][:n], out[from:][:n], bar[from:][:n], bq[from:][:n]
+			kf, of, bf, ff := kr[from:][:n], out[from:][:n], bar[from:][:n], fq[from:][:n]
 			cs, cm := csum[t.J0+from:][:n], cmax[from:][:n]
 			for j, v := range kf {
-				of[j] = v + fr[qf[j]] - bf[j]
+				of[j] = v + ff[j] - bf[j]
 				s += v
 				cs[j] += v // on a diagonal tile csum is rsum: row q's share
 				if v > mx {
@@ -275,6 +301,32 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 		m.rowAA, m.near = pa.Total(), near
 	}
 }
+
+// transposeRows sets dst[i·len(bq) + j] = src[bq[j]·p + i0 + i] for i < ni:
+// the rows bq of src (p columns), from column i0 on, as the columns of dst.
+// Four rows at a time, so that four streams from memory are in flight and
+// each row of dst takes four adjacent values per visit.
+func transposeRows(dst, src []float64, bq []int, p, i0, ni int) {
+	nj := len(bq)
+	j := 0
+	for ; j+4 <= nj; j += 4 {
+		s0, s1 := src[bq[j]*p+i0:][:ni], src[bq[j+1]*p+i0:][:ni]
+		s2, s3 := src[bq[j+2]*p+i0:][:ni], src[bq[j+3]*p+i0:][:ni]
+		for i := range s0 {
+			d := dst[i*nj+j:][:4]
+			d[0], d[1], d[2], d[3] = s0[i], s1[i], s2[i], s3[i]
+		}
+	}
+	for ; j < nj; j++ {
+		for i, v := range src[bq[j]*p+i0:][:ni] {
+			dst[i*nj+j] = v
+		}
+	}
+}
+
+// tileBufs holds the symmetric passes' tiles of f values, so that each
+// tile does not allocate gram.TileSize² of them afresh.
+var tileBufs = sync.Pool{New: func() any { return new([]float64) }}
 
 func (m *rbf2Factored) finish() ([]float64, []float64) {
 	abDiag, rowBB, rowAB, colAB, rowAA, bIdx, kern, p, nb := m.abDiag, m.rowBB, m.rowAB, m.colAB, m.rowAA, m.bIdx, m.kern, m.p, m.nb

@@ -10,8 +10,9 @@ import (
 
 // TestSinks offers a tie-heavy matrix through the row sink, by whole rows
 // in index order and by tiles in random order, and through the column
-// sink, and checks every settled list against a full sort of the reduced
-// costs (ties by tieKey for New, by index for NewByIndex), with the
+// sink (whole columns, random pieces of columns, and pieces through an index
+// permutation), over more items than one lock stripe holds, and checks every
+// settled list against a full sort of the reduced costs (ties by tieKey for New, by index for NewByIndex), with the
 // diagonal and the skipped entries left out, for sorted and buffered lists.
 func TestSinks(t *testing.T) {
 	for _, k := range []int{5, 20} { // sorted lists, buffered lists
@@ -21,7 +22,7 @@ func TestSinks(t *testing.T) {
 
 func testSinks(t *testing.T, k int) {
 	rng := rand.New(rand.NewPCG(3, 9))
-	const n, m = 40, 57
+	const n, m = 2*LockBlock + 22, 57
 	x := make([]float64, n*m)
 	for i := range x {
 		x[i] = float64(rng.IntN(4)) // ties
@@ -37,7 +38,7 @@ func testSinks(t *testing.T, k int) {
 	skip := func(a, b int) bool { return (a*7+b)%11 == 0 }
 	for _, byIndex := range []bool{false, true} {
 		newLists, key := tieRule(byIndex)
-		for _, way := range []string{"rows", "tiles", "cols"} {
+		for _, way := range []string{"rows", "tiles", "cols", "col pieces", "col idx"} {
 			s := newLists(n, k)
 			row, col := s.Sinks(c, z, w, true, skip)
 			switch way {
@@ -66,6 +67,36 @@ func testSinks(t *testing.T, k int) {
 						xs[a] = x[a*m+b]
 					}
 					col(b, 0, xs, nil)
+				}
+			case "col pieces", "col idx":
+				// Pieces [a0, a1) of every column in random order, of
+				// random lengths that start and end inside lock stripes
+				// or cross them; with idx, piece entry k is item
+				// perm[a0+k].
+				var idx []int
+				if way == "col idx" {
+					idx = rng.Perm(n)
+				}
+				type piece struct{ b, a0, a1 int }
+				var pieces []piece
+				for b := 0; b < m; b++ {
+					for a0 := 0; a0 < n; {
+						a1 := min(n, a0+1+rng.IntN(2*LockBlock))
+						pieces = append(pieces, piece{b, a0, a1})
+						a0 = a1
+					}
+				}
+				rng.Shuffle(len(pieces), func(p, q int) { pieces[p], pieces[q] = pieces[q], pieces[p] })
+				for _, pc := range pieces {
+					xs := make([]float64, pc.a1-pc.a0)
+					for k := range xs {
+						a := pc.a0 + k
+						if idx != nil {
+							a = idx[a]
+						}
+						xs[k] = x[a*m+pc.b]
+					}
+					col(pc.b, pc.a0, xs, idx)
 				}
 			}
 			for a := 0; a < n; a++ {
