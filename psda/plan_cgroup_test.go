@@ -77,6 +77,22 @@ func TestCgroupRoom(t *testing.T) {
 			v1 + "memory.limit_in_bytes": "9223372036854771712\n",
 			v1 + "memory.usage_in_bytes": "123\n",
 		}, 0, false},
+		// A job at its limit after reading its data set twice: the cache
+		// fills the group, most of it on the active list, all of it
+		// reclaimable. Half the file cache (4000) counts free, as
+		// MemAvailable counts it, not the inactive part (1000) alone.
+		{"v2 at its limit, cache mostly active", map[string]string{
+			"proc/self/cgroup":       "0::/job\n",
+			g + "job/memory.max":     "10000\n",
+			g + "job/memory.current": "9900\n",
+			g + "job/memory.stat":    "anon 1900\nfile 8000\nactive_anon 1900\ninactive_file 1000\nactive_file 7000\n",
+		}, 10000 - (9900 - 4000), true},
+		{"v1 at its limit, hierarchical active cache", map[string]string{
+			"proc/self/cgroup":                      "4:memory:/slurm/job7\n",
+			v1 + "slurm/job7/memory.limit_in_bytes": "20000\n",
+			v1 + "slurm/job7/memory.usage_in_bytes": "19000\n",
+			v1 + "slurm/job7/memory.stat":           "inactive_file 1\nactive_file 1\ntotal_inactive_file 2000\ntotal_active_file 12000\n",
+		}, 20000 - (19000 - 7000), true},
 		{"over the limit: negative room", map[string]string{
 			"proc/self/cgroup":   "0::/\n",
 			g + "memory.max":     "1000\n",
