@@ -114,7 +114,7 @@ func TestAvailableBytesWithinCgroup(t *testing.T) {
 	if !ok {
 		t.Skip("no memory cgroup limit on this machine")
 	}
-	if a := availableBytes(); a > max(room, 1) {
+	if a, _ := availableBytes(); a > max(room, 1) {
 		t.Fatalf("availableBytes = %d above the cgroup's room %d", a, room)
 	}
 }
@@ -133,10 +133,32 @@ func TestBytesText(t *testing.T) {
 // A refusal under 1 GB names megabytes, not "0.0 GB".
 func TestRefusalInMegabytes(t *testing.T) {
 	pl := defaultPlan()
-	pl.available = func() int64 { return 20e6 }
+	pl.available = func() (int64, memLimit) { return 20e6, limitMachine }
 	x := Matrix{N: 2000, D: 1, F32: make([]float32, 2000)}
 	_, err := pl.match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
 	if err == nil || !strings.Contains(err.Error(), "needs about 32 MB") || !strings.Contains(err.Error(), "only 20 MB") {
 		t.Fatalf("2000×2000 on 20 MB: got %v, want a refusal in MB", err)
+	}
+}
+
+// A refusal names the limit of the reading it compared against, with that
+// limit's advice: the one availableBytes found, not one found by reading a
+// cgroup's usage or VmSize again (they move between the two readings).
+func TestRefusalNamesTheBindingLimit(t *testing.T) {
+	x := Matrix{N: 2000, D: 1, F32: make([]float32, 2000)}
+	for _, tc := range []struct {
+		limit      memLimit
+		want, hint string
+	}{
+		{limitMachine, "of memory is available", "run on a machine with more memory"},
+		{limitCgroup, "memory cgroup limit", "raise the container's or the job's memory limit"},
+		{limitAddressSpace, "ulimit -v / RLIMIT_AS", "raise the limit (ulimit -v)"},
+	} {
+		pl := defaultPlan()
+		pl.available = func() (int64, memLimit) { return 20e6, tc.limit }
+		_, err := pl.match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.hint) {
+			t.Errorf("limit %d: got %v, want a refusal naming %q and advising %q", tc.limit, err, tc.want, tc.hint)
+		}
 	}
 }
