@@ -77,7 +77,7 @@ func TestKeepCross(t *testing.T) {
 		{"sparse stage 1", n, n, rbf, true, false, 1 << 40, 3 << 30, false},
 		{"sparse stage 2", n, n, rbf, false, true, 1 << 40, 3 << 30, false},
 	} {
-		pl := &plan{denseLimit: tc.limit, available: func() int64 { return tc.avail }}
+		pl := &plan{denseLimit: tc.limit, available: func() (int64, memLimit) { return tc.avail, limitMachine }}
 		if got := pl.keepCross(tc.ns, tc.nt, tc.cfg, tc.sparse1, tc.sparse2); got != tc.want {
 			t.Errorf("%s: keepCross = %v, want %v", tc.name, got, tc.want)
 		}

@@ -27,8 +27,8 @@ type plan struct {
 	// Auto builds; beyond it the stage goes sparse (useSparse).
 	denseLimit int64
 	// available reports the bytes a new allocation can use, or 0 where it
-	// cannot tell (availableBytes).
-	available func() int64
+	// cannot tell, and the limit that sets them (availableBytes).
+	available func() (int64, memLimit)
 	// sparseK is the number of candidate edges kept per row and per column
 	// by the first pass of Stage 2, and a third of that of Stage 1, whose
 	// nearest neighbours predict the optimal partners less well (at n =
@@ -83,24 +83,40 @@ func stageBytes(ns, nt int) (s1, s2 int64) {
 	return s1, 8 * m * m
 }
 
+// memLimit names what sets the bytes availableBytes reports, so that
+// checkMemory's error names the limit of the same reading (a second reading
+// of a cgroup's usage or of VmSize, which move all the time, could name
+// another limit, with the wrong advice).
+type memLimit int
+
+const (
+	limitUnknown      memLimit = iota // no figure: availableBytes is 0
+	limitMachine                      // the kernel's MemAvailable
+	limitCgroup                       // a memory cgroup's limit (plan_cgroup.go)
+	limitAddressSpace                 // RLIMIT_AS (ulimit -v) above VmSize
+)
+
 // availableBytes reports the memory a new allocation can use, or 0 where it
-// cannot tell: the smallest of what the kernel says is available
-// (MemAvailable), what the process's memory cgroup limits leave (a
-// container's or a job scheduler's; past it the kernel kills the process)
-// and what the address-space limit (RLIMIT_AS, `ulimit -v`, common on
-// clusters) leaves above the process's current size (VmSize; past it the Go
-// runtime cannot map memory and aborts the process).
+// cannot tell, and the limit that sets it: the smallest of what the kernel
+// says is available (MemAvailable), what the process's memory cgroup
+// limits leave (a container's or a job scheduler's; past it the kernel
+// kills the process) and what the address-space limit (RLIMIT_AS, `ulimit
+// -v`, common on clusters) leaves above the process's current size (VmSize;
+// past it the Go runtime cannot map memory and aborts the process).
 // It is defaultPlan's available.
-func availableBytes() int64 {
-	avail := procKB("/proc/meminfo", "MemAvailable:") << 10
+func availableBytes() (int64, memLimit) {
+	avail, limit := procKB("/proc/meminfo", "MemAvailable:")<<10, limitMachine
+	if avail <= 0 {
+		avail, limit = 0, limitUnknown
+	}
 	if room, ok := cgroupRoom(); ok && (avail <= 0 || room < avail) {
-		avail = max(room, 1)
+		avail, limit = max(room, 1), limitCgroup
 	}
 	if room, ok := addressSpaceRoom(); ok && (avail <= 0 || room < avail) {
 		// room may be <= 0: the process is already at its limit.
-		avail = max(room, 1)
+		avail, limit = max(room, 1), limitAddressSpace
 	}
-	return avail
+	return avail, limit
 }
 
 // procKB returns the value in kB of the line starting with key in a /proc
@@ -167,7 +183,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need += cb
 		what = fmt.Sprintf("its dense cost matrices and CORAL's %d×%d covariances", dim, dim)
 	}
-	avail := pl.available()
+	avail, limit := pl.available()
 	if avail <= 0 || need+need/8 <= avail {
 		return nil
 	}
@@ -178,10 +194,11 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 			"use discrepancy = \"mmd\", or run on a machine with more memory"
 	}
 	src := "memory is available"
-	if room, ok := addressSpaceRoom(); ok && room <= avail {
+	switch limit {
+	case limitAddressSpace:
 		src = "address space is left under the process's limit (ulimit -v / RLIMIT_AS)"
 		hint = strings.Replace(hint, "run on a machine with more memory", "raise the limit (ulimit -v)", 1)
-	} else if room, ok := cgroupRoom(); ok && room <= avail {
+	case limitCgroup:
 		src = "memory is left under the process's memory cgroup limit (a container's or a job's: memory.max or memory.limit_in_bytes)"
 		hint = strings.Replace(hint, "run on a machine with more memory", "raise the container's or the job's memory limit", 1)
 	}
@@ -217,7 +234,7 @@ func (pl *plan) keepCross(ns, nt int, cfg Config, sparse1, sparse2 bool) bool {
 	}
 	s1, s2 := stageBytes(ns, nt)
 	need := max(s1, s2) + cost.CrossBytes(ns, nt)
-	if avail := pl.available(); avail > 0 {
+	if avail, _ := pl.available(); avail > 0 {
 		return need+need/8 <= avail
 	}
 	return need <= pl.denseLimit
@@ -228,7 +245,7 @@ func (pl *plan) keepCross(ns, nt int, cfg Config, sparse1, sparse2 bool) bool {
 // half of what is available where that is known.
 func (pl *plan) tableLimit() int64 {
 	lim := pl.denseLimit
-	if avail := pl.available(); avail > 0 {
+	if avail, _ := pl.available(); avail > 0 {
 		lim = min(lim, avail/2)
 	}
 	return lim

@@ -26,8 +26,13 @@ func cgroupRoom() (int64, bool) { return cgroupRoomAt("/") }
 // cgroupRoomAt is cgroupRoom on the file system under root (tests build one).
 // A limit holds for its group and every group below it, so the room is the
 // smallest over the process's group and its ancestors of limit − (usage −
-// inactive file cache): the kernel reclaims that cache before it kills, as
-// MemAvailable counts it.
+// reclaimable file cache): the kernel reclaims clean file pages, active or
+// inactive, before it kills. As MemAvailable does (si_mem_available), at
+// most half of the file cache (the active and inactive file lists) is
+// counted free, and never less than its inactive part: a job that has read
+// its data set more than once holds most of its cache on the active list,
+// and at its limit the cache fills the group, so counting the inactive
+// part alone refused matchings that the kernel would have made room for.
 func cgroupRoomAt(root string) (int64, bool) {
 	f, err := os.Open(filepath.Join(root, "proc/self/cgroup"))
 	if err != nil {
@@ -55,11 +60,11 @@ func cgroupRoomAt(root string) (int64, bool) {
 	// A v1 memory controller, where mounted, is the one that limits.
 	if has1 {
 		return cgroupWalk(filepath.Join(root, "sys/fs/cgroup/memory"), v1,
-			"memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+			"memory.limit_in_bytes", "memory.usage_in_bytes", "total_")
 	}
 	if has2 {
 		return cgroupWalk(filepath.Join(root, "sys/fs/cgroup"), v2,
-			"memory.max", "memory.current", "inactive_file")
+			"memory.max", "memory.current", "")
 	}
 	return 0, false
 }
@@ -68,14 +73,14 @@ func cgroupRoomAt(root string) (int64, bool) {
 // mount base and its ancestors. Where the group's directory is absent (a
 // container that mounts only its own group at base, without a cgroup
 // namespace), base itself is that group.
-func cgroupWalk(base, path, limitFile, usageFile, inactiveKey string) (int64, bool) {
+func cgroupWalk(base, path, limitFile, usageFile, statPrefix string) (int64, bool) {
 	dir := filepath.Join(base, filepath.Clean("/"+path))
 	if _, err := os.Stat(dir); err != nil {
 		dir = base
 	}
 	room, found := int64(0), false
 	for {
-		if r, ok := cgroupLevel(dir, limitFile, usageFile, inactiveKey); ok && (!found || r < room) {
+		if r, ok := cgroupLevel(dir, limitFile, usageFile, statPrefix); ok && (!found || r < room) {
 			room, found = r, true
 		}
 		if dir == base || len(dir) <= len(base) {
@@ -85,9 +90,11 @@ func cgroupWalk(base, path, limitFile, usageFile, inactiveKey string) (int64, bo
 	}
 }
 
-// cgroupLevel returns limit − (usage − inactive) of one group, and false
-// where the group has no limit or its files cannot be read.
-func cgroupLevel(dir, limitFile, usageFile, inactiveKey string) (int64, bool) {
+// cgroupLevel returns limit − (usage − reclaimable file cache) of one
+// group (cgroupRoomAt), and false where the group has no limit or its files
+// cannot be read. statPrefix is "total_" for v1's hierarchical memory.stat
+// keys (its usage counts the groups below), "" for v2's.
+func cgroupLevel(dir, limitFile, usageFile, statPrefix string) (int64, bool) {
 	limit, ok := readInt(filepath.Join(dir, limitFile))
 	if !ok || limit >= unlimitedCgroup {
 		return 0, false // "max" (v2) does not parse: no limit
@@ -96,8 +103,11 @@ func cgroupLevel(dir, limitFile, usageFile, inactiveKey string) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	inactive := statValue(filepath.Join(dir, "memory.stat"), inactiveKey)
-	return limit - max(usage-inactive, 0), true
+	stat := filepath.Join(dir, "memory.stat")
+	inactive := statValue(stat, statPrefix+"inactive_file")
+	active := statValue(stat, statPrefix+"active_file")
+	free := max(inactive, (inactive+active)/2)
+	return limit - max(usage-free, 0), true
 }
 
 // readInt returns the integer a one-value file holds.

@@ -77,6 +77,22 @@ func TestCgroupRoom(t *testing.T) {
 			v1 + "memory.limit_in_bytes": "9223372036854771712\n",
 			v1 + "memory.usage_in_bytes": "123\n",
 		}, 0, false},
+		// A job at its limit after reading its data set twice: the cache
+		// fills the group, most of it on the active list, all of it
+		// reclaimable. Half the file cache (4000) counts free, as
+		// MemAvailable counts it, not the inactive part (1000) alone.
+		{"v2 at its limit, cache mostly active", map[string]string{
+			"proc/self/cgroup":       "0::/job\n",
+			g + "job/memory.max":     "10000\n",
+			g + "job/memory.current": "9900\n",
+			g + "job/memory.stat":    "anon 1900\nfile 8000\nactive_anon 1900\ninactive_file 1000\nactive_file 7000\n",
+		}, 10000 - (9900 - 4000), true},
+		{"v1 at its limit, hierarchical active cache", map[string]string{
+			"proc/self/cgroup":                      "4:memory:/slurm/job7\n",
+			v1 + "slurm/job7/memory.limit_in_bytes": "20000\n",
+			v1 + "slurm/job7/memory.usage_in_bytes": "19000\n",
+			v1 + "slurm/job7/memory.stat":           "inactive_file 1\nactive_file 1\ntotal_inactive_file 2000\ntotal_active_file 12000\n",
+		}, 20000 - (19000 - 7000), true},
 		{"over the limit: negative room", map[string]string{
 			"proc/self/cgroup":   "0::/\n",
 			g + "memory.max":     "1000\n",
@@ -98,7 +114,7 @@ func TestAvailableBytesWithinCgroup(t *testing.T) {
 	if !ok {
 		t.Skip("no memory cgroup limit on this machine")
 	}
-	if a := availableBytes(); a > max(room, 1) {
+	if a, _ := availableBytes(); a > max(room, 1) {
 		t.Fatalf("availableBytes = %d above the cgroup's room %d", a, room)
 	}
 }
@@ -117,10 +133,32 @@ func TestBytesText(t *testing.T) {
 // A refusal under 1 GB names megabytes, not "0.0 GB".
 func TestRefusalInMegabytes(t *testing.T) {
 	pl := defaultPlan()
-	pl.available = func() int64 { return 20e6 }
+	pl.available = func() (int64, memLimit) { return 20e6, limitMachine }
 	x := Matrix{N: 2000, D: 1, F32: make([]float32, 2000)}
 	_, err := pl.match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
 	if err == nil || !strings.Contains(err.Error(), "needs about 32 MB") || !strings.Contains(err.Error(), "only 20 MB") {
 		t.Fatalf("2000×2000 on 20 MB: got %v, want a refusal in MB", err)
+	}
+}
+
+// A refusal names the limit of the reading it compared against, with that
+// limit's advice: the one availableBytes found, not one found by reading a
+// cgroup's usage or VmSize again (they move between the two readings).
+func TestRefusalNamesTheBindingLimit(t *testing.T) {
+	x := Matrix{N: 2000, D: 1, F32: make([]float32, 2000)}
+	for _, tc := range []struct {
+		limit      memLimit
+		want, hint string
+	}{
+		{limitMachine, "of memory is available", "run on a machine with more memory"},
+		{limitCgroup, "memory cgroup limit", "raise the container's or the job's memory limit"},
+		{limitAddressSpace, "ulimit -v / RLIMIT_AS", "raise the limit (ulimit -v)"},
+	} {
+		pl := defaultPlan()
+		pl.available = func() (int64, memLimit) { return 20e6, tc.limit }
+		_, err := pl.match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.hint) {
+			t.Errorf("limit %d: got %v, want a refusal naming %q and advising %q", tc.limit, err, tc.want, tc.hint)
+		}
 	}
 }

@@ -29,11 +29,11 @@ func TestDenseBytes(t *testing.T) {
 }
 
 func TestMatchRefusesWhatCannotFit(t *testing.T) {
-	if availableBytes() <= 0 {
+	if a, _ := availableBytes(); a <= 0 {
 		t.Skip("this system does not report available memory")
 	}
 	pl := defaultPlan()
-	pl.available = func() int64 { return 1 << 30 } // pose as a machine with 1 GiB free
+	pl.available = func() (int64, memLimit) { return 1 << 30, limitMachine } // pose as a machine with 1 GiB free
 	big := Matrix{N: 20000, D: 1, F32: make([]float32, 20000)}
 	small := Matrix{N: 100, D: 1, F32: make([]float32, 100)}
 	_, err := pl.match(big, big, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
@@ -50,14 +50,14 @@ func TestMatchRefusesWhatCannotFit(t *testing.T) {
 // there are none (cost.CORALLowRank), and n = 8, d = 16,000 runs in little memory.
 func TestMatchRefusesCoralCovariancesThatCannotFit(t *testing.T) {
 	pl := defaultPlan()
-	pl.available = func() int64 { return 150e6 }
+	pl.available = func() (int64, memLimit) { return 150e6, limitMachine }
 	const n, d = 3000, 2000 // n_s+n_t > d: the dense form, 4·8·d² = 128 MB
 	x := Matrix{N: n, D: d, F32: make([]float32, n*d)}
 	_, err := pl.match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: CORAL, Kernel: Linear})
 	if err == nil || !strings.Contains(err.Error(), "2000×2000 covariances") || !strings.Contains(err.Error(), "feature dimension") {
 		t.Fatalf("CORAL at n = %d, d = %d on 150 MB: got %v, want a refusal naming the covariances", n, d, err)
 	}
-	pl.available = func() int64 { return 6 << 30 } // the 6 GB limit
+	pl.available = func() (int64, memLimit) { return 6 << 30, limitMachine } // the 6 GB limit
 	const wn, wd = 8, 16000
 	w := Matrix{N: wn, D: wd, F32: make([]float32, wn*wd)}
 	for i := range w.F32 {
@@ -159,7 +159,7 @@ func TestTableLimit(t *testing.T) {
 		{1 << 40, pl.denseLimit}, // plenty: denseLimit
 		{1 << 30, 1 << 29},       // half of what is available
 	} {
-		pl.available = func() int64 { return tc.avail }
+		pl.available = func() (int64, memLimit) { return tc.avail, limitMachine }
 		if got := pl.tableLimit(); got != tc.want {
 			t.Errorf("available %d: tableLimit %d, want %d", tc.avail, got, tc.want)
 		}

@@ -26,12 +26,15 @@ func TestAvailableBytesHonoursAddressSpaceLimit(t *testing.T) {
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &lim); err != nil {
 		t.Skipf("cannot set RLIMIT_AS: %v", err)
 	}
-	got := availableBytes()
+	got, limit := availableBytes()
 	room, ok := addressSpaceRoom()
 	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &old); err != nil {
 		t.Fatalf("restoring RLIMIT_AS: %v", err)
 	}
 	if !ok || got > 512<<20 || got != max(min(room, got), 1) {
 		t.Fatalf("with ulimit -v at VmSize + 512 MiB: availableBytes = %d, room = %d (%v), want at most 512 MiB", got, room, ok)
+	}
+	if limit != limitAddressSpace {
+		t.Fatalf("with ulimit -v at VmSize + 512 MiB: availableBytes names limit %d, want the address space's (%d)", limit, limitAddressSpace)
 	}
 }

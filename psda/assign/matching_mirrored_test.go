@@ -13,15 +13,24 @@ import (
 // TestMirroredSameResult checks that MinWeightPerfectMatchingMirrored
 // returns MinWeightPerfectMatchingWith's matching, duals and bounds bit for
 // bit on symmetric costs (2-D Stage 2 costs, whose relaxation has odd
-// cycles, and costs of many ties), with any number of workers, and that
-// its row pass finds symmetryPass's scale and the columns' minima.
+// cycles and is solved cold; costs of many ties; clustered costs, on which
+// the relaxation's warm start reads the row pass's minima and holds, and
+// shifted ones, on which it reads them and gives up for the auction), with
+// any number of workers, and that its row pass finds symmetryPass's scale
+// and the columns' minima.
 func TestMirroredSameResult(t *testing.T) {
 	for _, tc := range []struct {
 		n    int
 		ties bool
-	}{{6, false}, {300, false}, {1030, false}, {1030, true}} {
+		cost func(n int) []float64 // nil: stage2Cost
+	}{{6, false, nil}, {300, false, nil}, {1030, false, nil}, {1030, true, nil},
+		{600, false, func(n int) []float64 { return stage2Clustered(n, 9) }},
+		{1000, false, func(n int) []float64 { return stage2Shifted(n, 4, 3) }}} {
 		n := tc.n
 		c := stage2Cost(n, uint64(n))
+		if tc.cost != nil {
+			c = tc.cost(n)
+		}
 		if tc.ties {
 			rng := rand.New(rand.NewPCG(uint64(n), 4))
 			for i := 0; i < n; i++ {
