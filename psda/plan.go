@@ -202,9 +202,13 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		src = "memory is left under the process's memory cgroup limit (a container's or a job's: memory.max or memory.limit_in_bytes)"
 		hint = strings.Replace(hint, "run on a machine with more memory", "raise the container's or the job's memory limit", 1)
 	}
+	left := "only " + bytesText(avail)
+	if avail <= 1 { // availableBytes' stand-in for none: the process is at or past the limit
+		left = "none"
+	}
 	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
-		"but only %s of %s: %s",
-		ns, nt, cfg.Stages, bytesText(need), what, bytesText(avail), src, hint)
+		"but %s of %s: %s",
+		ns, nt, cfg.Stages, bytesText(need), what, left, src, hint)
 }
 
 // bytesText writes a byte count for an error message: in GB with one

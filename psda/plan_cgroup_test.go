@@ -139,6 +139,11 @@ func TestRefusalInMegabytes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "needs about 32 MB") || !strings.Contains(err.Error(), "only 20 MB") {
 		t.Fatalf("2000×2000 on 20 MB: got %v, want a refusal in MB", err)
 	}
+	pl.available = func() (int64, memLimit) { return 1, limitCgroup } // at or past the limit
+	_, err = pl.match(x, x, Config{BatchSize: 2, Stages: 1, Discrepancy: MMD, Kernel: Linear})
+	if err == nil || !strings.Contains(err.Error(), "but none of memory is left under") {
+		t.Fatalf("2000×2000 past the cgroup's limit: got %v, want \"but none\"", err)
+	}
 }
 
 // A refusal names the limit of the reading it compared against, with that
