@@ -209,11 +209,13 @@ func TestSinksConcurrent(t *testing.T) {
 		rng.Shuffle(len(offers), func(p, q int) { offers[p], offers[q] = offers[q], offers[p] })
 		var wg sync.WaitGroup
 		for g := range workers {
-			wg.Go(func() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				for i := g; i < len(offers); i += workers {
 					offers[i]()
 				}
-			})
+			}()
 		}
 		wg.Wait()
 		for a := 0; a < n; a++ {
