@@ -382,7 +382,8 @@ func TestStage2FactoredConcurrent(t *testing.T) {
 		got := make([][]float64, len(models))
 		var wg sync.WaitGroup
 		for i, md := range models {
-			wg.Go(func() { got[i] = all(md) })
+			wg.Add(1)
+			go func() { defer wg.Done(); got[i] = all(md) }()
 		}
 		wg.Wait()
 		for i := range models {
