@@ -339,3 +339,59 @@ func swapped(pairs []feat.Pair) []feat.Pair {
 	}
 	return out
 }
+
+// TestStage2FactoredConcurrent runs the passes of two factored models of
+// different sizes (P = 203 and 97, so that their tiles of f values differ
+// in shape, and neither is a multiple of the tile size or of 4) at the
+// same time, as the background refresher runs a matching beside the
+// caller's, and checks that each returns exactly the values it returns
+// alone: the symmetric passes share a sync.Pool of tile buffers, which
+// must not hand one tile's buffer to another while it is read.
+func TestStage2FactoredConcurrent(t *testing.T) {
+	defer func(old int) { gram.TileSize = old }(gram.TileSize)
+	gram.TileSize = 24
+	defer func(old int) { FactorMin = old }(FactorMin)
+	FactorMin = 4
+	spec := Spec{Kind: RBFMMD, K: 2, Gammas: paperGammas}
+	var models []*Stage2
+	for _, sh := range [][3]int{{203, 11, 5}, {7, 97, 3}} {
+		rng := rand.New(rand.NewPCG(uint64(sh[0]), uint64(sh[1])))
+		src, tgt := testref.RandMatrix(rng, sh[0], sh[2], false), testref.RandMatrix(rng, sh[1], sh[2], false)
+		md := NewStage2(src, tgt, spec, imbalancedPairs(rng, sh[0], sh[1]), math.MaxInt64, nil)
+		if _, ok := md.model.(*rbf2Factored); !ok {
+			t.Fatalf("shape %v: model %T, want *rbf2Factored", sh, md.model)
+		}
+		models = append(models, md)
+	}
+	// all runs a full float64 pass, a float32 one and one over odd rows,
+	// each emitted entry at its place in one slice (no two calls share r).
+	all := func(md *Stage2) []float64 {
+		p := md.P
+		out := make([]float64, 3*p*p)
+		var rows []int
+		for r := 1; r < p; r += 2 {
+			rows = append(rows, r)
+		}
+		for s, sc := range []Scope{{}, {F32: true}, {Rows: rows}} {
+			md.Pass(sc, func(r, q0 int, v []float64) { copy(out[s*p*p+r*p+q0:], v) })
+		}
+		return out
+	}
+	want := [][]float64{all(models[0]), all(models[1])}
+	for round := range 8 {
+		got := make([][]float64, len(models))
+		var wg sync.WaitGroup
+		for i, md := range models {
+			wg.Add(1)
+			go func() { defer wg.Done(); got[i] = all(md) }()
+		}
+		wg.Wait()
+		for i := range models {
+			for k := range want[i] {
+				if math.Float64bits(got[i][k]) != math.Float64bits(want[i][k]) {
+					t.Fatalf("round %d, model %d, entry %d: %v concurrently, %v alone", round, i, k, got[i][k], want[i][k])
+				}
+			}
+		}
+	}
+}

@@ -73,7 +73,8 @@ func factorable(src, tgt feat.Matrix, pairs []feat.Pair) (a, b feat.Matrix, bIdx
 // rowAB[r]/n_b and hB[j] = colAB[j]/n_a − rowBB[j]/n_b, g(a_r) = σ·hA[r]
 // and g(b_j) = σ·hB[j] with σ = +1 when A is the source and −1 when it is
 // the target, so ρ_r = g(s_r) − g(t_r) = hA[r] − hB[b_r] either way.
-// Memory: 2·P·n_b + n_b² float64 for the tables, kept for the later passes.
+// Memory: 2·P·n_b + n_b² float64 for the tables, kept for the later passes,
+// and |rows|·n_b during a pass over rows (gatherRows).
 type rbf2Factored struct {
 	a, b   feat.Matrix
 	aIsSrc bool
@@ -91,7 +92,8 @@ type rbf2Factored struct {
 	// columns q, fT[b_q, ·] over its rows r. Row-major f (P×n_b) was
 	// gathered at random b_q across each 16 KiB row (n_b = 2000) once per
 	// tile, ~85 bytes from memory per entry at 40000 × 2000, fT reads 8
-	// (docs/performance.md, "The factored pass's table reads"). The row sums of K_bb and
+	// (docs/performance.md, "The sparse Stage 2's candidate pass at 40000 ×
+	// 2000"). The row sums of K_bb and
 	// K_ab, the column sums of K_ab, and the largest table kernel value of
 	// each a (index r) and b (index P+j) with another paired vector
 	// (rbfErr32).
@@ -206,9 +208,11 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	rows, sym := sc.Rows, sc.Rows == nil
 	rowOf := func(i int) int { return i }
 	x := A
+	var fR []float64 // a pass over rows: f_r of its i-th row r at fR[i·n_b:]
 	if !sym {
 		rowOf = func(i int) int { return rows[i] }
 		x = rowsOf(m.a, rows, nil)
+		fR = gatherRows(fT, rows, p, nb)
 	}
 	sums := sc.full() // not from a float32 pass
 	var pa gram.Partials
@@ -249,8 +253,9 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 			if sym {
 				fq = fTile[i*t.NJ:][:t.NJ]
 			} else {
+				fr := fR[(t.I0+i)*nb:][:nb]
 				for j, b := range bq {
-					fq[j] = fT[b*p+r]
+					fq[j] = fr[b]
 				}
 			}
 			from := j0
@@ -322,6 +327,27 @@ func transposeRows(dst, src []float64, bq []int, p, i0, ni int) {
 			dst[i*nj+j] = v
 		}
 	}
+}
+
+// gatherRows returns the rows f_r, r in rows, of fT (n_b × p, f_r[j] at
+// fT[j·p + r]) row-major: out[i·n_b + j] = f_{rows[i]}[j]. A pass over rows
+// then gathers f_r[b_q] within one row of n_b values, which stays in the
+// cache over a tile row and the tiles after it; gathered from fT per entry,
+// each value was a cache line from memory (a float32 pass over 5% of the
+// rows at 40000 × 2000 took 3× as long, docs/performance.md). Its
+// len(rows)·n_b values are at most P·n_b/2 in a pricing pass (a larger
+// one runs the full pass instead).
+func gatherRows(fT []float64, rows []int, p, nb int) []float64 {
+	out := make([]float64, len(rows)*nb)
+	par.Rows(len(rows), func(i0, i1 int) {
+		for j := range nb {
+			src := fT[j*p:][:p]
+			for i, r := range rows[i0:i1] {
+				out[(i0+i)*nb+j] = src[r]
+			}
+		}
+	})
+	return out
 }
 
 // tileBufs holds the symmetric passes' tiles of f values, so that each

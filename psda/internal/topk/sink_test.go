@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -134,6 +135,114 @@ func testSinks(t *testing.T, k int) {
 				if s.Limit(a) != lim || math.IsInf(lim, 0) {
 					t.Fatalf("byIndex=%v %s, item %d: limit %v, want %v", byIndex, way, a, s.Limit(a), lim)
 				}
+			}
+		}
+	}
+}
+
+// TestSinksConcurrent offers a tie-heavy matrix with NaN entries from four
+// goroutines at once, through pieces of columns (in order, and through an
+// index permutation) that start, end and cross inside lock stripes and
+// through pieces of rows, and checks every settled list against a full sort
+// of the finite reduced costs. Under -race it checks that each sink holds
+// the lock of every item it touches: the column sink takes one lock per
+// stripe of a run of consecutive items, so a stripe's end taken one item
+// off races with the goroutine offering to the next stripe. NaN entries
+// are never kept.
+func TestSinksConcurrent(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 2))
+	const n, m, k, workers = 3*LockBlock + 5, 48, 5, 4
+	x := make([]float64, n*m)
+	for i := range x {
+		x[i] = float64(rng.IntN(4))
+		if rng.IntN(20) == 0 {
+			x[i] = math.NaN()
+		}
+	}
+	z, w := make([]float64, n), make([]float64, m)
+	for i := range z {
+		z[i] = float64(rng.IntN(3)) / 2
+	}
+	for j := range w {
+		w[j] = float64(rng.IntN(3)) / 2
+	}
+	const c = 2.0
+	skip := func(a, b int) bool { return (a*5+b)%13 == 0 }
+	for round := range 8 { // the race detector sees a race in most rounds, not all
+		byIndex := round%2 == 1
+		newLists, key := tieRule(byIndex)
+		s := newLists(n, k)
+		row, col := s.Sinks(c, z, w, true, skip)
+		perm := rng.Perm(n)
+		// Columns b < m/2 by column pieces (odd b through perm), the
+		// others by row pieces.
+		var offers []func()
+		for b := 0; b < m/2; b++ {
+			var idx []int
+			if b%2 == 1 {
+				idx = perm
+			}
+			for a0 := 0; a0 < n; {
+				a1 := min(n, a0+1+rng.IntN(3*LockBlock/2))
+				xs := make([]float64, a1-a0)
+				for i := range xs {
+					a := a0 + i
+					if idx != nil {
+						a = idx[a]
+					}
+					xs[i] = x[a*m+b]
+				}
+				at := a0 // a0 moves on below
+				offers = append(offers, func() { col(b, at, xs, idx) })
+				a0 = a1
+			}
+		}
+		for a := 0; a < n; a++ {
+			for b0 := m / 2; b0 < m; {
+				b1 := min(m, b0+1+rng.IntN(9))
+				xs := x[a*m+b0 : a*m+b1]
+				at := b0
+				offers = append(offers, func() { row(a, at, xs) })
+				b0 = b1
+			}
+		}
+		rng.Shuffle(len(offers), func(p, q int) { offers[p], offers[q] = offers[q], offers[p] })
+		var wg sync.WaitGroup
+		for g := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := g; i < len(offers); i += workers {
+					offers[i]()
+				}
+			}()
+		}
+		wg.Wait()
+		for a := 0; a < n; a++ {
+			type entry struct {
+				v float64
+				j int32
+			}
+			var want []entry
+			for b := 0; b < m; b++ {
+				if v := c*x[a*m+b] - z[a] - w[b]; a != b && !skip(a, b) && !math.IsNaN(v) {
+					want = append(want, entry{v, int32(b)})
+				}
+			}
+			slices.SortFunc(want, func(p, q entry) int {
+				if d := cmp.Compare(p.v, q.v); d != 0 {
+					return d
+				}
+				return cmp.Compare(key(a, p.j), key(a, q.j))
+			})
+			want = want[:k]
+			var got []entry
+			s.Each(a, func(j int, v, _ float64) { got = append(got, entry{v, int32(j)}) })
+			byJ := func(p, q entry) int { return cmp.Compare(p.j, q.j) }
+			slices.SortFunc(got, byJ)
+			slices.SortFunc(want, byJ)
+			if !slices.Equal(got, want) {
+				t.Fatalf("byIndex=%v, item %d: kept %v, want %v", byIndex, a, got, want)
 			}
 		}
 	}
