@@ -21,20 +21,30 @@ func TestSinks(t *testing.T) {
 	}
 }
 
-func testSinks(t *testing.T, k int) {
-	rng := rand.New(rand.NewPCG(3, 9))
-	const n, m = 2*LockBlock + 22, 57
-	x := make([]float64, n*m)
+// sinkInputs returns an n×m matrix of tie-heavy entries (about one in
+// nanEvery NaN; none for 0) and the row and column terms z, w.
+func sinkInputs(rng *rand.Rand, n, m, nanEvery int) (x, z, w []float64) {
+	x = make([]float64, n*m)
 	for i := range x {
 		x[i] = float64(rng.IntN(4)) // ties
+		if nanEvery > 0 && rng.IntN(nanEvery) == 0 {
+			x[i] = math.NaN()
+		}
 	}
-	z, w := make([]float64, n), make([]float64, m)
+	z, w = make([]float64, n), make([]float64, m)
 	for i := range z {
 		z[i] = float64(rng.IntN(3)) / 2
 	}
 	for j := range w {
 		w[j] = float64(rng.IntN(3)) / 2
 	}
+	return x, z, w
+}
+
+func testSinks(t *testing.T, k int) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	const n, m = 2*LockBlock + 22, 57
+	x, z, w := sinkInputs(rng, n, m, 0)
 	const c = 2.0
 	skip := func(a, b int) bool { return (a*7+b)%11 == 0 }
 	for _, byIndex := range []bool{false, true} {
@@ -152,20 +162,7 @@ func testSinks(t *testing.T, k int) {
 func TestSinksConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 2))
 	const n, m, k, workers = 3*LockBlock + 5, 48, 5, 4
-	x := make([]float64, n*m)
-	for i := range x {
-		x[i] = float64(rng.IntN(4))
-		if rng.IntN(20) == 0 {
-			x[i] = math.NaN()
-		}
-	}
-	z, w := make([]float64, n), make([]float64, m)
-	for i := range z {
-		z[i] = float64(rng.IntN(3)) / 2
-	}
-	for j := range w {
-		w[j] = float64(rng.IntN(3)) / 2
-	}
+	x, z, w := sinkInputs(rng, n, m, 20)
 	const c = 2.0
 	skip := func(a, b int) bool { return (a*5+b)%13 == 0 }
 	for round := range 8 { // the race detector sees a race in most rounds, not all
