@@ -3,6 +3,7 @@ package psda
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -114,5 +115,30 @@ func TestMonitorCancel(t *testing.T) {
 	small := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: cfg.Monitor}
 	if _, err := Match(testref.RandMatrix(rng, 40, 3, false), testref.RandMatrix(rng, 30, 3, false), small); err != nil {
 		t.Errorf("after Reset: %v", err)
+	}
+}
+
+// A cancel pending when Stage 2 starts (it came during Stage 1's last
+// steps) stops Stage 2 before its P×P matrix is allocated and its pages
+// mapped, not after.
+func TestStage2CancelledBeforeItsMatrix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	const p = 3000 // 9·10⁶ entries: a matrix newMatrix maps ahead
+	src, tgt := testref.RandMatrix(rng, p, 4, true), testref.RandMatrix(rng, p, 4, true)
+	m := &Matching{Pairs: make([]Pair, p)}
+	for i := range m.Pairs {
+		m.Pairs[i] = Pair{S: i, T: i}
+	}
+	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
+	cfg.Monitor.Cancel()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err := defaultPlan().stage2(src, tgt, cfg, m)
+	runtime.ReadMemStats(&after)
+	if !errors.Is(err, ErrCancelled) {
+		t.Fatalf("stage2 with a pending cancel: err = %v, want ErrCancelled", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got >= 8*p*p/2 {
+		t.Fatalf("stage2 with a pending cancel allocated %d bytes, want far less than its %d-byte matrix", got, 8*p*p)
 	}
 }

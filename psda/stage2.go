@@ -17,6 +17,11 @@ import (
 // over pair is chosen optimally, not arbitrarily.
 func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage2Costs)
+	// A cancel that came during Stage 1's last steps stops here, before a
+	// P×P matrix is allocated and its pages mapped (0.5–0.9 s at P = 20,000).
+	if err := cfg.Monitor.err(); err != nil {
+		return fmt.Errorf("psda: stage 2 costs: %w", err)
+	}
 	buf := m.spare // Stage 1's matrix, its pages mapped (handOn)
 	if buf == nil {
 		p := len(m.Pairs)
