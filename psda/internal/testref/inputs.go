@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/psda-dev/psda/psda/internal/feat"
 )
@@ -66,13 +64,6 @@ func BenchSizes(f func(name string, src, tgt feat.Matrix)) {
 			f(fmt.Sprintf("n=%d/d=%d", n, d), BenchFeatures(n, d, 1), BenchFeatures(n, d, 2))
 		}
 	}
-}
-
-// CPUTime returns the CPU time (user + system, all threads) used so far.
-func CPUTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // LoopCPU runs f like b.Loop and also reports CPU seconds per op, which
