@@ -41,6 +41,37 @@ func sinkInputs(rng *rand.Rand, n, m, nanEvery int) (x, z, w []float64) {
 	return x, z, w
 }
 
+// sinkEntry is a kept value and its item.
+type sinkEntry struct {
+	v float64
+	j int32
+}
+
+// sinkReference returns item a's entries c·x[a,b] − z[a] − w[b] over the
+// items b ≠ a that skip keeps, NaN left out, sorted as the lists rank them
+// (value, then key): a full sort that the kept lists are checked against.
+func sinkReference(x, z, w []float64, c float64, m, a int, skip func(a, b int) bool, key func(i int, j int32) uint64) []sinkEntry {
+	var out []sinkEntry
+	for b := 0; b < m; b++ {
+		if v := c*x[a*m+b] - z[a] - w[b]; a != b && !skip(a, b) && !math.IsNaN(v) {
+			out = append(out, sinkEntry{v, int32(b)})
+		}
+	}
+	slices.SortFunc(out, func(p, q sinkEntry) int {
+		if d := cmp.Compare(p.v, q.v); d != 0 {
+			return d
+		}
+		return cmp.Compare(key(a, p.j), key(a, q.j))
+	})
+	return out
+}
+
+// byItem sorts entries by item, in place, and returns them.
+func byItem(e []sinkEntry) []sinkEntry {
+	slices.SortFunc(e, func(p, q sinkEntry) int { return cmp.Compare(p.j, q.j) })
+	return e
+}
+
 func testSinks(t *testing.T, k int) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	const n, m = 2*LockBlock + 22, 57
@@ -111,35 +142,17 @@ func testSinks(t *testing.T, k int) {
 				}
 			}
 			for a := 0; a < n; a++ {
-				type entry struct {
-					v float64
-					j int32
-				}
-				var want []entry
-				for b := 0; b < m; b++ {
-					if a != b && !skip(a, b) {
-						want = append(want, entry{c*x[a*m+b] - z[a] - w[b], int32(b)})
-					}
-				}
-				slices.SortFunc(want, func(p, q entry) int {
-					if d := cmp.Compare(p.v, q.v); d != 0 {
-						return d
-					}
-					return cmp.Compare(key(a, p.j), key(a, q.j))
-				})
+				want := sinkReference(x, z, w, c, m, a, skip, key)
 				lim := want[k-1].v
-				want = want[:k]
-				var got []entry
+				want = byItem(want[:k])
+				var got []sinkEntry
 				s.Each(a, func(j int, v, aux float64) {
 					if aux != x[a*m+j] {
 						t.Fatalf("aux %v, want the cross part %v", aux, x[a*m+j])
 					}
-					got = append(got, entry{v, int32(j)})
+					got = append(got, sinkEntry{v, int32(j)})
 				})
-				byJ := func(p, q entry) int { return cmp.Compare(p.j, q.j) }
-				slices.SortFunc(got, byJ)
-				slices.SortFunc(want, byJ)
-				if !slices.Equal(got, want) {
+				if got = byItem(got); !slices.Equal(got, want) {
 					t.Fatalf("k=%d byIndex=%v %s, item %d: kept %v, want %v", k, byIndex, way, a, got, want)
 				}
 				if s.Limit(a) != lim || math.IsInf(lim, 0) {
@@ -216,29 +229,10 @@ func TestSinksConcurrent(t *testing.T) {
 		}
 		wg.Wait()
 		for a := 0; a < n; a++ {
-			type entry struct {
-				v float64
-				j int32
-			}
-			var want []entry
-			for b := 0; b < m; b++ {
-				if v := c*x[a*m+b] - z[a] - w[b]; a != b && !skip(a, b) && !math.IsNaN(v) {
-					want = append(want, entry{v, int32(b)})
-				}
-			}
-			slices.SortFunc(want, func(p, q entry) int {
-				if d := cmp.Compare(p.v, q.v); d != 0 {
-					return d
-				}
-				return cmp.Compare(key(a, p.j), key(a, q.j))
-			})
-			want = want[:k]
-			var got []entry
-			s.Each(a, func(j int, v, _ float64) { got = append(got, entry{v, int32(j)}) })
-			byJ := func(p, q entry) int { return cmp.Compare(p.j, q.j) }
-			slices.SortFunc(got, byJ)
-			slices.SortFunc(want, byJ)
-			if !slices.Equal(got, want) {
+			want := byItem(sinkReference(x, z, w, c, m, a, skip, key)[:k])
+			var got []sinkEntry
+			s.Each(a, func(j int, v, _ float64) { got = append(got, sinkEntry{v, int32(j)}) })
+			if got = byItem(got); !slices.Equal(got, want) {
 				t.Fatalf("byIndex=%v, item %d: kept %v, want %v", byIndex, a, got, want)
 			}
 		}
