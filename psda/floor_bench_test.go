@@ -5,9 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-	"time"
-
-	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // BenchmarkFloor times whole Double-paired MMD-RBF matchings (k = 32) at
@@ -27,23 +24,10 @@ func BenchmarkFloor(b *testing.B) {
 			for _, noCross := range []bool{false, true} {
 				name := map[bool]string{false: "cross", true: "nocross"}[noCross]
 				b.Run(fmt.Sprintf("%dx%d/d=%d/%s/%s", sh[0], sh[0], sh[1], kind, name), func(b *testing.B) {
-					mon := &Monitor{}
-					cfg := Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: mon}
+					cfg := Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
 					pl := defaultPlan()
 					pl.noCross = noCross
-					var phases [PhaseDone + 1][2]time.Duration
-					testref.LoopCPU(b, func() {
-						stop := clockPhases(mon, &phases)
-						defer stop()
-						if _, err := pl.match(src, tgt, cfg); err != nil {
-							b.Fatal(err)
-						}
-					})
-					for ph, unit := range map[int]string{PhaseStage1Costs: "s1costs", PhaseStage1Assign: "s1assign",
-						PhaseStage2Costs: "s2costs", PhaseStage2Match: "s2match"} {
-						b.ReportMetric(phases[ph][0].Seconds()/float64(b.N), unit+"-s/op")
-						b.ReportMetric(phases[ph][1].Seconds()/float64(b.N), unit+"-cpu-s/op")
-					}
+					benchPhases(b, pl, src, tgt, cfg)
 				})
 			}
 		}

@@ -51,8 +51,7 @@ func BenchmarkStage2Factored(b *testing.B) {
 				b.Run(fmt.Sprintf("%dx%d/d=%d/%s/%s/%s", sh.ns, sh.nt, sh.d, solver, ft.name, md.name), func(b *testing.B) {
 					src, tgt := ft.feat(sh.ns, sh.nt, sh.d)
 					cost.FactorMin = md.factorMin
-					mon := &Monitor{}
-					cfg := Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: sh.solver, Monitor: mon}
+					cfg := Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: sh.solver, Monitor: &Monitor{}}
 					pl := defaultPlan()
 					if sh.solver == split {
 						// Below Stage 2's matrix, above Stage 1's and the
@@ -60,19 +59,7 @@ func BenchmarkStage2Factored(b *testing.B) {
 						_, s2 := stageBytes(sh.ns, sh.nt)
 						cfg.Solver, pl.denseLimit = Auto, s2-1
 					}
-					var phases [PhaseDone + 1][2]time.Duration
-					testref.LoopCPU(b, func() {
-						stop := clockPhases(mon, &phases)
-						defer stop()
-						if _, err := pl.match(src, tgt, cfg); err != nil {
-							b.Fatal(err)
-						}
-					})
-					for ph, unit := range map[int]string{PhaseStage1Costs: "s1costs", PhaseStage1Assign: "s1assign",
-						PhaseStage2Costs: "s2costs", PhaseStage2Match: "s2match"} {
-						b.ReportMetric(phases[ph][0].Seconds()/float64(b.N), unit+"-s/op")
-						b.ReportMetric(phases[ph][1].Seconds()/float64(b.N), unit+"-cpu-s/op")
-					}
+					benchPhases(b, pl, src, tgt, cfg)
 				})
 			}
 		}
@@ -81,6 +68,25 @@ func BenchmarkStage2Factored(b *testing.B) {
 
 // split names BenchmarkStage2Factored's Stage 1 dense, Stage 2 sparse.
 const split = "split"
+
+// benchPhases runs pl.match(src, tgt, cfg) as benchmark b's loop and
+// reports, besides its CPU seconds, each phase's wall and CPU seconds per
+// matching, read from cfg.Monitor.
+func benchPhases(b *testing.B, pl *plan, src, tgt Matrix, cfg Config) {
+	var phases [PhaseDone + 1][2]time.Duration
+	testref.LoopCPU(b, func() {
+		stop := clockPhases(cfg.Monitor, &phases)
+		defer stop()
+		if _, err := pl.match(src, tgt, cfg); err != nil {
+			b.Fatal(err)
+		}
+	})
+	for ph, unit := range map[int]string{PhaseStage1Costs: "s1costs", PhaseStage1Assign: "s1assign",
+		PhaseStage2Costs: "s2costs", PhaseStage2Match: "s2match"} {
+		b.ReportMetric(phases[ph][0].Seconds()/float64(b.N), unit+"-s/op")
+		b.ReportMetric(phases[ph][1].Seconds()/float64(b.N), unit+"-cpu-s/op")
+	}
+}
 
 // clockPhases adds the wall and CPU time of each phase of the Match that
 // mon follows to phases, polling every millisecond, until stop is called.
