@@ -1,9 +1,7 @@
 package assign
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,23 +18,6 @@ import (
 //
 //	PSDA_DUMP_COSTS=/tmp/dumps go test -run DumpAssignCosts ./psda/
 //	PSDA_ASSIGN_DUMPS=/tmp/dumps go test -run XXX -bench Dumped -benchtime 2x ./psda/assign/
-
-// loadDump reads a raw little-endian float64 matrix.
-func loadDump(tb testing.TB, path string) []float64 {
-	tb.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if len(raw)%8 != 0 {
-		tb.Fatalf("%s: %d bytes, not float64s", path, len(raw))
-	}
-	c := make([]float64, len(raw)/8)
-	for k := range c {
-		c[k] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*k:]))
-	}
-	return c
-}
 
 // BenchmarkDumped times Imbalanced + Certify on each dumped Stage 1 matrix
 // and MinWeightPerfectMatchingMirrored + CertifyMatching on each Stage 2 one

@@ -1,8 +1,10 @@
 package assign
 
 import (
+	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"os"
 	"testing"
 )
 
@@ -142,4 +144,22 @@ func forbidDiagonal(c []float64, n int) []float64 {
 		cc[i*n+i] = inf
 	}
 	return cc
+}
+
+// loadDump reads a file of raw little-endian float64 values (the dumped
+// cost matrices and feature snapshots the benchmarks run on).
+func loadDump(tb testing.TB, path string) []float64 {
+	tb.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if len(raw)%8 != 0 {
+		tb.Fatalf("%s: %d bytes, not float64s", path, len(raw))
+	}
+	c := make([]float64, len(raw)/8)
+	for k := range c {
+		c[k] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*k:]))
+	}
+	return c
 }

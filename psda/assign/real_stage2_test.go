@@ -1,7 +1,6 @@
 package assign
 
 import (
-	"encoding/binary"
 	"math"
 	"os"
 	"path/filepath"
@@ -29,17 +28,10 @@ func realStage2(tb testing.TB, name string) ([]float64, int) {
 	if dir == "" {
 		tb.Skip("PSDA_STAGE2_DUMPS unset: set it to the directory of the dumped Stage 2 matrices")
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	c := make([]float64, len(raw)/8)
-	for k := range c {
-		c[k] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*k:]))
-	}
+	c := loadDump(tb, filepath.Join(dir, name))
 	n := int(math.Sqrt(float64(len(c))))
-	if n*n != len(c) || len(raw)%8 != 0 {
-		tb.Fatalf("%s: %d bytes, not a square matrix of float64", name, len(raw))
+	if n*n != len(c) {
+		tb.Fatalf("%s: %d bytes, not a square matrix of float64", name, 8*len(c))
 	}
 	return c, n
 }

@@ -1,7 +1,6 @@
 package assign
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -364,16 +363,9 @@ func blossomFinish(b *testing.B, c []float64, n int, s *lsap) *ExactMatching {
 // readSnapshot reads dir/name.bin, raw little-endian float64 rows of dim
 // values.
 func readSnapshot(b *testing.B, dir, name string, dim int) feat.Matrix {
-	raw, err := os.ReadFile(filepath.Join(dir, name+".bin"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if len(raw)%(8*dim) != 0 {
-		b.Fatalf("%s.bin has %d bytes: not rows of %d float64", name, len(raw), dim)
-	}
-	x := make([]float64, len(raw)/8)
-	for i := range x {
-		x[i] = math.Float64frombits(binary.LittleEndian.Uint64(raw[8*i:]))
+	x := loadDump(b, filepath.Join(dir, name+".bin"))
+	if len(x)%dim != 0 {
+		b.Fatalf("%s.bin has %d bytes: not rows of %d float64", name, 8*len(x), dim)
 	}
 	return feat.Matrix{N: len(x) / dim, D: dim, F64: x}
 }
