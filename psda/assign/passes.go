@@ -87,27 +87,6 @@ func chunkMax(nr, nc int, lo float64, f func(i0, i1 int) float64) float64 {
 	return m
 }
 
-// chunkSum runs f on chunks [i0, i1) of the rows [0, nr) on all cores and
-// returns the sum of the chunks' values, added in chunk order (the chunks
-// depend on nr and nc alone, so the rounding does not depend on the
-// number of workers).
-func chunkSum(nr, nc int, f func(i0, i1 int) float64) float64 {
-	rows := chunkRows(nr, nc)
-	chunks := (nr + rows - 1) / rows
-	if chunks <= 1 {
-		return f(0, nr)
-	}
-	out := make([]float64, chunks)
-	par.For(chunks, func() func(int) {
-		return func(k int) { out[k] = f(k*rows, min(nr, (k+1)*rows)) }
-	})
-	sum := 0.0
-	for _, x := range out {
-		sum += x
-	}
-	return sum
-}
-
 // maxAbsFinite returns the largest |x| over the entries of c other than
 // +Inf (0 when there are none), on all cores.
 func maxAbsFinite(c []float64) float64 {
