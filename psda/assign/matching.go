@@ -107,19 +107,27 @@ func checkMatching(c []float64, n int) (scale float64, err error) {
 	}
 	scale, asym := symmetryPass(c, n)
 	if scale == inf {
-		for i := 0; i < n; i++ {
-			for j, x := range c[i*n : i*n+n] {
-				// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
-				if x-x != 0 && i != j {
-					return 0, fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
-				}
-			}
-		}
+		return 0, nonFinite(c, n)
 	}
 	if asym > 1e-9*scale {
 		return scale, checkSymmetric(c, n, 1e-9*scale)
 	}
 	return scale, nil
+}
+
+// nonFinite returns an error naming the first off-diagonal entry of the
+// n×n matrix c, in row order, that is NaN or ±Inf (nil when there is none):
+// the checks' second sweep, once their pass found one.
+func nonFinite(c []float64, n int) error {
+	for i := 0; i < n; i++ {
+		for j, x := range c[i*n : i*n+n] {
+			// x-x is NaN exactly for NaN and ±Inf: one test instead of two.
+			if x-x != 0 && i != j {
+				return fmt.Errorf("assign: c[%d][%d] = %v: costs must be finite", i, j, x)
+			}
+		}
+	}
+	return nil
 }
 
 // checkMatchingShape validates n and the length of c, the input checks'

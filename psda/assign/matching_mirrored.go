@@ -35,8 +35,7 @@ func MinWeightPerfectMatchingMirrored(c []float64, n int, h *Hooks) (*PerfectMat
 	}
 	scale, colMin := rowPass(c, n)
 	if scale == inf {
-		_, err := checkMatching(c, n) // names the first non-finite entry
-		return nil, err
+		return nil, nonFinite(c, n)
 	}
 	for i := 0; i < n; i++ {
 		if j := (i + 7919) % n; j != i && !(math.Abs(c[i*n+j]-c[j*n+i]) <= 1e-9*scale) {
