@@ -224,12 +224,15 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 	}
 	kappa := sc.kernelRow(m.kern)
 	sc.gram(x, A, sym, gram.SqDists, mon, func(t *gram.Tile) {
-		kr, e, out, fq := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
+		kr, e, out := make([]float64, t.NJ), make([]float64, t.NJ), make([]float64, t.NJ)
 		bq := bIdx[t.J0:][:t.NJ]
 		// fTile[i·NJ + j] = f_r[b_q] for the tile's rows r = I0+i of a
-		// symmetric pass: row b_q of fT read over the tile's rows.
-		var fTile []float64
-		if sym {
+		// symmetric pass: row b_q of fT read over the tile's rows; a pass
+		// over rows gathers them into fq row by row instead.
+		var fTile, fq []float64
+		if !sym {
+			fq = make([]float64, t.NJ)
+		} else {
 			buf := tileBufs.Get().(*[]float64)
 			defer tileBufs.Put(buf)
 			fTile = slices.Grow((*buf)[:0], t.NI*t.NJ)[:t.NI*t.NJ]
