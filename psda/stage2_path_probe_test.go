@@ -76,7 +76,8 @@ func readF32(t *testing.T, path string) Matrix {
 // It runs only when PSDA_PROBE is set, as KIND:NS:NT:D with KIND gauss,
 // relu or clustered (floorFeatures), as cl:NS:NT:D:C:SIGMA
 // (clusterFeatures), or as file:SRC:TGT (readF32); PSDA_PROBE_REPS
-// repeats the pair:
+// repeats the pair, and PSDA_PROBE_K sets the candidates per row
+// (plan.sparseK):
 //
 //	PSDA_PROBE=cl:12000:480:256:65:1 go test -run TestStage2PathProbe -v ./psda
 func TestStage2PathProbe(t *testing.T) {
@@ -122,6 +123,9 @@ func TestStage2PathProbe(t *testing.T) {
 			cfg := Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
 			pl := defaultPlan()
 			screen := ""
+			if k := os.Getenv("PSDA_PROBE_K"); k != "" {
+				pl.sparseK, _ = strconv.Atoi(k)
+			}
 			if sparse {
 				_, s2 := stageBytes(src.N, tgt.N)
 				pl.denseLimit = s2 - 1
