@@ -277,8 +277,9 @@ const (
 // features it measured 1.4–2× slower, and no cheap statistic of the costs
 // nor a trial on a subsample of the pairs told the two apart reliably
 // (docs/performance.md, "Stage 2's path at the imbalanced sizes"), so the
-// path depends on the sizes only. cfg is not validated. Time O((n_s + n_t)·d) for the
-// duplicate count, which only that Stage 2 case needs.
+// path depends on the sizes only. cfg is not validated. Time
+// O((n_s + n_t)·d) for the duplicate count, which only that Stage 2 case
+// needs.
 func SparseStages(src, tgt Matrix, cfg Config) (stage1, stage2 bool) {
 	return defaultPlan().stages(src, tgt, cfg)
 }
