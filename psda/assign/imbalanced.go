@@ -237,7 +237,7 @@ func (s *copySAP) auction(hooks *Hooks) error {
 						continue
 					}
 					eh.push(k / h)
-				} else if w1, _, _ := rows.best2(p, c[p*nc:p*nc+nc], minP); c[p*nc+k/h]+price[k] <= w1+eps {
+				} else if w1, _, _, _ := rows.best2(p, c[p*nc:p*nc+nc], minP); c[p*nc+k/h]+price[k] <= w1+eps {
 					continue
 				}
 				s.owner[k], s.copyOf[p] = -1, -1
@@ -261,8 +261,8 @@ func (s *copySAP) auction(hooks *Hooks) error {
 			var k int
 			if !isDummy(p) {
 				row := c[p*nc : p*nc+nc]
-				w1, w2, j := rows.best2(p, row, minP)
-				w2 = math.Min(w2, row[j]+min2P[j])
+				w1, w2, j, cj := rows.best2(p, row, minP)
+				w2 = math.Min(w2, cj+min2P[j])
 				k = j*h + minT[j]
 				price[k] += max(w2-w1+eps, 8*ulp(price[k]))
 			} else {
