@@ -162,8 +162,9 @@ func newCopySAP(c []float64, nr, nc int) *copySAP {
 // auction runs the ε-scaling forward auction on the copy model with prices
 // −vc, as auctionInit does for square problems. A row's value for column j
 // is c_ij plus the lowest price among j's copies, and a row bids for that
-// copy ("similar objects", Bertsekas and Castañon 1989); prices only rise,
-// so rows use a bidCache.
+// copy ("similar objects", Bertsekas and Castañon 1989), by an increment
+// set by its next best column, not by the next copy (levelRegular);
+// within a phase prices only rise, so rows use a bidCache.
 //
 // Dummies are identical bidders whose value for an extra copy is its price.
 // Left to the plain auction they bid against each other: a displaced dummy
