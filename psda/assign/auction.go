@@ -191,7 +191,7 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 		for i := n - 1; i >= 0; i-- {
 			j := s.col4row[i]
 			if j >= 0 {
-				if w1, _, _ := cache.best2(i, c[i*n:i*n+n], p); c[i*n+j]+p[j] <= w1+eps {
+				if w1, _, _, _ := cache.best2(i, c[i*n:i*n+n], p); c[i*n+j]+p[j] <= w1+eps {
 					continue
 				}
 			}
@@ -212,7 +212,7 @@ func (s *lsap) auction(p []float64, eps0, epsMin float64, h *Hooks) error {
 			}
 			i := free[len(free)-1]
 			free = free[:len(free)-1]
-			w1, w2, j1 := cache.best2(i, c[i*n:i*n+n], p)
+			w1, w2, j1, _ := cache.best2(i, c[i*n:i*n+n], p)
 			if j1 < 0 {
 				// A row with no allowed entry: start the exact phase cold,
 				// it reports the infeasibility.
@@ -347,8 +347,14 @@ const cacheK = 8
 // at most lb they are the true two best, and a bid costs O(cacheK) instead of
 // O(n). Otherwise the row is rescanned. (Bertsekas calls this keeping a
 // candidate list; the check makes it exact.)
+//
+// The cache holds the costs c[i][j] of its columns beside their indices:
+// read from the matrix, the cacheK entries of a bid were cacheK cache misses
+// in a row of the matrix, which made 45% of the imbalanced auction's time at
+// 20000 × 1000 (docs/performance.md, "The Stage 1 auction's bids"); the
+// copies are the same numbers, so every bid is the one it was.
 type bidCache struct {
-	cols  []int
+	ent   []cacheEntry
 	lb    []float64
 	k     int
 	topV  []float64
@@ -356,10 +362,16 @@ type bidCache struct {
 	scans int // full row scans so far (benchmarks' work counter)
 }
 
+// cacheEntry is one cached column j of a row and its cost c[i][j].
+type cacheEntry struct {
+	c float64
+	j int
+}
+
 // newBidCache returns an empty cache for nr rows bidding on nc columns.
 func newBidCache(nr, nc int) *bidCache {
 	k := min(cacheK, nc)
-	b := &bidCache{cols: make([]int, nr*k), lb: make([]float64, nr), k: k, topV: make([]float64, k+1), topJ: make([]int, k+1)}
+	b := &bidCache{ent: make([]cacheEntry, nr*k), lb: make([]float64, nr), k: k, topV: make([]float64, k+1), topJ: make([]int, k+1)}
 	for i := range b.lb {
 		b.lb[i] = -inf // forces a full scan on first use
 	}
@@ -367,33 +379,36 @@ func newBidCache(nr, nc int) *bidCache {
 }
 
 // best2 returns the smallest value w1 of row[j]+p[j] over all j, its column
-// j1, and a lower bound w2 >= w1 on the second smallest (exact after a full
-// scan, otherwise the smaller of the cached second best and lb). A bid
-// raising p[j1] by w2−w1+ε with such a w2 still leaves the row within ε of
-// its best, which is all ε-complementary slackness asks.
-func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
+// j1 and its cost c1 = row[j1], and a lower bound w2 >= w1 on the second
+// smallest (exact after a full scan, otherwise the smaller of the cached
+// second best and lb). A bid raising p[j1] by w2−w1+ε with such a w2 still
+// leaves the row within ε of its best, which is all ε-complementary
+// slackness asks. row must be the same for every call with the same i.
+func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int, c1 float64) {
 	w1, w2, j1 = inf, inf, -1
-	cols := b.cols[i*b.k : i*b.k+b.k]
-	for _, j := range cols {
-		if h := row[j] + p[j]; h < w2 {
+	ent := b.ent[i*b.k : i*b.k+b.k]
+	for _, e := range ent {
+		if h := e.c + p[e.j]; h < w2 {
 			if h < w1 {
-				w2, w1, j1 = w1, h, j
+				w2, w1, j1, c1 = w1, h, e.j, e.c
 			} else {
 				w2 = h
 			}
 		}
 	}
 	if w1 <= b.lb[i] {
-		return w1, math.Min(w2, b.lb[i]), j1
+		return w1, math.Min(w2, b.lb[i]), j1, c1
 	}
 	// Full scan keeping the k+1 smallest values in sorted order.
 	b.scans++
 	topV, topJ := b.topV, b.topJ
 	m := topk.SmallestK(row, p, topV, topJ)
 	if m == 0 {
-		return inf, inf, -1
+		return inf, inf, -1, inf
 	}
-	copy(cols, topJ[:b.k])
+	for t, j := range topJ[:b.k] {
+		ent[t] = cacheEntry{row[j], j}
+	}
 	b.lb[i] = inf
 	if m > b.k {
 		b.lb[i] = topV[b.k]
@@ -402,5 +417,5 @@ func (b *bidCache) best2(i int, row, p []float64) (w1, w2 float64, j1 int) {
 	if m > 1 {
 		w2 = topV[1]
 	}
-	return w1, w2, j1
+	return w1, w2, j1, row[j1]
 }

@@ -24,7 +24,8 @@ import (
 // (as psda/stage1.go and stage2.go run them: Stage 2's tolerance found
 // before the timer),
 // reporting CPU seconds beside the wall time (their ratio is the cores the
-// solver kept busy) and the certificate's share.
+// solver kept busy), the certificate's share and, for an imbalanced Stage
+// 1, the auction's bids and full row scans per row.
 func BenchmarkDumped(b *testing.B) {
 	dir := os.Getenv("PSDA_ASSIGN_DUMPS")
 	if dir == "" {
@@ -54,6 +55,7 @@ func BenchmarkDumped(b *testing.B) {
 				b.Fatalf("%s: %d entries, want %d×%d", name, len(c), nr, nc)
 			}
 			var certify time.Duration
+			var bids, scans int // the copy model's auction's
 			// psda's Stage 2 takes its tolerance from its cost phase
 			// (Stage2.DenseMax), not from a pass of its own.
 			tol := PriceTol(c)
@@ -61,7 +63,20 @@ func BenchmarkDumped(b *testing.B) {
 			defer reportCPU(b, cpuNow())
 			for range b.N {
 				if name[1] == '1' {
-					sol, err := Imbalanced(c, nr, nc)
+					var sol *Solution
+					var err error
+					if nr > nc {
+						// imbalancedFrom is Imbalanced there, with
+						// the auction's work counters.
+						var st *copySAP
+						sol, st, err = imbalancedFrom(c, nr, nc, nil, nil)
+						if err == nil {
+							bids += st.bids
+							scans += st.scans
+						}
+					} else {
+						sol, err = Imbalanced(c, nr, nc)
+					}
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -85,6 +100,10 @@ func BenchmarkDumped(b *testing.B) {
 				}
 			}
 			b.ReportMetric(certify.Seconds()/float64(b.N), "certify-s/op")
+			if bids > 0 {
+				b.ReportMetric(float64(bids)/float64(b.N*nr), "bids/row")
+				b.ReportMetric(float64(scans)/float64(b.N*nr), "scans/row")
+			}
 		})
 	}
 }

@@ -162,8 +162,9 @@ func newCopySAP(c []float64, nr, nc int) *copySAP {
 // auction runs the ε-scaling forward auction on the copy model with prices
 // −vc, as auctionInit does for square problems. A row's value for column j
 // is c_ij plus the lowest price among j's copies, and a row bids for that
-// copy ("similar objects", Bertsekas and Castañon 1989); prices only rise,
-// so rows use a bidCache.
+// copy ("similar objects", Bertsekas and Castañon 1989), by an increment
+// set by its next best column, not by the next copy (levelRegular);
+// within a phase prices only rise, so rows use a bidCache.
 //
 // Dummies are identical bidders whose value for an extra copy is its price.
 // Left to the plain auction they bid against each other: a displaced dummy
@@ -222,6 +223,14 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	for phase, eps := 0, eps0; ; phase, eps = phase+1, eps/theta {
 		hooks.progress(float64(phase) / float64(phases))
 		eps = math.Max(eps, epsMin)
+		if phase > 0 {
+			for j := 0; j < nc; j++ {
+				if s.levelRegular(price, j) {
+					copies.rebuild(j)
+					update(j)
+				}
+			}
+		}
 		minExtra := inf // the dummies' best value
 		for j := 0; j < nc && s.nd > 0; j++ {
 			if extraP[j] < minExtra {
@@ -237,7 +246,7 @@ func (s *copySAP) auction(hooks *Hooks) error {
 						continue
 					}
 					eh.push(k / h)
-				} else if w1, _, _ := rows.best2(p, c[p*nc:p*nc+nc], minP); c[p*nc+k/h]+price[k] <= w1+eps {
+				} else if w1, _, _, _ := rows.best2(p, c[p*nc:p*nc+nc], minP); c[p*nc+k/h]+price[k] <= w1+eps {
 					continue
 				}
 				s.owner[k], s.copyOf[p] = -1, -1
@@ -261,9 +270,20 @@ func (s *copySAP) auction(hooks *Hooks) error {
 			var k int
 			if !isDummy(p) {
 				row := c[p*nc : p*nc+nc]
-				w1, w2, j := rows.best2(p, row, minP)
-				w2 = math.Min(w2, row[j]+min2P[j])
+				// The increment is set by the row's next best column
+				// and, with dummies, by the other class of column j
+				// (its extra copy, or its cheapest regular copy when
+				// the extra is the cheapest), not by the next copy of
+				// the same class (levelRegular).
+				w1, w2, j, cj := rows.best2(p, row, minP)
 				k = j*h + minT[j]
+				if s.nd > 0 {
+					if minT[j] == s.q {
+						w2 = math.Min(w2, cj+min2P[j])
+					} else {
+						w2 = math.Min(w2, cj+extraP[j])
+					}
+				}
 				price[k] += max(w2-w1+eps, 8*ulp(price[k]))
 			} else {
 				// A dummy never bids against another dummy: they are
@@ -298,11 +318,14 @@ func (s *copySAP) auction(hooks *Hooks) error {
 			break
 		}
 	}
-	// Copies of a column are similar objects too: rows bidding for the
-	// cheapest copy leave the copies' prices about ε apart, and tighten
-	// would free every row not on the dearest one. Raise the copies held by
-	// rows to the highest of them.
+	// Copies held by rows end apart by the bids since the last levelling,
+	// and tighten frees every row not on a copy at its column's lowest
+	// price. Level the regular copies, then raise the copies held by rows
+	// to the highest of them (a real-held extra copy above the regular
+	// ones: raising the others to it freed fewer rows on uniform costs
+	// with dummies than lowering it).
 	for j := 0; j < nc; j++ {
+		s.levelRegular(price, j)
 		m := -inf
 		for k := j * h; k < j*h+h; k++ {
 			if o := s.owner[k]; o >= 0 && o < nr && price[k] > m {
@@ -338,6 +361,42 @@ func (s *copySAP) auction(hooks *Hooks) error {
 	}
 	hooks.progress(1)
 	return nil
+}
+
+// levelRegular lowers every regular copy of column j (t < q) held by a
+// real row to the lowest price among j's regular copies, between the
+// auction's ε phases, and reports whether a price changed.
+//
+// Copies of a column are similar objects (Bertsekas and Castañon, "The
+// auction algorithm for transportation problems", Annals of OR 20, 1989):
+// a row bids for the cheapest regular copy, and its increment comes from
+// its next best column, not from the next copy (which is the same object
+// to it). Bidding against the next copy, as the auction first did, raised
+// a copy ε above it: the copies' prices ended each phase about ε apart,
+// the next phase's check (a row keeps its copy only within the new,
+// smaller ε of its best value) freed about 70% of the rows every phase,
+// and each bid of the ensuing chains of displaced rows raised a copy of
+// the same column by ε (85–110 bids per row at 20000 × 1000;
+// docs/performance.md, "The Stage 1 auction's bids"). With the increment
+// from the next column, a column's copies end a phase at the prices its
+// bidders would pay, apart by more than ε; the levelling puts them back
+// at the lowest. It keeps ε-complementary slackness: every row values
+// column j at the lowest price of its copies, which the levelling leaves
+// as it is, so no row's best value changes (nor the bid cache's bounds),
+// and the holders' values only fall. The extra copies (t = q, with
+// dummies) are a second class: a dummy may take them, so they are the
+// dummies' market (extraP, eh) and keep their prices. The time complexity
+// is O(h).
+func (s *copySAP) levelRegular(price []float64, j int) bool {
+	reg := price[j*s.h : j*s.h+s.q]
+	m := slices.Min(reg)
+	changed := false
+	for t, x := range reg {
+		if o := s.owner[j*s.h+t]; o >= 0 && o < s.nr && x != m {
+			reg[t], changed = m, true
+		}
+	}
+	return changed
 }
 
 // seedPrices starts the auction from s.seed as lsap.seedPrices does for

@@ -1,5 +1,7 @@
 package assign
 
+import "slices"
+
 // copyHeap keeps the h copies of each column of the implicit-copy auction
 // in a binary min-heap by (price, copy index), so that a bid reads the
 // cheapest and second cheapest copy of a column in O(1) and a raised price
@@ -92,4 +94,28 @@ func (q *copyHeap) raised(k int) {
 	}
 	hp[i] = t
 	q.pos[k] = i
+}
+
+// rebuild restores column j's heap after any change of its prices (the
+// auction lowers them between its phases): the copies sorted by (price,
+// index), which is a heap. Time O(h·log h).
+func (q *copyHeap) rebuild(j int) {
+	if q.heap == nil {
+		return
+	}
+	h := q.h
+	base := j * h
+	hp := q.heap[base : base+h]
+	slices.SortFunc(hp, func(t, u int) int {
+		switch {
+		case q.less(base, t, u):
+			return -1
+		case q.less(base, u, t):
+			return 1
+		}
+		return 0
+	})
+	for i, t := range hp {
+		q.pos[base+t] = i
+	}
 }

@@ -6,7 +6,8 @@ import (
 	"testing"
 )
 
-// copyHeap must give, after any sequence of price rises, the copy a scan
+// copyHeap must give, after any sequence of price rises and rebuilds after
+// lowered prices, the copy a scan
 // gives (the lowest index among the cheapest) and the second lowest price,
 // on both sides of scanCopies and with many ties.
 func TestCopyHeapMatchesScan(t *testing.T) {
@@ -41,6 +42,17 @@ func TestCopyHeapMatchesScan(t *testing.T) {
 				}
 				price[j*h+t0] += float64(rng.IntN(3))
 				q.raised(j*h + t0)
+				// Now and then lower some copies of column j to its
+				// lowest price and rebuild (the auction's levelling).
+				if rng.IntN(50) == 0 {
+					_, m, _ := q.min2(j)
+					for u := range h {
+						if rng.IntN(2) == 0 {
+							price[j*h+u] = m
+						}
+					}
+					q.rebuild(j)
+				}
 			}
 		})
 	}
