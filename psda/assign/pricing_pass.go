@@ -161,7 +161,9 @@ func (st *Pricing) Screen(z, w, tail []float64, skip []bool) {
 // 2, 4, … (at most a quarter) columns of largest w, whose potential fails
 // most rows, chosen so that the column pass (Rows entries a column) and the
 // row pass over the rows that still fail (Cols entries a row; all rows
-// beyond a quarter) price the fewest entries.
+// beyond a quarter) price the fewest entries. With Symmetric the column
+// pass prices the hubs' rows too (screenAll), so they do not count as
+// failing.
 func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
 	order := make([]int, len(w))
 	for b := range order {
@@ -176,8 +178,9 @@ func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
 		}
 		st.Screen(z, w, tail, skip)
 		fail := 0
-		for _, t := range tail {
-			if t < -tol {
+		for a, t := range tail {
+			// Symmetric: the hubs' rows are priced by the hubs' pass.
+			if t < -tol && !(st.Symmetric && skip[a]) {
 				fail++
 			}
 		}
