@@ -323,14 +323,20 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 				best.Cap(a, t)
 			}
 		}
-		row, _ := best.Sinks(st.Coef*st.Scale, z, w, st.NoDiag, pr.adj.Has)
-		_, col := best.Sinks(st.Coef*st.Scale, z, w, st.NoDiag, func(a, b int) bool { return hub[a] || pr.adj.Has(a, b) })
-		st.Model.Pass(hubs, false, func(a, b0 int, xs []float64) {
+		// In float32 where the model bounds the error, as price runs.
+		f32 := st.ER != nil
+		zl, wl := st.lowered(z, w)
+		row, _ := best.Sinks(st.Coef*st.Scale, zl, wl, st.NoDiag, pr.adj.Has)
+		_, col := best.Sinks(st.Coef*st.Scale, zl, wl, st.NoDiag, func(a, b int) bool { return hub[a] || pr.adj.Has(a, b) })
+		st.Model.Pass(hubs, f32, func(a, b0 int, xs []float64) {
 			row(a, b0, xs)
 			col(a, b0, xs, nil)
 		}, nil)
 		if err := st.Hooks.stop(); err != nil {
 			return nil, err
+		}
+		if f32 {
+			st.exactKept(best, par.Indices(nil, st.Rows), z, w, pr.need64, tol)
 		}
 		for a := range pr.tail {
 			pr.kept.CopyRow(best, a)
