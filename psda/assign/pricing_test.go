@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // TestPricingToCertificate runs the pricing loop on dense matrices (the
@@ -145,9 +147,16 @@ func TestScreen(t *testing.T) {
 // solution must be the dense optimum (Rectangular, the diagonal forbidden
 // by a large cost) and the potentials' symmetric mean feasible for every
 // edge.
+//
+// With noise, the model's float32 passes (noisyModel) hand every cross part
+// raised by the most its error bounds allow, so that only lowered values
+// (Pricing.lowered) keep the tails true.
 func TestPricingHubs(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
-	for _, sh := range []struct{ n, far int }{{200, 6}, {301, 9}} {
+	for _, sh := range []struct {
+		n, far int
+		noise  float64
+	}{{200, 6, 0}, {301, 9, 0}, {200, 6, 0.02}, {301, 9, 0.01}} {
 		n := sh.n
 		px, py := make([]float64, n), make([]float64, n)
 		for i := range px {
@@ -185,8 +194,17 @@ func TestPricingHubs(t *testing.T) {
 		}
 		// screenAll's claim, edge by edge: every edge of row a outside the
 		// graph and the row's kept list has reduced cost >= tail[a].
-		pr := newPricing(&Pricing{Model: &denseModel{c: c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1, NoDiag: true,
-			Symmetric: true, TauR: tau, TauC: tau, Keep: 1}, deepCopy(adj))
+		var model PricedModel = &denseModel{c: c, n: n}
+		var e []float64
+		if sh.noise > 0 {
+			e = make([]float64, n)
+			for a := range e {
+				e[a] = sh.noise * rng.Float64()
+			}
+			model = &noisyModel{denseModel{c: c, n: n}, e}
+		}
+		pr := newPricing(&Pricing{Model: model, Rows: n, Cols: n, Scale: 1, Coef: 1, NoDiag: true,
+			Symmetric: true, TauR: tau, TauC: tau, ER: e, EC: e, Keep: 1}, deepCopy(adj))
 		if err := pr.resolve(); err != nil {
 			t.Fatal(err)
 		}
@@ -204,8 +222,8 @@ func TestPricingHubs(t *testing.T) {
 			}
 		}
 		hubs := 0
-		st := &Pricing{Model: &denseModel{c: c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1, NoDiag: true, Symmetric: true,
-			TauR: tau, TauC: tau, Keep: 1, Trace: func(f string, args ...any) {
+		st := &Pricing{Model: model, Rows: n, Cols: n, Scale: 1, Coef: 1, NoDiag: true, Symmetric: true,
+			TauR: tau, TauC: tau, ER: e, EC: e, Keep: 1, Trace: func(f string, args ...any) {
 				if strings.HasPrefix(f, "screen: ") {
 					hubs = args[2].(int)
 				}
@@ -247,4 +265,26 @@ func deepCopy(adj Edges) Edges {
 		out[a] = slices.Clone(row)
 	}
 	return out
+}
+
+// noisyModel is denseModel whose float32 passes hand every cross part
+// raised by e[a] + e[b], the most the error bounds ER = EC = e allow.
+type noisyModel struct {
+	denseModel
+	e []float64
+}
+
+func (m *noisyModel) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+	if !f32 {
+		m.denseModel.Pass(sub, false, row, col)
+		return
+	}
+	n := m.n
+	for _, a := range par.Indices(sub, n) {
+		xs := make([]float64, n)
+		for b := range xs {
+			xs[b] = m.c[a*n+b] + m.e[a] + m.e[b]
+		}
+		row(a, 0, xs)
+	}
 }
