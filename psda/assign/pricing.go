@@ -55,7 +55,9 @@ type Pricing struct {
 	NoDiag      bool // edge (a, a) does not exist
 	// Symmetric: the costs and the candidate graph are symmetric (Link adds
 	// both orientations), so the potentials can be too (see potentials),
-	// and the model's full pass may hand each pair once.
+	// and the model's full pass may hand each pair once. A pass over some
+	// rows must then hand them by rows (Pass's row): the first screen's
+	// hub pass reads each row's entries as its column's too.
 	Symmetric bool
 	// TauR[a] and TauC[b], when not nil, bound from below the cross part of
 	// every edge (a, b) outside the candidate graph: the largest of those
