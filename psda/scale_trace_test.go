@@ -95,3 +95,57 @@ func TestScaleTrace(t *testing.T) {
 	fmt.Printf("%8.1f %8.1f  done: stage 1 cost %.10g, stage 2 cost %.10g, bound %.10g\n",
 		time.Since(w0).Seconds(), (testref.CPUTime() - c0).Seconds(), m.Stage1Cost, m.Stage2Cost, m.Stage2Bound)
 }
+
+// TestFloorTrace runs one Double-paired MMD-RBF matching (k = 32, Auto) of
+// benchmarks/floor.py's data (floorFeatures: the same distributions, not
+// NumPy's numbers) with the sparse path's trace and each phase's wall and
+// CPU seconds, read from the Monitor as BenchmarkStage2Factored reads them.
+// It runs only when PSDA_FLOOR is set, as KIND:NS:NT:D[:split] with KIND
+// relu, gauss or clustered; split runs Stage 1 dense and Stage 2 sparse
+// (as BenchmarkStage2Factored's split), e.g.
+//
+//	PSDA_FLOOR=relu:40000:2000:512 go test -run TestFloorTrace -v -timeout 0 ./psda
+func TestFloorTrace(t *testing.T) {
+	spec := os.Getenv("PSDA_FLOOR")
+	if spec == "" {
+		t.Skip("set PSDA_FLOOR=relu:40000:2000:512 (KIND:NS:NT:D[:split]) to run")
+	}
+	f := strings.Split(spec, ":")
+	if len(f) < 4 || len(f) > 5 || len(f) == 5 && f[4] != split {
+		t.Fatalf("PSDA_FLOOR=%q: want KIND:NS:NT:D[:split]", spec)
+	}
+	var dims [3]int
+	for i := range dims {
+		v, err := strconv.Atoi(f[i+1])
+		if err != nil || v < 1 {
+			t.Fatalf("PSDA_FLOOR=%q: field %d is not a positive integer", spec, i+1)
+		}
+		dims[i] = v
+	}
+	ns, nt, d := dims[0], dims[1], dims[2]
+	src, tgt := floorFeatures(f[0], ns, nt, d, 1)
+	w0, c0 := time.Now(), testref.CPUTime()
+	pl := defaultPlan()
+	if len(f) == 5 {
+		_, s2 := stageBytes(ns, nt)
+		pl.denseLimit = s2 - 1
+	}
+	pl.trace = func(format string, args ...any) {
+		fmt.Printf("%8.1f %8.1f  %s\n", time.Since(w0).Seconds(), (testref.CPUTime() - c0).Seconds(), fmt.Sprintf(format, args...))
+	}
+	mon := &Monitor{}
+	var phases [PhaseDone + 1][2]time.Duration
+	stop := clockPhases(mon, &phases)
+	m, err := pl.match(src, tgt, Config{BatchSize: 32, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Auto, Monitor: mon})
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("%8.1f %8.1f  done: stage 1 cost %.10g, stage 2 cost %.10g, bound %.10g\n",
+		time.Since(w0).Seconds(), (testref.CPUTime() - c0).Seconds(), m.Stage1Cost, m.Stage2Cost, m.Stage2Bound)
+	names := []string{"stage 1 costs", "stage 1 assignment", "stage 2 costs", "stage 2 matching"}
+	for k, name := range names {
+		v := phases[PhaseStage1Costs+k]
+		fmt.Printf("%-20s wall %6.2f s  cpu %6.2f s\n", name, v[0].Seconds(), v[1].Seconds())
+	}
+}

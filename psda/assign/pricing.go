@@ -55,7 +55,9 @@ type Pricing struct {
 	NoDiag      bool // edge (a, a) does not exist
 	// Symmetric: the costs and the candidate graph are symmetric (Link adds
 	// both orientations), so the potentials can be too (see potentials),
-	// and the model's full pass may hand each pair once.
+	// and the model's full pass may hand each pair once. A pass over some
+	// rows must then hand them by rows (Pass's row): the first screen's
+	// hub pass reads each row's entries as its column's too.
 	Symmetric bool
 	// TauR[a] and TauC[b], when not nil, bound from below the cross part of
 	// every edge (a, b) outside the candidate graph: the largest of those
@@ -302,10 +304,52 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 	z, w := pr.potentials()
 	tol := PriceTol(pr.g.Cost)
 	hubs := st.screenSplit(z, w, pr.tail, tol)
-	if len(hubs) > 0 {
-		// The edges into the columns of largest w, priced by a column
-		// pass into kept lists: the rows' kept edges are checked after
-		// every re-solve, and their tails cover the hubs with margin.
+	if len(hubs) > 0 && st.Symmetric {
+		// The edges into the columns of largest w, priced into kept lists
+		// (the rows' kept edges are checked after every re-solve, and their
+		// tails cover the hubs with margin), by a pass over the hubs' rows:
+		// with symmetric costs row b holds the edges into column b, and the
+		// same pass prices the hubs' own rows whole (their z is w: they are
+		// the rows that fail the screen most). A hub row's list thus takes
+		// its row's entries only, not its column's again.
+		best := st.lists()
+		hub := make([]bool, st.Rows)
+		for _, b := range hubs {
+			hub[b] = true
+		}
+		for a, t := range pr.tail {
+			if !hub[a] {
+				// The screen bounds the row's other edges by t: its hub
+				// edges of reduced cost t or more leave its tail as it
+				// is, so they need not be kept (nor looked up in adj).
+				best.Cap(a, t)
+			}
+		}
+		// In float32 where the model bounds the error, as price runs.
+		f32 := st.ER != nil
+		zl, wl := st.lowered(z, w)
+		row, _ := best.Sinks(st.Coef*st.Scale, zl, wl, st.NoDiag, pr.adj.Has)
+		_, col := best.Sinks(st.Coef*st.Scale, zl, wl, st.NoDiag, func(a, b int) bool { return hub[a] || pr.adj.Has(a, b) })
+		st.Model.Pass(hubs, f32, func(a, b0 int, xs []float64) {
+			row(a, b0, xs)
+			col(a, b0, xs, nil)
+		}, nil)
+		if err := st.Hooks.stop(); err != nil {
+			return nil, err
+		}
+		if f32 {
+			st.exactKept(best, par.Indices(nil, st.Rows), z, w, pr.need64, tol)
+		}
+		for a := range pr.tail {
+			pr.kept.CopyRow(best, a)
+			if hub[a] {
+				pr.tail[a] = pr.kept.Limit(a)
+			} else {
+				pr.tail[a] = min(pr.tail[a], pr.kept.Limit(a))
+			}
+		}
+	} else if len(hubs) > 0 {
+		// As above, by a column pass into the kept lists.
 		best := st.lists()
 		cs := st.Coef * st.Scale
 		st.Model.PassCols(hubs, func(a, b int, x float64) {

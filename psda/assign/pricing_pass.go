@@ -33,13 +33,7 @@ func (st *Pricing) price(best *topk.Lists, sub []int, z, w []float64, has func(a
 		m.Pass(sub, false, row, col)
 		return st.Hooks.stop()
 	}
-	zl, wl := slices.Clone(z), slices.Clone(w)
-	for a, e := range st.ER {
-		zl[a] += cs * e
-	}
-	for b, e := range st.EC {
-		wl[b] += cs * e
-	}
+	zl, wl := st.lowered(z, w)
 	row, col := best.Sinks(cs, zl, wl, st.NoDiag, has)
 	m.Pass(sub, true, row, col)
 	if err := st.Hooks.stop(); err != nil {
@@ -53,6 +47,44 @@ func (st *Pricing) price(best *topk.Lists, sub []int, z, w []float64, has func(a
 			best.Reset(a)
 		}
 	}
+	st.exactKept(best, rows, z, w, need64, tol)
+	if len(redo) > 0 {
+		st.trace("  %d rows priced in float64", len(redo))
+		row, col := best.Sinks(cs, z, w, st.NoDiag, has)
+		m.Pass(redo, false, row, col)
+		for _, a := range redo {
+			need64[a] = false
+		}
+	}
+	return st.Hooks.stop()
+}
+
+// lowered returns z and w raised by the float32 error bounds, cs·ER and
+// cs·EC (cs = Coef·Scale > 0), so that a float32 cross part x̃ offered at
+// cs·x̃ − zl[a] − wl[b] is a lower bound on the edge's reduced cost; z and
+// w themselves when the model has no bounds.
+func (st *Pricing) lowered(z, w []float64) (zl, wl []float64) {
+	if st.ER == nil {
+		return z, w
+	}
+	cs := st.Coef * st.Scale
+	zl, wl = slices.Clone(z), slices.Clone(w)
+	for a, e := range st.ER {
+		zl[a] += cs * e
+	}
+	for b, e := range st.EC {
+		wl[b] += cs * e
+	}
+	return zl, wl
+}
+
+// exactKept gives the kept edges of the rows, filled by a float32 pass
+// (lowered), their exact cross parts (aux, from At), which the violator
+// checks read, and marks in need64 the rows whose lists hold no violator
+// and yet cannot certify them (limit below −tol: more than Keep edges
+// within the error bound of tight), for a float64 pricing next.
+func (st *Pricing) exactKept(best *topk.Lists, rows []int, z, w []float64, need64 []bool, tol float64) {
+	cs, m := st.Coef*st.Scale, st.Model
 	par.Rows(len(rows), func(k0, k1 int) {
 		for _, a := range rows[k0:k1] {
 			clean := true // no violator among the kept edges
@@ -65,15 +97,6 @@ func (st *Pricing) price(best *topk.Lists, sub []int, z, w []float64, has func(a
 			need64[a] = clean && best.Limit(a) < -tol
 		}
 	})
-	if len(redo) > 0 {
-		st.trace("  %d rows priced in float64", len(redo))
-		row, col := best.Sinks(cs, z, w, st.NoDiag, has)
-		m.Pass(redo, false, row, col)
-		for _, a := range redo {
-			need64[a] = false
-		}
-	}
-	return st.Hooks.stop()
 }
 
 // priceCols runs a column pass over cols, adds to adj every edge into them
@@ -161,7 +184,9 @@ func (st *Pricing) Screen(z, w, tail []float64, skip []bool) {
 // 2, 4, … (at most a quarter) columns of largest w, whose potential fails
 // most rows, chosen so that the column pass (Rows entries a column) and the
 // row pass over the rows that still fail (Cols entries a row; all rows
-// beyond a quarter) price the fewest entries.
+// beyond a quarter) price the fewest entries. With Symmetric the column
+// pass prices the hubs' rows too (screenAll), so they do not count as
+// failing.
 func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
 	order := make([]int, len(w))
 	for b := range order {
@@ -176,8 +201,9 @@ func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
 		}
 		st.Screen(z, w, tail, skip)
 		fail := 0
-		for _, t := range tail {
-			if t < -tol {
+		for a, t := range tail {
+			// Symmetric: the hubs' rows are priced by the hubs' pass.
+			if t < -tol && !(st.Symmetric && skip[a]) {
 				fail++
 			}
 		}

@@ -1,11 +1,15 @@
 package assign
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // TestPricingToCertificate runs the pricing loop on dense matrices (the
@@ -130,5 +134,157 @@ func TestScreen(t *testing.T) {
 				t.Fatalf("%dx%d: tail[%d] = %v, want %v", rows, cols, a, tail[a], want)
 			}
 		}
+	}
+}
+
+// TestPricingHubs runs the pricing loop as psda's sparse Stage 2 runs it
+// (symmetric costs, no diagonal, candidate lists' thresholds as the screen)
+// on points in the plane with far outliers, whose large potentials fail the
+// screen for every row: the first pricing then prices the outliers' lines
+// (screenAll's hub pass, which prices their rows whole and their columns
+// into the other rows' capped lists). With one kept edge a row the lists
+// overflow, so that a row's tail must take its hub edges' limit. The
+// solution must be the dense optimum (Rectangular, the diagonal forbidden
+// by a large cost) and the potentials' symmetric mean feasible for every
+// edge.
+//
+// With noise, the model's float32 passes (noisyModel) hand every cross part
+// raised by the most its error bounds allow, so that only lowered values
+// (Pricing.lowered) keep the tails true.
+func TestPricingHubs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	for _, sh := range []struct {
+		n, far int
+		noise  float64
+	}{{200, 6, 0}, {301, 9, 0}, {200, 6, 0.02}, {301, 9, 0.01}} {
+		n := sh.n
+		px, py := make([]float64, n), make([]float64, n)
+		for i := range px {
+			px[i], py[i] = rng.Float64(), rng.Float64()
+			if i < sh.far { // outliers, far from everything and each other
+				ang := 2 * math.Pi * float64(i) / float64(sh.far)
+				px[i], py[i] = 20*math.Cos(ang), 20*math.Sin(ang)
+			}
+		}
+		c, big := make([]float64, n*n), make([]float64, n*n)
+		for a := 0; a < n; a++ {
+			for b := 0; b < n; b++ {
+				dx, dy := px[a]-px[b], py[a]-py[b]
+				c[a*n+b], big[a*n+b] = dx*dx+dy*dy, dx*dx+dy*dy
+			}
+			c[a*n+a], big[a*n+a] = math.Inf(1), 1e9
+		}
+		// Candidates: each row's k nearest, symmetrised; tau bounds every
+		// entry outside a row's list.
+		const k = 4
+		adj, tau := make(Edges, n), make([]float64, n)
+		for a := 0; a < n; a++ {
+			order := make([]int, 0, n-1)
+			for b := 0; b < n; b++ {
+				if b != a {
+					order = append(order, b)
+				}
+			}
+			slices.SortFunc(order, func(p, q int) int { return cmp.Compare(c[a*n+p], c[a*n+q]) })
+			for _, b := range order[:k] {
+				adj.Add(a, b, c[a*n+b])
+				adj.Add(b, a, c[a*n+b])
+			}
+			tau[a] = c[a*n+order[k-1]]
+		}
+		// screenAll's claim, edge by edge: every edge of row a outside the
+		// graph and the row's kept list has reduced cost >= tail[a].
+		var model PricedModel = &denseModel{c: c, n: n}
+		var e []float64
+		if sh.noise > 0 {
+			e = make([]float64, n)
+			for a := range e {
+				e[a] = sh.noise * rng.Float64()
+			}
+			model = &noisyModel{denseModel{c: c, n: n}, e}
+		}
+		pr := newPricing(&Pricing{Model: model, Rows: n, Cols: n, Scale: 1, Coef: 1, NoDiag: true,
+			Symmetric: true, TauR: tau, TauC: tau, ER: e, EC: e, Keep: 1}, deepCopy(adj))
+		if err := pr.resolve(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pr.screenAll(); err != nil {
+			t.Fatal(err)
+		}
+		z, w := pr.potentials()
+		for a := 0; a < n; a++ {
+			kept := map[int]bool{}
+			pr.kept.Each(a, func(b int, _, _ float64) { kept[b] = true })
+			for b := 0; b < n; b++ {
+				if r := c[a*n+b] - z[a] - w[b]; a != b && !kept[b] && !pr.adj.Has(a, b) && r < pr.tail[a]-1e-12 {
+					t.Fatalf("n=%d: after the screen, edge (%d, %d) has reduced cost %v below its row's tail %v", n, a, b, r, pr.tail[a])
+				}
+			}
+		}
+		hubs := 0
+		st := &Pricing{Model: model, Rows: n, Cols: n, Scale: 1, Coef: 1, NoDiag: true, Symmetric: true,
+			TauR: tau, TauC: tau, ER: e, EC: e, Keep: 1, Trace: func(f string, args ...any) {
+				if strings.HasPrefix(f, "screen: ") {
+					hubs = args[2].(int)
+				}
+			}}
+		sol, _, err := st.Solve(adj)
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		if hubs == 0 {
+			t.Fatalf("n=%d: the screen priced no hub columns (the test needs them)", n)
+		}
+		want, err := Rectangular(big, n, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(sol.Cost-want.Cost) > 1e-9*want.Cost {
+			t.Fatalf("n=%d: cost %.15g, Rectangular %.15g", n, sol.Cost, want.Cost)
+		}
+		// The certificate is the potentials' symmetric mean (potentials).
+		y := make([]float64, n)
+		for a := range y {
+			y[a] = (sol.U[a] + sol.V[a]) / 2
+		}
+		tol := 2 * PriceTol(c)
+		for a := 0; a < n; a++ {
+			for b := 0; b < n; b++ {
+				if r := c[a*n+b] - y[a] - y[b]; a != b && r < -tol {
+					t.Fatalf("n=%d: reduced cost of (%d, %d) is %v", n, a, b, r)
+				}
+			}
+		}
+	}
+}
+
+// deepCopy returns a copy of adj that shares no row with it.
+func deepCopy(adj Edges) Edges {
+	out := make(Edges, len(adj))
+	for a, row := range adj {
+		out[a] = slices.Clone(row)
+	}
+	return out
+}
+
+// noisyModel is denseModel whose float32 passes hand every cross part
+// raised by e[a] + e[b], the most the error bounds ER = EC = e allow.
+type noisyModel struct {
+	denseModel
+	e []float64
+}
+
+func (m *noisyModel) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), col func(b, a0 int, xs []float64, idx []int)) {
+	if !f32 {
+		m.denseModel.Pass(sub, false, row, col)
+		return
+	}
+	n := m.n
+	for _, a := range par.Indices(sub, n) {
+		xs := make([]float64, n)
+		for b := range xs {
+			xs[b] = m.c[a*n+b] + m.e[a] + m.e[b]
+		}
+		row(a, 0, xs)
 	}
 }

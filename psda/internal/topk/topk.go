@@ -218,6 +218,14 @@ func (s *Lists) Reset(i int) {
 	s.cnt[i], s.bv[i], s.bk[i] = 0, math.Inf(1), s.key(i, 0)
 }
 
+// Cap makes item i, whose list is empty, refuse every offer of value v or
+// more (ties too): its list then keeps the k smallest values below v. Limit
+// stays +Inf until k are kept, so that every value offered and not kept is
+// at least min(v, Limit(i)); Reset lifts the cap.
+func (s *Lists) Cap(i int, v float64) {
+	s.bv[i], s.bk[i] = v, 0
+}
+
 // CopyRow copies item i's settled list from o (same n and k).
 func (s *Lists) CopyRow(o *Lists, i int) {
 	o.Settle(i)

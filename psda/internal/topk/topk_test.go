@@ -118,3 +118,49 @@ func TestCopyRow(t *testing.T) {
 		}
 	}
 }
+
+// TestCap offers values, some tying the cap, to capped lists (k sorted and
+// buffered, 0 to 3k of them below the cap) and checks each settled list
+// against the k smallest values below the cap by a full sort, and that
+// every value offered and not kept is at least min(cap, Limit).
+func TestCap(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, k := range []int{1, 4, sortedK, 40} {
+		for _, below := range []int{0, 1, k - 1, k, k + 1, 3 * k} {
+			const cp = 0.0
+			var vals []float64
+			for range below {
+				vals = append(vals, -rng.Float64()-1e-3)
+			}
+			for range 2 * k {
+				vals = append(vals, rng.Float64(), cp)
+			}
+			rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+			l := New(1, k)
+			l.Cap(0, cp)
+			for j, v := range vals {
+				l.Offer(0, v, int32(j), v)
+			}
+			var want []float64
+			for _, v := range vals {
+				if v < cp {
+					want = append(want, v)
+				}
+			}
+			slices.Sort(want)
+			want = want[:min(k, len(want))]
+			var got []float64
+			kept := map[int]bool{}
+			l.Each(0, func(j int, v, _ float64) { got, kept[j] = append(got, v), true })
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Fatalf("k=%d, %d below the cap: kept %v, want %v", k, below, got, want)
+			}
+			for j, v := range vals {
+				if !kept[j] && v < min(cp, l.Limit(0)) {
+					t.Fatalf("k=%d, %d below the cap: %v offered and not kept, below min(cap, Limit) = %v", k, below, v, min(cp, l.Limit(0)))
+				}
+			}
+		}
+	}
+}
