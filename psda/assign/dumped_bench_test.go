@@ -65,9 +65,12 @@ func BenchmarkDumped(b *testing.B) {
 				if name[1] == '1' {
 					var sol *Solution
 					var err error
-					if nr > nc {
+					if nr > nc && nc > 1 {
 						// imbalancedFrom is Imbalanced there, with
-						// the auction's work counters.
+						// the auction's work counters (one column is
+						// forcedColumn's: the auction's bids, whose
+						// increment needs a second column, would be
+						// +Inf).
 						var st *copySAP
 						sol, st, err = imbalancedFrom(c, nr, nc, nil, nil)
 						if err == nil {

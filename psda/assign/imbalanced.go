@@ -1,8 +1,10 @@
 package assign
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
@@ -119,6 +121,9 @@ type copySAP struct {
 	d       []float64 // per column: min over scanned rows of d_i + c_ij − u_i
 	predRow []int     // the row attaining d
 	bestT   []int     // per column: the unsettled copy with the largest potential
+	nextN   []int     // per column: copies settled in this augment (nextCopy)
+	ord     []int     // per column j, ord[j*h:]: its copies in topCopy's order (nextCopy)
+	ordAt   []int     // per column: the next index into ord, −1 before sorting
 	act     []int     // columns with an unsettled copy
 	settled []bool    // per copy
 	lab     []float64 // per copy: distance when settled
@@ -132,8 +137,9 @@ type copySAP struct {
 	// auction starts (seedPrices).
 	seed *Solution
 	// work counters for the benchmarks: bids and full row scans of the
-	// auction, copies settled by augment.
-	bids, scans, settledCopies int
+	// auction, copies settled by augment and copies it examined to find
+	// each column's nearest one (topCopy, nextCopy).
+	bids, scans, settledCopies, copyScans int
 }
 
 func newCopySAP(c []float64, nr, nc int) *copySAP {
@@ -148,6 +154,7 @@ func newCopySAP(c []float64, nr, nc int) *copySAP {
 		u: make([]float64, nr+nd), vc: make([]float64, m),
 		copyOf: make([]int, nr+nd), owner: make([]int, m),
 		d: make([]float64, nc), predRow: make([]int, nc), bestT: make([]int, nc), act: make([]int, 0, nc),
+		nextN: make([]int, nc), ord: make([]int, m), ordAt: make([]int, nc),
 		settled: make([]bool, m), lab: make([]float64, m), spred: make([]int, m),
 	}
 	for p := range s.copyOf {
@@ -507,6 +514,7 @@ func (s *copySAP) augment(p0 int) {
 		d[j] = inf
 		s.act = append(s.act, j)
 		s.bestT[j] = s.topCopy(j)
+		s.nextN[j], s.ordAt[j] = 0, -1
 	}
 	dd, predD := inf, -1 // the dummies' common distance to every extra copy
 	s.tree, s.treeD, s.sc = s.tree[:0], s.treeD[:0], s.sc[:0]
@@ -549,7 +557,7 @@ func (s *copySAP) augment(p0 int) {
 		s.settled[k], s.lab[k], s.spred[k] = true, bestL, via
 		s.sc = append(s.sc, k)
 		s.settledCopies++
-		if t := s.topCopy(j); t >= 0 {
+		if t := s.nextCopy(j); t >= 0 {
 			s.bestT[j] = t
 		} else {
 			last := len(s.act) - 1
@@ -581,9 +589,63 @@ func (s *copySAP) augment(p0 int) {
 	}
 }
 
+// nextCopy is topCopy after a copy of column j was settled. The potentials
+// and owners stay fixed during an augmentation, so after log2(h) scans of
+// column j it sorts j's copies once in topCopy's order (largest potential
+// first, then the free copies by decreasing index, then the held ones by
+// increasing index) and walks them, skipping the settled ones: an
+// augmentation examines each copy O(log h) times, not once per settled
+// copy of its column. Rescanning made a path that settles many tied copies
+// of one column O(h²): with identical rows a column's copies end the
+// auction at one potential, and where the rounding of the potentials left
+// that column a hair nearer than the next one's free copies, each path
+// from a freed row settled about q of them (12000 × 3 took 82 CPU s on one
+// row of costs, 0.3 on another; docs/performance.md). It returns the copy
+// topCopy returns (potentials are finite), so the paths are unchanged.
+func (s *copySAP) nextCopy(j int) int {
+	if s.nextN[j] < bits.Len(uint(s.h)) {
+		s.nextN[j]++
+		return s.topCopy(j)
+	}
+	h, base := s.h, j*s.h
+	ord := s.ord[base : base+h]
+	if s.ordAt[j] < 0 {
+		s.copyScans += h
+		for t := range ord {
+			ord[t] = t
+		}
+		slices.SortFunc(ord, func(a, b int) int {
+			ka, kb := base+a, base+b
+			if c := cmp.Compare(s.vc[kb], s.vc[ka]); c != 0 {
+				return c
+			}
+			fa, fb := s.owner[ka] < 0, s.owner[kb] < 0
+			switch {
+			case fa != fb && fa:
+				return -1
+			case fa != fb:
+				return 1
+			case fa:
+				return b - a
+			}
+			return a - b
+		})
+		s.ordAt[j] = 0
+	}
+	for s.ordAt[j] < h && s.settled[base+ord[s.ordAt[j]]] {
+		s.ordAt[j]++
+		s.copyScans++
+	}
+	if s.ordAt[j] == h {
+		return -1
+	}
+	return ord[s.ordAt[j]]
+}
+
 // topCopy returns the unsettled copy of column j with the largest potential
 // (the nearest one from any row), preferring a free copy, or −1.
 func (s *copySAP) topCopy(j int) int {
+	s.copyScans += s.h
 	bt, bv := -1, -inf
 	for t := 0; t < s.h; t++ {
 		k := j*s.h + t

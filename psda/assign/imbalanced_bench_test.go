@@ -44,3 +44,27 @@ func BenchmarkImbalancedFewColumns(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkImbalancedIdenticalRows times Imbalanced where every row is the
+// same (every source at one point): the exact finish's paths settle about q
+// tied copies of one column each (nextCopy).
+func BenchmarkImbalancedIdenticalRows(b *testing.B) {
+	for _, sh := range [][2]int{{12000, 3}, {12000, 20}} {
+		nr, nc := sh[0], sh[1]
+		b.Run(fmt.Sprintf("%dx%d", nr, nc), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(13, uint64(nc)))
+			row := fill(nc, rng.Float64)
+			c := make([]float64, 0, nr*nc)
+			for range nr {
+				c = append(c, row...)
+			}
+			b.ResetTimer()
+			defer reportCPU(b, cpuNow())
+			for range b.N {
+				if _, err := Imbalanced(c, nr, nc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
