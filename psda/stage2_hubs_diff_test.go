@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/psda-dev/psda/psda/internal/cost"
+	"github.com/psda-dev/psda/psda/internal/par"
 )
 
 // TestStage2HubsEqualsDense compares the sparse Stage 2 (forced, on the
@@ -21,7 +23,8 @@ import (
 // feasible, the rows' records true), and that both exact paths agree on
 // Stage 2's cost and certified bound up to the pricing's tolerance, P
 // times 1e-9 of the largest cost (on CORAL with outliers that exceeds
-// 1e-9 of the objective).
+// 1e-9 of the objective). Where the hub pass ran, the sparse Stage 2 runs
+// again on one and on four workers and must give the same bits.
 func TestStage2HubsEqualsDense(t *testing.T) {
 	rng := rand.New(rand.NewPCG(71, 72))
 	cfgs := []Config{
@@ -126,6 +129,23 @@ func TestStage2HubsEqualsDense(t *testing.T) {
 				name, hubs > 0, sp.Stage2Cost, sp.Stage2Bound, want.Stage2Cost, want.Stage2Bound)
 		}
 		checkQuads(t, sp, len(want.Pairs))
+		if hubs > 0 {
+			// The hub pass fills the lists from two sinks at once: on one
+			// worker and on four the result must be the same to the bit.
+			pl.records = nil
+			for _, w := range []int{1, 4} {
+				par.SetWorkers(w)
+				again := &Matching{Pairs: want.Pairs}
+				err := pl.stage2Sparse(src, tgt, cfg, again)
+				par.SetWorkers(0)
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if !slices.Equal(again.Quads, sp.Quads) || math.Float64bits(again.Stage2Bound) != math.Float64bits(sp.Stage2Bound) {
+					t.Fatalf("%s: on %d workers stage 2 bound %v (or other quads), %v before", name, w, again.Stage2Bound, sp.Stage2Bound)
+				}
+			}
+		}
 	}
 	if withHubs < instances/8 {
 		t.Fatalf("only %d of %d instances ran the hub pass (the test needs it)", withHubs, instances)
