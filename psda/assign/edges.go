@@ -1,6 +1,10 @@
 package assign
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/psda-dev/psda/psda/internal/par"
+)
 
 // This file holds the candidate edge set that the pricing loop
 // (pricing.go) grows and builds its sparse problems from.
@@ -20,17 +24,25 @@ func (e Edges) Add(a, b int, x float64) { e[a] = append(e[a], Edge{int32(b), x})
 
 // Normalise sorts every row by column and drops repeated columns, keeping
 // the first added, so that Has may search and a graph built from e lists
-// each edge once; it returns the number of edges. Time O(m·log m).
+// each edge once; it returns the number of edges. Time O(m·log m), the rows
+// on all cores: each row's result depends on that row alone, so it is the
+// same for every thread count, and the sparse Stage 2's first call (40000
+// rows of ~94 edges at 40000 × 2000) ran on one core while the other
+// idled (docs/performance.md, "Serial sections around the sparse costs").
 func (e Edges) Normalise() int {
-	n := 0
-	for a, row := range e {
-		// Rows already in order (the loop adds few edges between two
-		// calls) cost one scan.
-		if !increasing(row) {
-			slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
-			e[a] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+	par.Rows(len(e), func(a0, a1 int) {
+		for a, row := range e[a0:a1] {
+			// Rows already in order (the loop adds few edges between two
+			// calls) cost one scan.
+			if !increasing(row) {
+				slices.SortStableFunc(row, func(p, q Edge) int { return int(p.B) - int(q.B) })
+				e[a0+a] = slices.CompactFunc(row, func(p, q Edge) bool { return p.B == q.B })
+			}
 		}
-		n += len(e[a])
+	})
+	n := 0
+	for _, row := range e {
+		n += len(row)
 	}
 	return n
 }

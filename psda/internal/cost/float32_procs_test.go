@@ -1,0 +1,54 @@
+package cost
+
+import (
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/rbf"
+	"github.com/psda-dev/psda/psda/internal/topk"
+)
+
+// TestRBFErr32AnyThreads checks rbfErr32, which runs its bisections on all
+// cores, bit for bit against its formula evaluated entry by entry in
+// order, for GOMAXPROCS 1, 2 and 8 and a thread setting below them, with
+// and without the nearest-kernel values, on 3000 vectors (many of
+// par.Rows' chunks).
+func TestRBFErr32AnyThreads(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	defer par.SetWorkers(0)
+	rng := rand.New(rand.NewPCG(26, 11))
+	kern := rbf.New([]float64{0.5, 1, 2, 4, 8})
+	const n = 3000
+	e, near := make([]float64, n), topk.NewMax(n)
+	for i := range e {
+		e[i] = 1e-6 * rng.Float64()
+		near.K[i] = kern.NTerms * rng.Float64()
+	}
+	emax := 1e-6
+	for _, nr := range []*topk.Max{nil, near} {
+		want := make([]float64, n)
+		for i, x := range e {
+			d := 0.0
+			if nr != nil {
+				d = kern.DistBelow(nr.K[i]+kern.ChainErr32()) - 2*(x+emax)
+			}
+			want[i] = x*kern.Slope(d) + kern.ChainErr32()/2
+		}
+		for _, run := range []struct{ procs, workers int }{{1, 0}, {2, 0}, {8, 0}, {8, 3}} {
+			runtime.GOMAXPROCS(run.procs)
+			if err := par.SetWorkers(run.workers); err != nil {
+				t.Fatal(err)
+			}
+			got := rbfErr32(e, emax, nr, kern)
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Fatalf("near %v, GOMAXPROCS %d, threads %d: entry %d = %v, want %v",
+						nr != nil, run.procs, run.workers, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
