@@ -40,8 +40,16 @@ func BenchmarkFloor(b *testing.B) {
 // "clustered" 65 class centres with within-class noise 0.5 and a domain
 // shift of 0.3·N(0, I).
 func floorFeatures(kind string, ns, nt, d int, seed uint64) (Matrix, Matrix) {
+	return clusterFeatures(kind, ns, nt, d, 65, 0.5, seed)
+}
+
+// clusterFeatures is floorFeatures with c class centres and within-class
+// noise sigma for the "clustered" kind, so that a probe can move between
+// clustered and Gaussian-like features (floorFeatures is c = 65, sigma =
+// 0.5: the same draws in the same order).
+func clusterFeatures(kind string, ns, nt, d, c int, sigma float64, seed uint64) (Matrix, Matrix) {
 	rng := rand.New(rand.NewPCG(seed, 7))
-	centres := make([]float64, 65*d)
+	centres := make([]float64, c*d)
 	shift := make([]float64, d)
 	for i := range centres {
 		centres[i] = rng.NormFloat64()
@@ -53,7 +61,7 @@ func floorFeatures(kind string, ns, nt, d int, seed uint64) (Matrix, Matrix) {
 	gen := func(n int, target bool) Matrix {
 		m := Matrix{N: n, D: d, F32: make([]float32, n*d)}
 		for i := 0; i < n; i++ {
-			c := rng.IntN(65)
+			cl := rng.IntN(c)
 			for k := 0; k < d; k++ {
 				g := rng.NormFloat64()
 				var v float64
@@ -69,7 +77,7 @@ func floorFeatures(kind string, ns, nt, d int, seed uint64) (Matrix, Matrix) {
 					}
 					v = max(0, g)
 				default:
-					v = centres[c*d+k] + 0.5*g
+					v = centres[cl*d+k] + sigma*g
 					if target {
 						v += shift[k]
 					}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -13,37 +12,6 @@ import (
 
 	"github.com/psda-dev/psda/psda/internal/testref"
 )
-
-// clusterFeatures is floorFeatures' "clustered" kind with c class centres
-// and within-class noise sigma (floorFeatures: c = 65, sigma = 0.5), so
-// that the probe can move between clustered and Gaussian-like features.
-func clusterFeatures(ns, nt, d, c int, sigma float64, seed uint64) (Matrix, Matrix) {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	centres := make([]float64, c*d)
-	shift := make([]float64, d)
-	for i := range centres {
-		centres[i] = rng.NormFloat64()
-	}
-	for i := range shift {
-		shift[i] = 0.3 * rng.NormFloat64()
-	}
-	scale := 1 / math.Sqrt(float64(d))
-	gen := func(n int, target bool) Matrix {
-		m := Matrix{N: n, D: d, F32: make([]float32, n*d)}
-		for i := 0; i < n; i++ {
-			k := rng.IntN(c)
-			for j := 0; j < d; j++ {
-				v := centres[k*d+j] + sigma*rng.NormFloat64()
-				if target {
-					v += shift[j]
-				}
-				m.F32[i*d+j] = float32(v * scale)
-			}
-		}
-		return m
-	}
-	return gen(ns, false), gen(nt, true)
-}
 
 // readF32 reads features written by benchmarks/fashion_features.py: int32
 // n, int32 d, then n·d float32, little-endian.
@@ -106,7 +74,7 @@ func TestStage2PathProbe(t *testing.T) {
 	case "gauss", "relu", "clustered":
 		src, tgt = floorFeatures(f[0], int(num(1)), int(num(2)), int(num(3)), 1)
 	case "cl":
-		src, tgt = clusterFeatures(int(num(1)), int(num(2)), int(num(3)), int(num(4)), num(5), 1)
+		src, tgt = clusterFeatures("clustered", int(num(1)), int(num(2)), int(num(3)), int(num(4)), num(5), 1)
 	default:
 		t.Fatalf("PSDA_PROBE=%q: KIND is gauss, relu, clustered, cl or file", spec)
 	}
