@@ -2,11 +2,10 @@ package assign
 
 import (
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"testing"
 
-	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // TestNormaliseAnyThreads checks Normalise, which sorts its rows on all
@@ -16,8 +15,6 @@ import (
 // (many of par.Rows' chunks) of which some repeat columns with other
 // values and some are already in order.
 func TestNormaliseAnyThreads(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	defer par.SetWorkers(0)
 	rng := rand.New(rand.NewPCG(26, 9))
 	const n, cols = 5000, 30
 	in := make(Edges, n)
@@ -39,22 +36,18 @@ func TestNormaliseAnyThreads(t *testing.T) {
 			}
 		}
 	}
-	for _, run := range []struct{ procs, workers int }{{1, 0}, {2, 0}, {8, 0}, {8, 3}} {
-		runtime.GOMAXPROCS(run.procs)
-		if err := par.SetWorkers(run.workers); err != nil {
-			t.Fatal(err)
-		}
+	testref.EachSetting(t, testref.Settings, func(run testref.Setting) {
 		e := make(Edges, n)
 		for a, row := range in {
 			e[a] = slices.Clone(row)
 		}
 		if got := e.Normalise(); got != total {
-			t.Fatalf("GOMAXPROCS %d, threads %d: Normalise returned %d edges, want %d", run.procs, run.workers, got, total)
+			t.Fatalf("GOMAXPROCS %d, threads %d: Normalise returned %d edges, want %d", run.Procs, run.Workers, got, total)
 		}
 		for a := range e {
 			if !slices.Equal(e[a], want[a]) { // Edge's X compares bit for bit (no NaN here)
-				t.Fatalf("GOMAXPROCS %d, threads %d: row %d = %v, want %v", run.procs, run.workers, a, e[a], want[a])
+				t.Fatalf("GOMAXPROCS %d, threads %d: row %d = %v, want %v", run.Procs, run.Workers, a, e[a], want[a])
 			}
 		}
-	}
+	})
 }

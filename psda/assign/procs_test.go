@@ -3,11 +3,10 @@ package assign
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"testing"
 
-	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // TestProcsSameResult checks that the dense solvers' results, duals
@@ -17,8 +16,6 @@ import (
 // threshold, where the parts' candidate lists are merged (merged in
 // reverse part order, they change Rectangular's result here).
 func TestProcsSameResult(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	defer par.SetWorkers(0)
 	rng := rand.New(rand.NewPCG(26, 5))
 	const n = 1100
 	rect := stage1Cost(n, n, 2, 5) // squared distances, rounded: ties
@@ -39,12 +36,9 @@ func TestProcsSameResult(t *testing.T) {
 	}
 	var r0, i0 *Solution
 	var m0 *PerfectMatching
-	for _, run := range []struct{ procs, workers int }{{1, 0}, {3, 1}, {8, 0}, {2, 5}} {
-		procs, w := run.procs, run.workers
-		runtime.GOMAXPROCS(procs)
-		if err := par.SetWorkers(w); err != nil {
-			t.Fatal(err)
-		}
+	settings := []testref.Setting{{Procs: 1}, {Procs: 3, Workers: 1}, {Procs: 8}, {Procs: 2, Workers: 5}}
+	testref.EachSetting(t, settings, func(run testref.Setting) {
+		procs, w := run.Procs, run.Workers
 		r, err := Rectangular(rect, n, n)
 		if err != nil {
 			t.Fatal(err)
@@ -59,7 +53,7 @@ func TestProcsSameResult(t *testing.T) {
 		}
 		if r0 == nil {
 			r0, i0, m0 = r, s, m
-			continue
+			return
 		}
 		if !slices.Equal(r.Col4Row, r0.Col4Row) || !same(r.U, r0.U) || !same(r.V, r0.V) {
 			t.Fatalf("GOMAXPROCS %d, %d workers: Rectangular differs from GOMAXPROCS 1's", procs, w)
@@ -70,5 +64,5 @@ func TestProcsSameResult(t *testing.T) {
 		if !slices.Equal(m.Mate, m0.Mate) || !same(m.Duals.Y, m0.Duals.Y) || !same([]float64{m.Cost, m.Bound}, []float64{m0.Cost, m0.Bound}) {
 			t.Fatalf("GOMAXPROCS %d, %d workers: MinWeightPerfectMatching differs from GOMAXPROCS 1's", procs, w)
 		}
-	}
+	})
 }

@@ -3,11 +3,10 @@ package cost
 import (
 	"math"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
-	"github.com/psda-dev/psda/psda/internal/par"
 	"github.com/psda-dev/psda/psda/internal/rbf"
+	"github.com/psda-dev/psda/psda/internal/testref"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
@@ -17,8 +16,6 @@ import (
 // and without the nearest-kernel values, on 3000 vectors (many of
 // par.Rows' chunks).
 func TestRBFErr32AnyThreads(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	defer par.SetWorkers(0)
 	rng := rand.New(rand.NewPCG(26, 11))
 	kern := rbf.New([]float64{0.5, 1, 2, 4, 8})
 	const n = 3000
@@ -37,18 +34,14 @@ func TestRBFErr32AnyThreads(t *testing.T) {
 			}
 			want[i] = x*kern.Slope(d) + kern.ChainErr32()/2
 		}
-		for _, run := range []struct{ procs, workers int }{{1, 0}, {2, 0}, {8, 0}, {8, 3}} {
-			runtime.GOMAXPROCS(run.procs)
-			if err := par.SetWorkers(run.workers); err != nil {
-				t.Fatal(err)
-			}
+		testref.EachSetting(t, testref.Settings, func(run testref.Setting) {
 			got := rbfErr32(e, emax, nr, kern)
 			for i := range want {
 				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
 					t.Fatalf("near %v, GOMAXPROCS %d, threads %d: entry %d = %v, want %v",
-						nr != nil, run.procs, run.workers, i, got[i], want[i])
+						nr != nil, run.Procs, run.Workers, i, got[i], want[i])
 				}
 			}
-		}
+		})
 	}
 }
