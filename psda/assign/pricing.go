@@ -231,7 +231,8 @@ type pricing struct {
 	rt, ct   []float64   // the terms, fixed
 	sol      *Solution
 	g        *Graph
-	bulk     bool // the last check added many violators per row in many rows
+	bulk     bool  // the last check added many violators per row in many rows
+	byTau    []int // the columns sorted by TauC (screens), once
 	// last holds what the last check proved about each row (rowBounds).
 	last struct {
 		slack, limit []float64 // the rows' tails' margins and largest rises
@@ -273,6 +274,15 @@ func (pr *pricing) resolve() (err error) {
 	return err
 }
 
+// tauOrder returns the columns sorted by TauC (Pricing.byTauC), sorted at
+// the first call: the screens after every re-solve share it.
+func (pr *pricing) tauOrder() []int {
+	if pr.byTau == nil {
+		pr.byTau = pr.st.byTauC()
+	}
+	return pr.byTau
+}
+
 // potentials returns z and w of the current solution.
 func (pr *pricing) potentials() (z, w []float64) {
 	st := pr.st
@@ -303,7 +313,7 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 	st := pr.st
 	z, w := pr.potentials()
 	tol := PriceTol(pr.g.Cost)
-	hubs := st.screenSplit(z, w, pr.tail, tol)
+	hubs := st.screenSplit(pr.tauOrder(), z, w, pr.tail, tol)
 	if len(hubs) > 0 && st.Symmetric {
 		// The edges into the columns of largest w, priced into kept lists
 		// (the rows' kept edges are checked after every re-solve, and their
@@ -446,7 +456,7 @@ func (pr *pricing) check(pass, iter int, screens bool) (sub []int, added, violRo
 		// The candidate lists' bound at the current potentials
 		// certifies rows whose tails the potentials' moves used up.
 		scr := make([]float64, st.Rows)
-		st.Screen(z, w, scr, nil)
+		st.screenBy(pr.tauOrder(), z, w, scr, nil)
 		n0 := len(sub)
 		sub = slices.DeleteFunc(sub, func(a int) bool { return scr[a] >= -tol })
 		st.trace("  screen: %d of %d rows cleared", n0-len(sub), n0)
@@ -496,7 +506,7 @@ func (pr *pricing) rowBounds() *RowBounds {
 	if st.TauR != nil && st.Coef*st.Scale > 0 {
 		z, w := pr.potentials()
 		scr := make([]float64, st.Rows)
-		st.Screen(z, w, scr, nil)
+		st.screenBy(pr.tauOrder(), z, w, scr, nil)
 		for a, t := range scr {
 			low[a] = max(low[a], t)
 		}

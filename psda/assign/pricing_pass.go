@@ -153,14 +153,35 @@ func (st *Pricing) priceCols(cols []int, z, w []float64, tol float64, adj Edges,
 // prefix maximum of w serves those with TauC[b] <= TauR[a] and a suffix
 // minimum of cs·TauC[b] − w[b] the others.
 func (st *Pricing) Screen(z, w, tail []float64, skip []bool) {
-	cs := st.Coef * st.Scale
-	order := make([]int, 0, len(w))
-	for b := range w {
-		if skip == nil || !skip[b] {
-			order = append(order, b)
-		}
+	st.screenBy(st.byTauC(), z, w, tail, skip)
+}
+
+// byTauC returns the columns sorted by TauC, which Solve computes once
+// (TauC is fixed) for its many screens.
+func (st *Pricing) byTauC() []int {
+	order := make([]int, len(st.TauC))
+	for b := range order {
+		order[b] = b
 	}
 	slices.SortFunc(order, func(p, q int) int { return cmp.Compare(st.TauC[p], st.TauC[q]) })
+	return order
+}
+
+// screenBy is Screen over the columns sorted by TauC (byTauC). Its result
+// does not depend on the order among equal TauC: row a reads the maximum of
+// w over the columns with TauC[b] < TauR[a] and the minimum over the
+// others, sets that ties do not change.
+func (st *Pricing) screenBy(byTau []int, z, w, tail []float64, skip []bool) {
+	cs := st.Coef * st.Scale
+	order := byTau
+	if skip != nil {
+		order = make([]int, 0, len(byTau))
+		for _, b := range byTau {
+			if !skip[b] {
+				order = append(order, b)
+			}
+		}
+	}
 	pre := make([]float64, len(order)+1) // max w over order[:k]
 	pre[0] = math.Inf(-1)
 	for k, b := range order {
@@ -179,15 +200,16 @@ func (st *Pricing) Screen(z, w, tail []float64, skip []bool) {
 	}
 }
 
-// screenSplit fills tail from the candidate lists (Screen), leaving out the
-// columns it returns, which the caller prices by a column pass: the 0, 1,
-// 2, 4, … (at most a quarter) columns of largest w, whose potential fails
+// screenSplit fills tail from the candidate lists (Screen over the columns
+// byTau, sorted by TauC), leaving out the columns it returns, which the
+// caller prices by a column pass: the 0, 1, 2, 4, … (at most a quarter)
+// columns of largest w, whose potential fails
 // most rows, chosen so that the column pass (Rows entries a column) and the
 // row pass over the rows that still fail (Cols entries a row; all rows
 // beyond a quarter) price the fewest entries. With Symmetric the column
 // pass prices the hubs' rows too (screenAll), so they do not count as
 // failing.
-func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
+func (st *Pricing) screenSplit(byTau []int, z, w, tail []float64, tol float64) []int {
 	order := make([]int, len(w))
 	for b := range order {
 		order[b] = b
@@ -199,7 +221,7 @@ func (st *Pricing) screenSplit(z, w, tail []float64, tol float64) []int {
 		for _, b := range order[:c] {
 			skip[b] = true
 		}
-		st.Screen(z, w, tail, skip)
+		st.screenBy(byTau, z, w, tail, skip)
 		fail := 0
 		for a, t := range tail {
 			// Symmetric: the hubs' rows are priced by the hubs' pass.

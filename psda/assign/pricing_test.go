@@ -123,15 +123,43 @@ func TestScreen(t *testing.T) {
 		for b := range w {
 			w[b] = rng.NormFloat64()
 		}
-		tail := make([]float64, rows)
-		st.Screen(z, w, tail, nil)
-		for a := range tail {
-			want := math.Inf(1)
-			for b := range w {
-				want = min(want, 0.5*max(st.TauR[a], st.TauC[b])-z[a]-w[b])
+		// Without skip, and skipping a random third of the columns.
+		skip := make([]bool, cols)
+		for b := range skip {
+			skip[b] = rng.IntN(3) == 0
+		}
+		for _, sk := range [][]bool{nil, skip} {
+			tail := make([]float64, rows)
+			st.Screen(z, w, tail, sk)
+			for a := range tail {
+				want := math.Inf(1)
+				for b := range w {
+					if sk == nil || !sk[b] {
+						want = min(want, 0.5*max(st.TauR[a], st.TauC[b])-z[a]-w[b])
+					}
+				}
+				if tail[a] != want && math.Abs(tail[a]-want) > 1e-12 {
+					t.Fatalf("%dx%d skip %v: tail[%d] = %v, want %v", rows, cols, sk != nil, a, tail[a], want)
+				}
 			}
-			if tail[a] != want && math.Abs(tail[a]-want) > 1e-12 {
-				t.Fatalf("%dx%d: tail[%d] = %v, want %v", rows, cols, a, tail[a], want)
+			// The sorted order's ties reversed (the pricing loop sorts
+			// once and filters; Screen once sorted the filtered columns):
+			// the same bits.
+			order := st.byTauC()
+			for i := 0; i < len(order); {
+				j := i + 1
+				for j < len(order) && st.TauC[order[j]] == st.TauC[order[i]] {
+					j++
+				}
+				slices.Reverse(order[i:j])
+				i = j
+			}
+			rev := make([]float64, rows)
+			st.screenBy(order, z, w, rev, sk)
+			for a := range tail {
+				if math.Float64bits(rev[a]) != math.Float64bits(tail[a]) {
+					t.Fatalf("%dx%d skip %v: tail[%d] = %v with ties reversed, %v", rows, cols, sk != nil, a, rev[a], tail[a])
+				}
 			}
 		}
 	}

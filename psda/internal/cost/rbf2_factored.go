@@ -228,11 +228,9 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 		bq := bIdx[t.J0:][:t.NJ]
 		// fTile[i·NJ + j] = f_r[b_q] for the tile's rows r = I0+i of a
 		// symmetric pass: row b_q of fT read over the tile's rows; a pass
-		// over rows gathers them into fq row by row instead.
-		var fTile, fq []float64
-		if !sym {
-			fq = make([]float64, t.NJ)
-		} else {
+		// over rows reads them from fR in its entries' loop instead.
+		var fTile []float64
+		if sym {
 			buf := tileBufs.Get().(*[]float64)
 			defer tileBufs.Put(buf)
 			fTile = slices.Grow((*buf)[:0], t.NI*t.NJ)[:t.NI*t.NJ]
@@ -252,15 +250,19 @@ func (m *rbf2Factored) pass(sc Scope, emit func(r, q0 int, v []float64)) {
 			}
 			kappa(kr[j0:], t.G[i*t.LD+j0:][:t.NJ-j0], e[j0:])
 			bar := kba[bIdx[r]*p+t.J0:][:t.NJ] // bar[j] = K_ab[q, b_r]
-			fq := fq                           // f_r[b_q] over the tile's columns
-			if sym {
-				fq = fTile[i*t.NJ:][:t.NJ]
-			} else {
+			if !sym {
+				// A pass over rows (never sums, j0 = from = 0) reads
+				// f_r[b_q] in the entries' loop: a separate gather into fq
+				// cost as much as the loop (the first screen's hub pass).
 				fr := fR[(t.I0+i)*nb:][:nb]
+				kq, oq, bb := kr[:len(bq)], out[:len(bq)], bar[:len(bq)]
 				for j, b := range bq {
-					fq[j] = fr[b]
+					oq[j] = kq[j] + fr[b] - bb[j]
 				}
+				emit(r, t.J0, out)
+				continue
 			}
+			fq := fTile[i*t.NJ:][:t.NJ] // f_r[b_q] over the tile's columns
 			from := j0
 			if sym && t.Diag {
 				from++ // the upper triangle only
