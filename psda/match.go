@@ -142,7 +142,8 @@ func (pl *plan) checkSizes(src, tgt Matrix, cfg Config) error {
 // released before the second is allocated, or becomes it when n_s = n_t),
 // plus P·min(n_s, n_t) float64 for the RBF kernel when max(n_s, n_t) >=
 // 4·min(n_s, n_t), or, with n_s = n_t, n_s·n_t float64 for Stage 1's RBF
-// kernel, kept for Stage 2 where it fits (plan.keepCross).
+// kernel, kept for Stage 2 where it fits (plan.keepCross; imbalanced, it
+// is kept through Stage 1 and becomes one of those tables).
 //
 // With cfg.Monitor set, Match reports its progress there and returns an error
 // wrapping ErrCancelled soon after the Monitor is cancelled; a cancelled

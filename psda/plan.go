@@ -225,19 +225,33 @@ func bytesText(b int64) string {
 }
 
 // keepCross reports whether Stage 1 keeps its RBF cross kernel κ(s_i, t_j)
-// for Stage 2 to read (cost.Stage2.UseCross: half the kernel entries of its
-// pass), given the paths of the stages: a two-stage RBF MMD with n_s = n_t
-// on the dense path, when the table (n_s·n_t float64, live through Stage 1
-// and Stage 2's pass) fits beside each stage's matrix, with checkMemory's
+// for Stage 2 to read (cost.Stage2.UseCross), given the paths of the
+// stages: a two-stage RBF MMD with a dense Stage 1, and either n_s = n_t
+// and a dense Stage 2 (half the kernel entries of its pass), or a Stage 2,
+// on either path, that takes the factored model (cost.Factored: its table
+// K_ab). The table takes n_s·n_t float64; it must fit, with checkMemory's
 // margin, in the available memory (or, where that is unknown, in
-// denseLimit). Otherwise Stage 2 computes the values again: the costs are
-// the same bits either way.
+// denseLimit): beside each stage's matrix where it lives through Stage
+// 2's pass (balanced), beside Stage 1's alone where it becomes one of the
+// factored model's tables, which Stage 2 allocates anyway. Otherwise
+// Stage 2 computes the values again: the costs are the same bits either
+// way.
 func (pl *plan) keepCross(ns, nt int, cfg Config, sparse1, sparse2 bool) bool {
-	if pl.noCross || cfg.Stages != 2 || cfg.Discrepancy != MMD || cfg.Kernel != RBF || ns != nt || sparse1 || sparse2 {
+	if pl.noCross || cfg.Stages != 2 || cfg.Discrepancy != MMD || cfg.Kernel != RBF || sparse1 {
 		return false
 	}
 	s1, s2 := stageBytes(ns, nt)
 	need := max(s1, s2) + cost.CrossBytes(ns, nt)
+	if ns != nt || sparse2 {
+		maxTable := int64(math.MaxInt64) // stage2Dense's
+		if sparse2 {
+			maxTable = pl.tableLimit()
+		}
+		if ns == nt || !cost.Factored(max(ns, nt), min(ns, nt), maxTable) {
+			return false
+		}
+		need = s1 + cost.CrossBytes(ns, nt)
+	}
 	if avail, _ := pl.available(); avail > 0 {
 		return need+need/8 <= avail
 	}

@@ -48,6 +48,8 @@ func (pl *plan) stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// so its tables must not be what runs out of it (else the paired
 	// vectors' model runs, in O(P·d)).
 	md := newStage2Model(src, tgt, cfg, m.Pairs, pl.tableLimit())
+	md.UseCross(m.cross) // the factored model's K_ab (plan.keepCross)
+	m.cross = nil
 	p, n := md.P, md.M
 	adj := make(assign.Edges, n)
 	both := func(r, q int, v float64) {

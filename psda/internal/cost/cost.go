@@ -382,6 +382,13 @@ func raiseAbs(mx, v float64) float64 {
 // stage2Size returns the number of nodes of the Stage 2 matching.
 func stage2Size(p int) int { return p + p%2 }
 
+// Factored reports whether NewStage2 takes the factored RBF model
+// (rbf2Factored) for the pairs of an imbalanced Stage 1 with na rows on the
+// larger side and nb on the smaller, under maxTable.
+func Factored(na, nb int, maxTable int64) bool {
+	return nb <= na/FactorMin && factoredBytes(na, nb) <= maxTable
+}
+
 // factoredBytes returns the bytes of the factored RBF Stage 2's tables for a
 // larger side of na rows and a smaller side of nb: two na×nb float64 tables
 // (f and K_ab transposed) and K_bb, nb×nb.

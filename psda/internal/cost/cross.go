@@ -3,6 +3,7 @@ package cost
 import (
 	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // This file holds the RBF mixture's cross kernel κ(s_i, t_j) kept from
@@ -61,7 +62,14 @@ func (md *Stage1) Cross() *Cross {
 // pairs of a balanced Stage 1 (P = n_s = n_t, source r in pair r). md then
 // owns c.K and permutes its columns into pair order in place, in O(P²)
 // (c is no longer Stage 1's kernel); otherwise c is left untouched.
+//
+// For the pairs of an imbalanced Stage 1 the factored model (rbf2Factored)
+// takes c as its table K_ab or, where A is the target, as K_ab's
+// transpose, in place of its own Gram pass of A against B (tables).
 func (md *Stage2) UseCross(c *Cross) bool {
+	if f, ok := md.model.(*rbf2Factored); ok && c != nil {
+		return f.useCross(c)
+	}
 	m, ok := md.model.(*rbf2)
 	if !ok || c == nil || c.NS != m.p || c.NT != m.p || len(c.K) != m.p*m.p {
 		return false
@@ -123,4 +131,86 @@ func (m *rbf2) crossRows(kappa func(out, d, e []float64)) func(t *gram.Tile, ri,
 			kt[2*qi], kt[2*qi+1] = cross[(q0+qi)*p+r], tt[qi]
 		}
 	}
+}
+
+// useCross takes c for the first pass's K_ab (crossTables) when c is the
+// kernel of A against B: n_a × n_b with A the source, n_b × n_a otherwise.
+func (m *rbf2Factored) useCross(c *Cross) bool {
+	ns, nt := m.p, m.nb
+	if !m.aIsSrc {
+		ns, nt = nt, ns
+	}
+	if c.NS != ns || c.NT != nt || len(c.K) != m.p*m.nb || m.fT != nil {
+		return false
+	}
+	m.cross = c.K
+	return true
+}
+
+// crossTables returns what abTables computes, from Stage 1's kernel m.cross
+// instead of a Gram pass: K_ab is m.cross where A is the source and its
+// transpose kba otherwise, so one of the two tables takes no new memory.
+// The sums are formed as abTables forms them, so that they are the same
+// bits (TestFactoredCrossBitIdentical): the row sum of each row of K_ab
+// block by block of gram.TileSize columns, each block from 0 in column
+// order, one gram.Partials slot per block; the column sums block by block
+// of gram.TileSize rows in row order, one slot per block; Total adds the
+// slots in order. Maxima do not depend on the order.
+func (m *rbf2Factored) crossTables(near *topk.Max) (kab, kba, rowAB, colAB []float64) {
+	p, nb, ts := m.p, m.nb, gram.TileSize
+	if m.aIsSrc {
+		kab, kba = m.cross, make([]float64, nb*p)
+		transpose(kba, kab, p, nb)
+	} else {
+		kab, kba = make([]float64, p*nb), m.cross
+		transpose(kab, kba, nb, p)
+	}
+	rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
+	par.Rows(p, func(r0, r1 int) {
+		rmax := make([]float64, r1-r0)
+		for r := r0; r < r1; r++ {
+			row, mx := kab[r*nb:(r+1)*nb], 0.0
+			for bj := range gram.NBlocks(nb) {
+				s := 0.0
+				for _, v := range row[bj*ts : min(nb, (bj+1)*ts)] {
+					s += v
+					mx = max(mx, v)
+				}
+				rs.Slot(bj)[r] = s
+			}
+			rmax[r-r0] = mx
+		}
+		near.Raise(r0, rmax)
+	})
+	par.For(gram.NBlocks(p), func() func(int) {
+		cmax := make([]float64, nb)
+		return func(bi int) {
+			csum := cs.Slot(bi)
+			for r := bi * ts; r < min(p, (bi+1)*ts); r++ {
+				for j, v := range kab[r*nb : (r+1)*nb] {
+					csum[j] += v
+					cmax[j] = max(cmax[j], v)
+				}
+			}
+			near.Raise(p, cmax)
+		}
+	})
+	return kab, kba, rs.Total(), cs.Total()
+}
+
+// transpose sets dst (c × r) to the transpose of src (r × c), by blocks
+// of 64 × 64 so that both stay in the cache.
+func transpose(dst, src []float64, r, c int) {
+	const bs = 64
+	par.Rows(r, func(i0, i1 int) {
+		for j0 := 0; j0 < c; j0 += bs {
+			j1 := min(c, j0+bs)
+			for i := i0; i < i1; i++ {
+				row := src[i*c+j0 : i*c+j1]
+				for j, v := range row {
+					dst[(j0+j)*r+i] = v
+				}
+			}
+		}
+	})
 }

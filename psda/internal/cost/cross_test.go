@@ -95,6 +95,89 @@ func TestCrossBitIdentical(t *testing.T) {
 	}
 }
 
+// TestFactoredCrossBitIdentical checks the factored Stage 2 (rbf2Factored)
+// with its table K_ab taken from Stage 1's cross kernel (crossTables)
+// against the same model computing K_ab by its own Gram pass (abTables):
+// every table and sum derived from K_ab, the dense matrix, the split, the
+// kernel sums and the float32 bound, bit for bit, on every kernel path,
+// with A the source and with A the target (Stage 1's kernel then K_ab's
+// transpose), over one tile and several in each direction (short last
+// tiles; the sums are formed per tile block, so a sum formed in another
+// order shows in its last bits).
+func TestFactoredCrossBitIdentical(t *testing.T) {
+	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
+	spec := Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}
+	for _, path := range gram.Paths() {
+		for _, tc := range []struct{ na, nb, d, tile int }{
+			{160, 40, 24, 48}, {203, 17, 5, 48}, {300, 70, 100, 24}, {97, 24, 300, 192}, {250, 50, 40, 12},
+		} {
+			for _, aIsSrc := range []bool{true, false} {
+				t.Run(fmt.Sprintf("%s/%dx%d/d=%d/tile=%d/aIsSrc=%v", path, tc.na, tc.nb, tc.d, tc.tile, aIsSrc), func(t *testing.T) {
+					prev, err := gram.UsePath(path)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer gram.UsePath(prev)
+					gram.TileSize = tc.tile
+					rng := rand.New(rand.NewPCG(uint64(tc.na), uint64(tc.d)))
+					a := testref.RandMatrix(rng, tc.na, tc.d, true)
+					b := testref.BenchFeatures(tc.nb, tc.d, 2)
+					pairs := make([]feat.Pair, tc.na) // row r of A in pair r, every row of B used
+					for r := range pairs {
+						pairs[r] = feat.Pair{S: r, T: (r + rng.IntN(tc.nb)) % tc.nb}
+						if r < tc.nb {
+							pairs[r].T = r
+						}
+					}
+					src, tgt := a, b
+					if !aIsSrc {
+						src, tgt = b, a
+						for r, pr := range pairs {
+							pairs[r] = feat.Pair{S: pr.T, T: pr.S}
+						}
+					}
+					m1 := NewStage1(src, tgt, spec, false, nil)
+					m1.KeepCross()
+					m1.Dense()
+					cross := m1.Cross()
+
+					plain := NewStage2(src, tgt, spec, pairs, math.MaxInt64, nil)
+					want, _ := plain.Dense()
+					reuse := NewStage2(src, tgt, spec, pairs, math.MaxInt64, nil)
+					if !reuse.UseCross(cross) {
+						t.Fatal("UseCross refused the factored model's own table")
+					}
+					got, _ := reuse.Dense()
+					f, g := reuse.model.(*rbf2Factored), plain.model.(*rbf2Factored)
+					if f.cross != nil {
+						t.Fatal("the factored model still holds Stage 1's kernel after its pass")
+					}
+					for _, c := range []struct {
+						name      string
+						got, want []float64
+					}{
+						{"K_ab's row sums", f.rowAB, g.rowAB}, {"K_ab's column sums", f.colAB, g.colAB},
+						{"the nearest table values", f.nearTab, g.nearTab}, {"K_ab transposed", f.kba, g.kba},
+						{"f transposed", f.fT, g.fT}, {"K_ab[r, b_r]", f.abDiag, g.abDiag}, {"K_aa's row sums", f.rowAA, g.rowAA},
+						{"the matrix", got, want}, {"the float32 bound", reuse.Err32(), plain.Err32()},
+					} {
+						if !sameBits(c.got, c.want) {
+							t.Fatalf("%s differ with K_ab from Stage 1's kernel", c.name)
+						}
+					}
+					n1, s1 := reuse.Finish()
+					n2, s2 := plain.Finish()
+					a1, a2, a3 := plain.KernelSums()
+					b1, b2, b3 := reuse.KernelSums()
+					if !sameBits(n1, n2) || !sameBits(s1, s2) || !sameBits([]float64{a1, a2, a3}, []float64{b1, b2, b3}) {
+						t.Fatal("the split or the kernel sums differ with K_ab from Stage 1's kernel")
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestUseCrossRefuses checks that Stage 2 reads a kept cross kernel only
 // where it is its own: pairs whose sources are not in order, an imbalanced
 // Stage 1, and the linear kernel leave it untouched.

@@ -99,6 +99,9 @@ type rbf2Factored struct {
 	// (rbfErr32).
 	kbb, fT, kba, abDiag, rowBB, rowAB, colAB []float64
 	nearTab                                   []float64
+	// cross, when set (Stage2.UseCross), is Stage 1's cross kernel, read by
+	// the first pass as K_ab (A the source) or its transpose (crossTables).
+	cross []float64
 	// Set by a full float64 pass: the row sums of K_aa and the nearest
 	// other paired vector of each a and b (nearTab raised by K_aa).
 	rowAA []float64
@@ -123,7 +126,7 @@ func (m *rbf2Factored) at(r, q int) float64 {
 // tables computes K_bb and K_ab with their sums, in float64 whatever the
 // pass that needs them first; after a cancellation it leaves them unset.
 func (m *rbf2Factored) tables() {
-	A, B, kern, mon, p, nb := m.A, m.B, m.kern, m.mon, m.p, m.nb
+	B, kern, mon, p, nb := m.B, m.kern, m.mon, m.p, m.nb
 	kbb := make([]float64, nb*nb)
 	gram.Gram(B, B, true, gram.SqDists, mon, func(t *gram.Tile) {
 		e := make([]float64, t.NJ)
@@ -136,31 +139,14 @@ func (m *rbf2Factored) tables() {
 			}
 		}
 	})
-	kab, kba := make([]float64, p*nb), make([]float64, nb*p)
+	var kab, kba, rowAB, colAB []float64
 	near := topk.NewMax(p + nb)
-	rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
-	gram.Gram(A, B, false, gram.SqDists, mon, func(t *gram.Tile) {
-		rsum, csum := rs.Slot(t.BJ), cs.Slot(t.BI)
-		e := make([]float64, t.NJ)
-		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
-		for i := 0; i < t.NI; i++ {
-			r := t.I0 + i
-			row := kab[r*nb+t.J0:][:t.NJ]
-			kern.Row(row, t.G[i*t.LD:][:t.NJ], e)
-			s, mx := 0.0, 0.0
-			for j, v := range row {
-				s += v
-				mx = max(mx, v)
-				csum[t.J0+j] += v
-				cmax[j] = max(cmax[j], v)
-				kba[(t.J0+j)*p+r] = v
-			}
-			rsum[r] = s
-			rmax[i] = mx
-		}
-		near.Raise(t.I0, rmax)
-		near.Raise(p+t.J0, cmax)
-	})
+	if m.cross != nil {
+		kab, kba, rowAB, colAB = m.crossTables(near)
+		m.cross = nil
+	} else {
+		kab, kba, rowAB, colAB = m.abTables(near)
+	}
 	if mon.Err() != nil {
 		return
 	}
@@ -193,7 +179,40 @@ func (m *rbf2Factored) tables() {
 			}
 		}
 	})
-	m.kbb, m.fT, m.kba, m.abDiag, m.rowBB, m.rowAB, m.colAB, m.nearTab = kbb, kab, kba, abDiag, rowBB, rs.Total(), cs.Total(), near.K
+	m.kbb, m.fT, m.kba, m.abDiag, m.rowBB, m.rowAB, m.colAB, m.nearTab = kbb, kab, kba, abDiag, rowBB, rowAB, colAB, near.K
+}
+
+// abTables computes K_ab by a Gram pass of A against B (the values of
+// crossTables when Stage 1 kept none), its transpose, its row and column
+// sums by the pass's tile blocks (gram.Partials) and its rows' and
+// columns' maxima into near.
+func (m *rbf2Factored) abTables(near *topk.Max) (kab, kba, rowAB, colAB []float64) {
+	A, B, kern, mon, p, nb := m.A, m.B, m.kern, m.mon, m.p, m.nb
+	kab, kba = make([]float64, p*nb), make([]float64, nb*p)
+	rs, cs := gram.NewPartials(gram.NBlocks(nb), p), gram.NewPartials(gram.NBlocks(p), nb)
+	gram.Gram(A, B, false, gram.SqDists, mon, func(t *gram.Tile) {
+		rsum, csum := rs.Slot(t.BJ), cs.Slot(t.BI)
+		e := make([]float64, t.NJ)
+		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
+		for i := 0; i < t.NI; i++ {
+			r := t.I0 + i
+			row := kab[r*nb+t.J0:][:t.NJ]
+			kern.Row(row, t.G[i*t.LD:][:t.NJ], e)
+			s, mx := 0.0, 0.0
+			for j, v := range row {
+				s += v
+				mx = max(mx, v)
+				csum[t.J0+j] += v
+				cmax[j] = max(cmax[j], v)
+				kba[(t.J0+j)*p+r] = v
+			}
+			rsum[r] = s
+			rmax[i] = mx
+		}
+		near.Raise(t.I0, rmax)
+		near.Raise(p+t.J0, cmax)
+	})
+	return kab, kba, rs.Total(), cs.Total()
 }
 
 // pass runs the Gram pass of K_aa (symmetric for a full pass; the rows
