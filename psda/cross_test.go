@@ -25,26 +25,7 @@ func TestMatchCrossSame(t *testing.T) {
 			if !pl.keepCross(src.N, tgt.N, cfg, false, false) {
 				t.Fatal("keepCross refused a small balanced RBF matching")
 			}
-			got, err := pl.match(src, tgt, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl.noCross = true
-			want, err := pl.match(src, tgt, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.cross != nil {
-				t.Fatal("the Matching still holds Stage 1's cross kernel")
-			}
-			if !slices.Equal(got.Pairs, want.Pairs) || !slices.Equal(got.Quads, want.Quads) || !slices.Equal(got.Singles, want.Singles) {
-				t.Fatal("the pairs, quadruplets or singles differ with the cross kernel kept")
-			}
-			for _, c := range [][2]float64{{got.Stage1Cost, want.Stage1Cost}, {got.Stage2Cost, want.Stage2Cost}, {got.Stage2Bound, want.Stage2Bound}} {
-				if math.Float64bits(c[0]) != math.Float64bits(c[1]) {
-					t.Fatalf("cost %.17g with the cross kernel kept, %.17g without", c[0], c[1])
-				}
-			}
+			sameWithoutCross(t, pl, src, tgt, cfg)
 		})
 	}
 }
@@ -78,27 +59,36 @@ func TestMatchCrossSameImbalanced(t *testing.T) {
 			if !pl.keepCross(src.N, tgt.N, cfg, false, tc.sparse2) {
 				t.Fatal("keepCross refused a small imbalanced RBF matching")
 			}
-			got, err := pl.match(src, tgt, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pl.noCross = true
-			want, err := pl.match(src, tgt, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got.cross != nil {
-				t.Fatal("the Matching still holds Stage 1's cross kernel")
-			}
-			if !slices.Equal(got.Pairs, want.Pairs) || !slices.Equal(got.Quads, want.Quads) || !slices.Equal(got.Singles, want.Singles) {
-				t.Fatal("the pairs, quadruplets or singles differ with the cross kernel kept")
-			}
-			for _, c := range [][2]float64{{got.Stage1Cost, want.Stage1Cost}, {got.Stage2Cost, want.Stage2Cost}, {got.Stage2Bound, want.Stage2Bound}} {
-				if math.Float64bits(c[0]) != math.Float64bits(c[1]) {
-					t.Fatalf("cost %.17g with the cross kernel kept, %.17g without", c[0], c[1])
-				}
-			}
+			sameWithoutCross(t, pl, src, tgt, cfg)
 		})
+	}
+}
+
+// sameWithoutCross runs pl's matching with Stage 1's cross kernel kept
+// (the caller has checked that pl keeps it) and again without (noCross),
+// and fails unless the pairs, quadruplets, singles and the costs' bits
+// agree and the returned Matching no longer holds the kernel.
+func sameWithoutCross(t *testing.T, pl *plan, src, tgt Matrix, cfg Config) {
+	t.Helper()
+	got, err := pl.match(src, tgt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl.noCross = true
+	want, err := pl.match(src, tgt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.cross != nil {
+		t.Fatal("the Matching still holds Stage 1's cross kernel")
+	}
+	if !slices.Equal(got.Pairs, want.Pairs) || !slices.Equal(got.Quads, want.Quads) || !slices.Equal(got.Singles, want.Singles) {
+		t.Fatal("the pairs, quadruplets or singles differ with the cross kernel kept")
+	}
+	for _, c := range [][2]float64{{got.Stage1Cost, want.Stage1Cost}, {got.Stage2Cost, want.Stage2Cost}, {got.Stage2Bound, want.Stage2Bound}} {
+		if math.Float64bits(c[0]) != math.Float64bits(c[1]) {
+			t.Fatalf("cost %.17g with the cross kernel kept, %.17g without", c[0], c[1])
+		}
 	}
 }
 
