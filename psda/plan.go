@@ -242,15 +242,17 @@ func (pl *plan) keepCross(ns, nt int, cfg Config, sparse1, sparse2 bool) bool {
 	}
 	s1, s2 := stageBytes(ns, nt)
 	need := max(s1, s2) + cost.CrossBytes(ns, nt)
-	if ns != nt || sparse2 {
+	if ns != nt {
 		maxTable := int64(math.MaxInt64) // stage2Dense's
 		if sparse2 {
 			maxTable = pl.tableLimit()
 		}
-		if ns == nt || !cost.Factored(max(ns, nt), min(ns, nt), maxTable) {
+		if !cost.Factored(max(ns, nt), min(ns, nt), maxTable) {
 			return false
 		}
 		need = s1 + cost.CrossBytes(ns, nt)
+	} else if sparse2 {
+		return false
 	}
 	if avail, _ := pl.available(); avail > 0 {
 		return need+need/8 <= avail
