@@ -153,7 +153,7 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2 bool) {
 	m.units[PhaseStage1Assign] = assignWork * fs * ft
 	if cfg.Stages == 2 {
 		m.units[PhaseStage2Costs] = 2 * p * p * fd
-		if rbf && small <= p/float64(cost.FactorMin) { // the factored model's passes
+		if rbf && cost.Factored(max(ns, nt), min(ns, nt), math.MaxInt64) { // the factored model's passes
 			m.units[PhaseStage2Costs] = (p*p/2 + p*small + small*small/2) * fd
 		}
 		m.units[PhaseStage2Match] = assignWork * p * p

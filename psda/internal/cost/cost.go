@@ -386,8 +386,12 @@ func stage2Size(p int) int { return p + p%2 }
 // (rbf2Factored) for the pairs of an imbalanced Stage 1 with na rows on the
 // larger side and nb on the smaller, under maxTable.
 func Factored(na, nb int, maxTable int64) bool {
-	return nb <= na/FactorMin && factoredBytes(na, nb) <= maxTable
+	return fewRows(na, nb) && factoredBytes(na, nb) <= maxTable
 }
+
+// fewRows reports whether a smaller side of nb rows is at least FactorMin
+// times smaller than a larger side of na, the factored model's size rule.
+func fewRows(na, nb int) bool { return nb <= na/FactorMin }
 
 // factoredBytes returns the bytes of the factored RBF Stage 2's tables for a
 // larger side of na rows and a smaller side of nb: two na×nb float64 tables

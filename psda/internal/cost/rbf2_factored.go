@@ -41,7 +41,7 @@ func factorable(src, tgt feat.Matrix, pairs []feat.Pair) (a, b feat.Matrix, bIdx
 		}
 		return true
 	}
-	few := func(n int) bool { return n <= p/FactorMin }
+	few := func(n int) bool { return fewRows(p, n) }
 	bIdx = make([]int, p)
 	switch {
 	case src.N == p && few(tgt.N) && inOrder(func(pr feat.Pair) int { return pr.S }):
