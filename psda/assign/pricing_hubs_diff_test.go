@@ -157,9 +157,28 @@ func hubCosts(rng *rand.Rand, n int) []float64 {
 	return c
 }
 
-// nearestCandidates returns each row's k nearest (symmetrised) and the
-// bound tau[a] on every entry outside row a's list.
+// nearestCandidates returns nearestLists' graph with a perfect matching
+// inside it, as stage2Sparse adds, and its bounds.
 func nearestCandidates(c []float64, n, k int) (Edges, []float64) {
+	adj, tau := nearestLists(c, n, k)
+	// A perfect matching inside the graph, as stage2Sparse adds.
+	for a := 0; a+1 < n; a += 2 {
+		adj.Add(a, a+1, c[a*n+a+1])
+		adj.Add(a+1, a, c[a*n+a+1])
+	}
+	if n%2 == 1 { // a triangle on the last three
+		for _, e := range [][2]int{{n - 1, n - 2}, {n - 1, n - 3}} {
+			adj.Add(e[0], e[1], c[e[0]*n+e[1]])
+			adj.Add(e[1], e[0], c[e[0]*n+e[1]])
+		}
+	}
+	return adj, tau
+}
+
+// nearestLists returns each row's k nearest entries of the symmetric n×n
+// c as candidate edges (symmetrised) and the bound tau[a] on every entry
+// outside row a's list.
+func nearestLists(c []float64, n, k int) (Edges, []float64) {
 	adj, tau := make(Edges, n), make([]float64, n)
 	for a := 0; a < n; a++ {
 		order := make([]int, 0, n-1)
@@ -175,17 +194,6 @@ func nearestCandidates(c []float64, n, k int) (Edges, []float64) {
 			adj.Add(b, a, c[a*n+b])
 		}
 		tau[a] = c[a*n+order[kk-1]]
-	}
-	// A perfect matching inside the graph, as stage2Sparse adds.
-	for a := 0; a+1 < n; a += 2 {
-		adj.Add(a, a+1, c[a*n+a+1])
-		adj.Add(a+1, a, c[a*n+a+1])
-	}
-	if n%2 == 1 { // a triangle on the last three
-		for _, e := range [][2]int{{n - 1, n - 2}, {n - 1, n - 3}} {
-			adj.Add(e[0], e[1], c[e[0]*n+e[1]])
-			adj.Add(e[1], e[0], c[e[0]*n+e[1]])
-		}
 	}
 	return adj, tau
 }

@@ -1,7 +1,6 @@
 package assign
 
 import (
-	"cmp"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -204,22 +203,7 @@ func TestPricingHubs(t *testing.T) {
 		}
 		// Candidates: each row's k nearest, symmetrised; tau bounds every
 		// entry outside a row's list.
-		const k = 4
-		adj, tau := make(Edges, n), make([]float64, n)
-		for a := 0; a < n; a++ {
-			order := make([]int, 0, n-1)
-			for b := 0; b < n; b++ {
-				if b != a {
-					order = append(order, b)
-				}
-			}
-			slices.SortFunc(order, func(p, q int) int { return cmp.Compare(c[a*n+p], c[a*n+q]) })
-			for _, b := range order[:k] {
-				adj.Add(a, b, c[a*n+b])
-				adj.Add(b, a, c[a*n+b])
-			}
-			tau[a] = c[a*n+order[k-1]]
-		}
+		adj, tau := nearestLists(c, n, 4)
 		// screenAll's claim, edge by edge: every edge of row a outside the
 		// graph and the row's kept list has reduced cost >= tail[a].
 		var model PricedModel = &denseModel{c: c, n: n}
