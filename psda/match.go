@@ -159,21 +159,21 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 		return nil, err
 	}
 	sparse1, sparse2 := pl.stages(src, tgt, cfg)
+	m := &Matching{}
+	m.keepCross = pl.keepCross(src.N, tgt.N, cfg, sparse1, sparse2)
 	mon := cfg.Monitor
-	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2)
+	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2, m.keepCross)
 	defer func() {
 		if mon != nil {
 			mon.phase.Store(PhaseDone)
 		}
 	}()
-	m := &Matching{}
 	// RBF, two stages: Stage 2's pass supplies the kernel sums of Stage 1's
 	// objective (cost.NewStage1's deferSums), which saves Stage 1 the Gram
 	// pass over each domain whose rows are all used once (both when
 	// balanced, then also letting the sparse path's candidate pass run in
 	// float32; else the larger).
 	m.sumsPending = cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF
-	m.keepCross = pl.keepCross(src.N, tgt.N, cfg, sparse1, sparse2)
 	m.handOn = cfg.Stages == 2 && src.N == tgt.N && !sparse1 && !sparse2
 	if m.handOn && int64(src.N)*int64(tgt.N) >= freeAbove {
 		// No collection between the stages frees the matrices of earlier

@@ -47,6 +47,9 @@ type Monitor struct {
 	shares [PhaseDone + 1]float64 // share of each phase, summing to 1
 	units  [PhaseDone + 1]float64 // expected work units of each phase
 	count  atomic.Int64           // units done in the current phase
+	// counted holds, for each phase already left, the units its cost tiles
+	// reported: the estimate in units is right when the two agree.
+	counted [PhaseDone + 1]int64
 }
 
 // Cancel asks the Match that m follows to stop; it returns ErrCancelled soon
@@ -128,8 +131,12 @@ func (m *Monitor) err() error {
 
 // start estimates the work of each phase of a Match with these sizes (in
 // multiply-adds), sparse1 and sparse2 telling which stages run on the
-// sparse path, and resets the progress, keeping a pending cancellation.
-func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2 bool) {
+// sparse path and kept whether Stage 1 keeps its cross kernel for Stage 2
+// (plan.keepCross), and resets the progress, keeping a pending
+// cancellation. The cost phases' estimates count the entries of each cost
+// model's Gram passes, as its tiles report them (TestMonitorCostEstimate
+// holds the two together).
+func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2, kept bool) {
 	if m == nil {
 		return
 	}
@@ -140,6 +147,7 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2 bool) {
 	p, fd := float64(max(ns, nt)), float64(d)+40
 	fs, ft := float64(ns), float64(nt)
 	m.units = [PhaseDone + 1]float64{}
+	m.counted = [PhaseDone + 1]int64{}
 	m.units[PhaseStage1Costs] = fs * ft * fd
 	rbf := cfg.Discrepancy == MMD && cfg.Kernel == RBF
 	small := math.Min(fs, ft)
@@ -152,9 +160,18 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2 bool) {
 	const assignWork = 1000
 	m.units[PhaseStage1Assign] = assignWork * fs * ft
 	if cfg.Stages == 2 {
-		m.units[PhaseStage2Costs] = 2 * p * p * fd
-		if rbf && cost.Factored(max(ns, nt), min(ns, nt), math.MaxInt64) { // the factored model's passes
-			m.units[PhaseStage2Costs] = (p*p/2 + p*small + small*small/2) * fd
+		switch {
+		case cfg.Discrepancy == CORAL: // pairs' a, b against the block's (depth d), then F a, F b (depth 2d)
+			m.units[PhaseStage2Costs] = 2*p*p*fd + p*p/2*(fd+float64(d))
+		case !rbf: // the linear kernel: the pairs' difference vectors
+			m.units[PhaseStage2Costs] = p * p / 2 * fd
+		case cost.Factored(max(ns, nt), min(ns, nt), math.MaxInt64): // the larger side, the smaller, the table
+			m.units[PhaseStage2Costs] = (p*p/2 + small*small/2) * fd
+			if !kept {
+				m.units[PhaseStage2Costs] += p * small * fd
+			}
+		default: // the 2P paired vectors (with the cross kernel kept, its tiles still count)
+			m.units[PhaseStage2Costs] = 2 * p * p * fd
 		}
 		m.units[PhaseStage2Match] = assignWork * p * p
 	}
@@ -183,6 +200,9 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2 bool) {
 func (m *Monitor) enter(ph int) {
 	if m == nil {
 		return
+	}
+	if prev := m.phase.Load(); prev > PhaseIdle && prev < PhaseDone {
+		m.counted[prev] = m.count.Load()
 	}
 	m.count.Store(0)
 	m.phase.Store(int32(ph))

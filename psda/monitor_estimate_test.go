@@ -1,0 +1,54 @@
+package psda
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
+)
+
+// TestMonitorCostEstimate checks that the work Monitor.start expects of each
+// dense cost phase is the work its tiles report, so that the progress bar
+// fills each phase's share instead of jumping at its end: with Stage 1's
+// kernel kept or not, balanced, imbalanced (the factored model) and not.
+func TestMonitorCostEstimate(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, tc := range []struct {
+		name    string
+		ns, nt  int
+		cfg     Config
+		noCross bool
+	}{
+		{"rbf/balanced", 1500, 1500, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}, false},
+		{"rbf/balanced/no cross", 1500, 1500, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}, true},
+		{"rbf/factored", 4000, 500, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}, false},
+		{"rbf/factored/no cross", 4000, 500, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}, true},
+		{"rbf/factored/tall target", 500, 4000, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}, false},
+		{"rbf/imbalanced", 1500, 1000, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF}, false},
+		{"rbf/1 stage", 1500, 1000, Config{BatchSize: 4, Stages: 1, Discrepancy: MMD, Kernel: RBF}, false},
+		{"linear", 4000, 1000, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: Linear}, false},
+		{"coral", 1000, 4000, Config{BatchSize: 4, Stages: 2, Discrepancy: CORAL}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src, tgt := testref.RandMatrix(rng, tc.ns, 6, false), testref.RandMatrix(rng, tc.nt, 6, false)
+			mon := &Monitor{}
+			cfg := tc.cfg
+			cfg.Monitor = mon
+			pl := defaultPlan()
+			pl.noCross = tc.noCross
+			if _, err := pl.match(src, tgt, cfg); err != nil {
+				t.Fatal(err)
+			}
+			for _, ph := range []int{PhaseStage1Costs, PhaseStage2Costs} {
+				if ph == PhaseStage2Costs && cfg.Stages == 1 {
+					continue
+				}
+				got, want := float64(mon.counted[ph]), mon.units[ph]
+				t.Logf("phase %d: tiles %.4g, estimate %.4g, ratio %.3f", ph, got, want, got/want)
+				if got < 0.9*want || got > 1.1*want {
+					t.Errorf("phase %d: the tiles report %.4g units, the estimate was %.4g (ratio %.3f)", ph, got, want, got/want)
+				}
+			}
+		})
+	}
+}
