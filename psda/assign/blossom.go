@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/scan"
 )
 
 // One file of about 1,000 lines on purpose: the algorithm's stages (grow,
@@ -216,8 +217,12 @@ func (s *blossom) lowSlack(v int) float64 {
 	cols, costs := s.row(v)
 	if cols == nil {
 		ys := s.y[:len(costs)]
-		for w, c := range costs {
-			if r := c - yv - ys[w]; r < low && w != v {
+		for w := 0; w < len(costs); w++ {
+			// The scan skips the entries whose slack is at least low.
+			if w += scan.DiffBelow(costs[w:], ys[w:], yv, low); w == len(costs) {
+				break
+			}
+			if r := costs[w] - yv - ys[w]; r < low && w != v {
 				low = r
 			}
 		}

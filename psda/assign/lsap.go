@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/scan"
 )
 
 // Solution is an assignment with the dual potentials that certify it.
@@ -428,8 +429,12 @@ func (s *lsap) tightenWithin(rel float64) {
 		for i := lo; i < hi; i++ {
 			row := s.c[i*nc : i*nc+nc]
 			m := inf
-			for j, x := range row {
-				if h := x - s.v[j]; h < m {
+			for j := 0; j < len(row); j++ {
+				// The scan skips the entries with x − v[j] >= m.
+				if j += scan.DiffBelow(row[j:], s.v[j:], 0, m); j == len(row) {
+					break
+				}
+				if h := row[j] - s.v[j]; h < m {
 					m = h
 				}
 			}

@@ -1,6 +1,10 @@
 package topk
 
-import "math"
+import (
+	"math"
+
+	"github.com/psda-dev/psda/psda/internal/scan"
+)
 
 // This file holds the sequential, sorted k-best lists of the dense solvers
 // (package assign): ties keep the earlier index, an order the dense
@@ -14,13 +18,10 @@ func SmallestK(row, p, topV []float64, topJ []int) int {
 	m, thr := 0, math.Inf(1) // thr: the largest kept value once all slots are full
 	p = p[:len(row)]
 	for j := 0; j < len(row); j++ {
-		// Most entries fail the threshold: test four at a time.
-		if j+4 <= len(row) {
-			h0, h1, h2, h3 := row[j]+p[j], row[j+1]+p[j+1], row[j+2]+p[j+2], row[j+3]+p[j+3]
-			if h0 >= thr && h1 >= thr && h2 >= thr && h3 >= thr {
-				j += 3
-				continue
-			}
+		// Most entries fail the threshold: the scan skips them, to the
+		// next h < thr (or NaN), in blocks.
+		if j += scan.SumBelow(row[j:], p[j:], thr); j == len(row) {
+			break
 		}
 		h := row[j] + p[j]
 		if h >= thr {
