@@ -360,7 +360,9 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 	// Row i's own candidates and the columns that chose it, in one flat
 	// array, each row then sorted and without repeats on all cores (Solve's
 	// Normalise finds them so), its capacity capped so that an edge added
-	// later cannot run into the next row.
+	// later cannot run into the next row. The costs are read last, on all
+	// cores (withCosts): every edge (i, j) costs c[i][j], and the reads, one
+	// cache miss each at large n, cost more than the rest of this.
 	lo := make([]int, n+1)
 	for j := 0; j < n; j++ {
 		for _, i := range colI[j*k : j*k+colM[j]] {
@@ -373,27 +375,42 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 	flat, fill := make([]Edge, lo[n]), make([]int, n)
 	for i := 0; i < n; i++ {
 		for t, j := range rowJ[i*(k+1) : i*(k+1)+rowM[i]] {
-			flat[lo[i]+t] = Edge{j, c[i*n+int(j)]}
+			flat[lo[i]+t] = Edge{B: j}
 		}
 		fill[i] = lo[i] + rowM[i]
 	}
 	for j := 0; j < n; j++ {
 		for _, i := range colI[j*k : j*k+colM[j]] {
-			flat[fill[i]] = Edge{int32(j), c[int(i)*n+j]}
+			flat[fill[i]] = Edge{B: int32(j)}
 			fill[i]++
 		}
 	}
 	adj := sortedRows(flat, lo)
 	if sym {
-		return symmetrise(adj, c, n)
+		adj = symmetrise(adj, n)
 	}
+	return withCosts(adj, c, n)
+}
+
+// withCosts sets the cost of every edge (i, j) of adj to c[i][j], on all
+// cores, and returns adj.
+func withCosts(adj Edges, c []float64, n int) Edges {
+	par.Rows(n, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := c[i*n : i*n+n]
+			for t, e := range adj[i] {
+				adj[i][t].X = row[e.B]
+			}
+		}
+	})
 	return adj
 }
 
 // symmetrise returns the normalised edges of adj with every edge (i, j)
-// joined by (j, i), costs read from the n×n matrix c, so that the pricing
-// loop can run symmetric (Pricing.Symmetric). Time O(m·log m) for m edges.
-func symmetrise(adj Edges, c []float64, n int) Edges {
+// joined by (j, i), so that the pricing loop can run symmetric
+// (Pricing.Symmetric); the costs are left for withCosts. Time O(m·log m)
+// for m edges.
+func symmetrise(adj Edges, n int) Edges {
 	lo := make([]int, n+1)
 	for i, row := range adj {
 		lo[i+1] += len(row)
@@ -410,7 +427,7 @@ func symmetrise(adj Edges, c []float64, n int) Edges {
 	}
 	for i, row := range adj {
 		for _, e := range row {
-			flat[fill[e.B]] = Edge{int32(i), c[int(e.B)*n+i]}
+			flat[fill[e.B]] = Edge{B: int32(i)}
 			fill[e.B]++
 		}
 	}
@@ -420,7 +437,8 @@ func symmetrise(adj Edges, c []float64, n int) Edges {
 // sortedRows returns the edges of flat by row, row i being
 // flat[lo[i]:lo[i+1]], each sorted by column and without repeated columns
 // (Edges.Normalise's order), on all cores. A repeated column's entries
-// here all hold the same cost, so which one stays does not matter.
+// here are one edge whose cost withCosts reads afterwards, so which one
+// stays does not matter.
 func sortedRows(flat []Edge, lo []int) Edges {
 	n := len(lo) - 1
 	out := make(Edges, n)

@@ -1,6 +1,7 @@
 package assign
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -217,5 +218,96 @@ func TestSymmetricWarmStart(t *testing.T) {
 				t.Errorf("symmetric mode cost %v, general %v", cost[1], cost[0])
 			}
 		})
+	}
+}
+
+// TestDenseCandidatesBrute checks denseCandidates against its definition
+// by full sorts: row i keeps the k smallest c[i][j] − colMin[j] (ties to
+// the smaller j) and the edge to i+1; column j the k smallest of its
+// entries less their rows' reduced minima u_i (general mode: (c[i][j] −
+// colMin[j]) − u_i; symmetric mode: c[j][i] − u_i, read from row j), each
+// edge (i, j) at cost c[i][j], symmetrised in symmetric mode; on
+// tie-heavy symmetric matrices with a forbidden diagonal.
+func TestDenseCandidatesBrute(t *testing.T) {
+	type hv struct {
+		h float64
+		j int
+	}
+	smallest := func(hs []hv, k int) []hv {
+		hs = slices.DeleteFunc(hs, func(e hv) bool { return !(e.h < inf) })
+		slices.SortStableFunc(hs, func(a, b hv) int { return cmp.Compare(a.h, b.h) })
+		return hs[:min(k, len(hs))]
+	}
+	for _, tc := range []struct{ n, k int }{{9, 3}, {41, 5}, {130, 16}} {
+		rng := rand.New(rand.NewPCG(uint64(tc.n), 26))
+		n, k := tc.n, tc.k
+		c := make([]float64, n*n)
+		for i := 0; i < n; i++ {
+			c[i*n+i] = inf
+			for j := i + 1; j < n; j++ {
+				x := float64(rng.IntN(6)) / 4 // ties
+				c[i*n+j], c[j*n+i] = x, x
+			}
+		}
+		v := make([]float64, n) // −colMin
+		for j := range v {
+			m := inf
+			for i := 0; i < n; i++ {
+				m = min(m, c[i*n+j])
+			}
+			v[j] = -m
+		}
+		rowTop := make([][]hv, n)
+		u := make([]float64, n)
+		for i := range rowTop {
+			hs := make([]hv, n)
+			for j := range hs {
+				hs[j] = hv{c[i*n+j] + v[j], j}
+			}
+			rowTop[i] = smallest(hs, k)
+			u[i] = rowTop[i][0].h
+		}
+		for _, sym := range []bool{false, true} {
+			want := make([][]int32, n)
+			for i := range rowTop {
+				for _, e := range rowTop[i] {
+					want[i] = append(want[i], int32(e.j))
+				}
+				want[i] = append(want[i], int32((i+1)%n))
+			}
+			for j := 0; j < n; j++ {
+				hs := make([]hv, n)
+				for i := range hs {
+					if sym {
+						hs[i] = hv{c[j*n+i] + -u[i], i}
+					} else {
+						hs[i] = hv{c[i*n+j] + v[j] - u[i], i}
+					}
+				}
+				for _, e := range smallest(hs, k) {
+					want[e.j] = append(want[e.j], int32(j))
+				}
+			}
+			if sym {
+				for i := range want {
+					for _, j := range want[i] {
+						want[j] = append(want[j], int32(i))
+					}
+				}
+			}
+			got := denseCandidates(c, n, k, sym, nil)
+			for i := range want {
+				slices.Sort(want[i])
+				want[i] = slices.Compact(want[i])
+				if len(got[i]) != len(want[i]) {
+					t.Fatalf("n=%d sym=%v row %d: %v, want columns %v", n, sym, i, got[i], want[i])
+				}
+				for t2, e := range got[i] {
+					if e.B != want[i][t2] || math.Float64bits(e.X) != math.Float64bits(c[i*n+int(e.B)]) {
+						t.Fatalf("n=%d sym=%v row %d: %v, want columns %v at costs c[%d][·]", n, sym, i, got[i], want[i], i)
+					}
+				}
+			}
+		}
 	}
 }
