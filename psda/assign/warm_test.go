@@ -311,3 +311,56 @@ func TestDenseCandidatesBrute(t *testing.T) {
 		}
 	}
 }
+
+// TestWarmStartFusedMinima checks that warmStart's tightenWithin, fed the
+// row minima of the pricing loop's last full pass (fuseTighten), leaves
+// the potentials and the assignment that its own pass over c gives, bit
+// for bit, on relaxations whose loop ends at its first pass (the minima
+// used) and one where it goes on (solved again after violators: the
+// minima are of other potentials and must be refused).
+func TestWarmStartFusedMinima(t *testing.T) {
+	defer func(f bool) { fuseTighten = f }(fuseTighten)
+	used := map[bool]int{}
+	sq := func(d int) []float64 { // squared distances: the first pass finds no violator
+		x := gaussian(rand.New(rand.NewPCG(uint64(d), 1)), 600, d)
+		return sqDist(x, x)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		c    []float64
+	}{
+		{"squared distances, d = 2", 600, sq(2)},
+		{"squared distances, d = 8", 600, sq(8)},
+		{"clustered", 600, stage2Clustered(600, 9)}, // violators: solved again
+		{"stage2", 1000, stage2Cost(1000, 2)},
+	} {
+		c := forbidDiagonal(tc.c, tc.n)
+		var got [2]*lsap
+		for k, fuse := range []bool{false, true} {
+			fuseTighten = fuse
+			s := newLSAP(c, tc.n, tc.n)
+			s.sym = true
+			if _, err := s.warmStart(nil); err != nil {
+				t.Fatal(err)
+			}
+			got[k] = s
+		}
+		a, b := got[0], got[1]
+		if a.tightFused {
+			t.Fatalf("%s: minima used with fuseTighten off", tc.name)
+		}
+		used[b.tightFused]++
+		for i := 0; i < tc.n; i++ {
+			if math.Float64bits(a.u[i]) != math.Float64bits(b.u[i]) || math.Float64bits(a.v[i]) != math.Float64bits(b.v[i]) ||
+				a.col4row[i] != b.col4row[i] || a.row4col[i] != b.row4col[i] {
+				t.Fatalf("%s (minima used %v) row %d: u %v v %v col %d, want u %v v %v col %d", tc.name, b.tightFused, i,
+					b.u[i], b.v[i], b.col4row[i], a.u[i], a.v[i], a.col4row[i])
+			}
+		}
+	}
+	if used[true] == 0 || used[false] == 0 {
+		t.Fatalf("minima used in %d cases, refused in %d: the test needs both", used[true], used[false])
+	}
+	t.Logf("minima used in %d cases, refused in %d", used[true], used[false])
+}
