@@ -368,9 +368,11 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 			cols[part] = cl
 		}
 		topV, topJ := make([]float64, k), make([]int, k)
+		hint := inf // see nextHint
 		for i := lo; i < hi; i++ {
 			row := c[i*n : i*n+n]
-			m := topk.SmallestK(row, v, topV, topJ)
+			m := topk.SmallestKBelow(row, v, topV, topJ, hint)
+			hint = nextHint(topV, m)
 			for t, j := range topJ[:m] {
 				rowJ[i*(k+1)+t] = int32(j)
 			}
@@ -394,8 +396,10 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 		colI, colM = make([]int32, n*k), make([]int, n)
 		par.Parts(n, func(_, lo, hi int) {
 			topV, topJ := make([]float64, k), make([]int, k)
+			hint := inf
 			for j := lo; j < hi; j++ {
-				m := topk.SmallestK(c[j*n:j*n+n], p, topV, topJ)
+				m := topk.SmallestKBelow(c[j*n:j*n+n], p, topV, topJ, hint)
+				hint = nextHint(topV, m)
 				for t, i := range topJ[:m] {
 					colI[j*k+t] = int32(i)
 				}
@@ -463,6 +467,19 @@ func withCosts(adj Edges, c []float64, n int) Edges {
 		}
 	})
 	return adj
+}
+
+// nextHint returns the bound that denseCandidates' passes give
+// topk.SmallestKBelow for the next row: this row's k-th smallest value
+// plus its list's spread, topV[k−1] + (topV[k−1] − topV[0]) (+Inf when the
+// list is not full of m = k). Neighbouring rows' lists lie alike, so most
+// rows then skip every entry above it until their lists are full; the
+// result is SmallestK's whatever the bound.
+func nextHint(topV []float64, m int) float64 {
+	if m < len(topV) {
+		return inf
+	}
+	return topV[m-1] + (topV[m-1] - topV[0])
 }
 
 // symmetrise returns the normalised edges of adj with every edge (i, j)

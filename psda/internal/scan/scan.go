@@ -16,6 +16,19 @@ func SumBelow(row, p []float64, t float64) int {
 	return j
 }
 
+// SumAtMost is SumBelow with the bound !(row[j]+p[j] > t): the least j
+// whose value is at most t, or NaN.
+func SumAtMost(row, p []float64, t float64) int {
+	p = p[:len(row)]
+	j := sumAtMostBlocks(row, p, t)
+	for ; j < len(row); j++ {
+		if !(row[j]+p[j] > t) {
+			return j
+		}
+	}
+	return j
+}
+
 // DiffBelow returns the least j >= 0 with !((row[j]−a)−p[j] >= t), or
 // len(row) if there is none. With a = 0 the value is row[j]−p[j]
 // exactly (x − 0 is x for every x, −0 included). len(p) >= len(row).

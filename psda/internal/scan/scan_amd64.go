@@ -22,6 +22,16 @@ func sumBelowBlocks(row, p []float64, t float64) int {
 	return sumBelowAVX2(&row[0], &p[0], n, t)
 }
 
+// sumAtMostBlocks is sumBelowBlocks against !(row[j]+p[j] > t).
+func sumAtMostBlocks(row, p []float64, t float64) int {
+	n := len(row) &^ 7
+	if !useAVX2 || n == 0 {
+		return 0
+	}
+	_ = p[n-1]
+	return sumAtMostAVX2(&row[0], &p[0], n, t)
+}
+
 // diffBelowBlocks is sumBelowBlocks for (row[j]−a)−p[j] against
 // !(h >= t), or !(h > t) with atMost.
 func diffBelowBlocks(row, p []float64, a, t float64, atMost bool) int {
@@ -48,6 +58,9 @@ func extremeBlocks(row, lo []float64, m float64) int {
 
 //go:noescape
 func sumBelowAVX2(row, p *float64, n int, t float64) int
+
+//go:noescape
+func sumAtMostAVX2(row, p *float64, n int, t float64) int
 
 //go:noescape
 func diffBelowAVX2(row, p *float64, n int, a, t float64) int

@@ -35,6 +35,32 @@ sumdone:
 	MOVQ AX, ret+32(FP)
 	RET
 
+// func sumAtMostAVX2(row, p *float64, n int, t float64) int
+TEXT ·sumAtMostAVX2(SB), NOSPLIT, $0-40
+	MOVQ row+0(FP), SI
+	MOVQ p+8(FP), DI
+	MOVQ n+16(FP), CX
+	VBROADCASTSD t+24(FP), Y15
+	XORQ AX, AX
+amloop:
+	CMPQ AX, CX
+	JGE  amdone
+	VMOVUPD (SI)(AX*8), Y0
+	VMOVUPD 32(SI)(AX*8), Y1
+	VADDPD  (DI)(AX*8), Y0, Y0   // row + p
+	VADDPD  32(DI)(AX*8), Y1, Y1
+	VCMPPD  $0x1A, Y15, Y0, Y0   // !(h > t)
+	VCMPPD  $0x1A, Y15, Y1, Y1
+	VORPD   Y1, Y0, Y0
+	VPTEST  Y0, Y0
+	JNZ     amdone
+	ADDQ    $8, AX
+	JMP     amloop
+amdone:
+	VZEROUPPER
+	MOVQ AX, ret+32(FP)
+	RET
+
 // func diffBelowAVX2(row, p *float64, n int, a, t float64) int
 // (row − a) − p against !(h >= t).
 TEXT ·diffBelowAVX2(SB), NOSPLIT, $0-48

@@ -55,6 +55,9 @@ func TestScansAgainstLoops(t *testing.T) {
 				if got, want := SumBelow(r, q, bound), first(len(r), func(j int) bool { return !(r[j]+q[j] >= bound) }); got != want {
 					t.Fatalf("SumBelow n=%d off=%d t=%v: %d, want %d", n, off, bound, got, want)
 				}
+				if got, want := SumAtMost(r, q, bound), first(len(r), func(j int) bool { return !(r[j]+q[j] > bound) }); got != want {
+					t.Fatalf("SumAtMost n=%d off=%d t=%v: %d, want %d", n, off, bound, got, want)
+				}
 				if got, want := DiffBelow(r, q, a, bound), first(len(r), func(j int) bool { return !(r[j]-a-q[j] >= bound) }); got != want {
 					t.Fatalf("DiffBelow n=%d off=%d a=%v t=%v: %d, want %d", n, off, a, bound, got, want)
 				}
@@ -94,6 +97,9 @@ func TestScanEachEntry(t *testing.T) {
 			if got := SumBelow(row, p, 2.5); got != k {
 				t.Fatalf("SumBelow: entry %d (%v) failing alone, got %d", k, bad, got)
 			}
+			if got := SumAtMost(row, p, 2.5); got != k {
+				t.Fatalf("SumAtMost: entry %d (%v) failing alone, got %d", k, bad, got)
+			}
 			if got := DiffBelow(row, p, 0.5, 0); got != k {
 				t.Fatalf("DiffBelow: entry %d (%v) failing alone, got %d", k, bad, got)
 			}
@@ -118,7 +124,7 @@ func TestScanEachEntry(t *testing.T) {
 	// The tie: entries equal to the bound pass DiffBelow and SumBelow and
 	// fail DiffAtMost.
 	row, p := []float64{3, 3, 3, 3, 3, 3, 3, 3, 3}, make([]float64, 9)
-	if SumBelow(row, p, 3) != 9 || DiffBelow(row, p, 0, 3) != 9 || DiffAtMost(row, p, 0, 3) != 0 {
+	if SumBelow(row, p, 3) != 9 || SumAtMost(row, p, 3) != 0 || DiffBelow(row, p, 0, 3) != 9 || DiffAtMost(row, p, 0, 3) != 0 {
 		t.Fatal("ties with the bound")
 	}
 }

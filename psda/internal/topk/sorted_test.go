@@ -62,3 +62,55 @@ func TestSmallestKSorted(t *testing.T) {
 		}
 	}
 }
+
+// TestSmallestKBelow checks SmallestKBelow against SmallestK, bit for bit,
+// for bounds t below, at, between and above the row's smallest values
+// (the k-th itself, ties at it, NaN, ±Inf), on tie-heavy rows with +Inf
+// entries, rows with NaN values and rows with fewer than k finite values.
+func TestSmallestKBelow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 13))
+	fallbacks := 0
+	for n := 0; n <= 70; n++ {
+		for rep := 0; rep < 10; rep++ {
+			row, p := make([]float64, n), make([]float64, n)
+			for j := range row {
+				row[j] = float64(rng.IntN(7)) / 2
+				switch {
+				case rep%5 == 1:
+					row[j] = float64(n - j) // falling: every entry beats the last
+				case rng.IntN(9) == 0:
+					row[j] = math.Inf(1)
+				case rep%5 == 3 && rng.IntN(20) == 0:
+					row[j] = math.NaN()
+				}
+				p[j] = float64(rng.IntN(3)) - 1
+			}
+			for _, k := range []int{1, 3, 8, 32} {
+				wantV, wantJ := make([]float64, k), make([]int, k)
+				wm := SmallestK(row, p, wantV, wantJ)
+				kth := math.Inf(1)
+				if wm == k {
+					kth = wantV[k-1]
+				}
+				for _, bound := range []float64{kth, kth - 0.5, kth + 0.5, kth + 3, -1, 0, math.Inf(1), math.Inf(-1), math.NaN()} {
+					gotV, gotJ := make([]float64, k), make([]int, k)
+					gm := SmallestKBelow(row, p, gotV, gotJ, bound)
+					if gm != wm {
+						t.Fatalf("n=%d k=%d t=%v: kept %d, SmallestK %d", n, k, bound, gm, wm)
+					}
+					for i := 0; i < wm; i++ {
+						if math.Float64bits(gotV[i]) != math.Float64bits(wantV[i]) || gotJ[i] != wantJ[i] {
+							t.Fatalf("n=%d k=%d rep=%d t=%v: entry %d is (%v, %d), SmallestK's (%v, %d)", n, k, rep, bound, i, gotV[i], gotJ[i], wantV[i], wantJ[i])
+						}
+					}
+					if bound < kth {
+						fallbacks++
+					}
+				}
+			}
+		}
+	}
+	if fallbacks == 0 {
+		t.Fatal("no bound below the k-th value: the fallback went untested")
+	}
+}
