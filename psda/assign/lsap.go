@@ -315,6 +315,11 @@ type lsap struct {
 	// tightFused: warmStart took its row minima from the pricing pass
 	// (denseModel.minimaUnder; tests).
 	tightFused bool
+	// startY and startLows: the blossom start's duals that the pricing
+	// pass predicted and the rows to rescan under them (denseModel), nil
+	// if none; minWeightPerfectMatching takes them if its y is startY.
+	startY    []float64
+	startLows []bool
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts

@@ -364,3 +364,65 @@ func TestWarmStartFusedMinima(t *testing.T) {
 	}
 	t.Logf("minima used in %d cases, refused in %d", used[true], used[false])
 }
+
+// TestBlossomStartPredicted checks the blossom start's rows to rescan that
+// the warm start's pricing pass predicts (denseModel, newBlossomLows):
+// where the start's y is the predicted one they are exactly the rows of
+// negative lowSlack under it, and MinWeightPerfectMatching's result is
+// the same, bit for bit, with the prediction and without (fuseTighten
+// off), on relaxations where it holds and where it does not.
+func TestBlossomStartPredicted(t *testing.T) {
+	defer func(f bool) { fuseTighten = f }(fuseTighten)
+	sq := func(d int) []float64 {
+		x := gaussian(rand.New(rand.NewPCG(uint64(d), 3)), 600, d)
+		return sqDist(x, x)
+	}
+	used := map[bool]int{}
+	for _, tc := range []struct {
+		name string
+		n    int
+		c    []float64
+	}{
+		{"squared distances, d = 2", 600, sq(2)},
+		{"squared distances, d = 8", 600, sq(8)},
+		{"clustered", 600, stage2Clustered(600, 9)},
+		{"stage2", 1000, stage2Cost(1000, 2)},
+	} {
+		n := tc.n
+		var pms [2]*PerfectMatching
+		for k, fuse := range []bool{false, true} {
+			fuseTighten = fuse
+			pm, err := MinWeightPerfectMatching(slices.Clone(tc.c), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pms[k] = pm
+		}
+		a, b := pms[0], pms[1]
+		if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
+			math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
+			t.Fatalf("%s: the matching differs with the predicted rows", tc.name)
+		}
+		// The steps of minWeightPerfectMatching, to see the prediction.
+		c := forbidDiagonal(tc.c, n)
+		s := newLSAP(c, n, n)
+		s.sym = true
+		if _, err := s.solve(nil); err != nil {
+			t.Fatal(err)
+		}
+		start := RelaxationStart(s.col4row, s.u, s.v, denseCost(tc.c, n))
+		ok := s.startLows != nil && sameBits(start.Y, s.startY)
+		used[ok]++
+		if !ok {
+			continue
+		}
+		for v := 0; v < n; v++ {
+			if want := lowSlackDense(tc.c[v*n:v*n+n], v, start.Y) < 0; s.startLows[v] != want {
+				t.Fatalf("%s: row %d predicted to need lowering %v, lowSlack says %v", tc.name, v, s.startLows[v], want)
+			}
+		}
+	}
+	if used[true] == 0 || used[false] == 0 {
+		t.Fatalf("prediction used in %d cases, not in %d: the test needs both", used[true], used[false])
+	}
+}
