@@ -129,8 +129,9 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 }
 
 // fuseTighten lets warmStart's full pricing passes find the row minima
-// that tightenWithin would read c again for (denseModel.minimaUnder);
-// tests turn it off to compare.
+// that tightenWithin would read c again for, and the rows the blossom
+// start's repair rescans (denseModel.minimaUnder); tests turn it off to
+// compare.
 var fuseTighten = true
 
 // seedAuction lets warmStart seed the auction when it gives up (s.seed);
@@ -235,7 +236,7 @@ const warmFree = 8
 // y_r = (u_r + v_r)/2 it will start from if tightenWithin keeps every
 // row, u_r = c[r][σ(r)] − v[σ(r)] for the solution's σ, and no path
 // follows: minWeightPerfectMatching takes them when its start's y is that
-// one, bit for bit (0.25 CPU seconds more at n = 20,000).
+// one, bit for bit (another 0.25 CPU seconds spared at n = 20,000).
 type denseModel struct {
 	c   []float64
 	n   int
@@ -279,13 +280,8 @@ func (m *denseModel) minimaUnder(sub []int, sol *Solution) {
 // when the last full pass found them under other potentials (any bit
 // differing) or none did.
 func (m *denseModel) minima(v []float64) []float64 {
-	if !m.full || len(m.minV) != len(v) {
+	if !m.full || !sameBits(v, m.minV) {
 		return nil
-	}
-	for j, x := range v {
-		if math.Float64bits(x) != math.Float64bits(m.minV[j]) {
-			return nil
-		}
 	}
 	return m.rowMin
 }
