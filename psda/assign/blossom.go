@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/scan"
 )
 
 // One file of about 1,000 lines on purpose: the algorithm's stages (grow,
@@ -117,6 +118,14 @@ func newBlossom(n int, dense []float64, g *Graph, y []float64, mate []int) *blos
 // newBlossomScaled is newBlossom for a caller that knows the largest |c|
 // (scale >= 0), which sets the tightness guard eps.
 func newBlossomScaled(n int, dense []float64, g *Graph, y []float64, mate []int, scale float64) *blossom {
+	return newBlossomLows(n, dense, g, y, mate, scale, nil)
+}
+
+// newBlossomLows is newBlossomScaled with the rows that may need lowering
+// under y found already (lows[v]: lowSlack(v) < 0 under this y, or more
+// rows; nil: found here by a pass over c), for the dense matching, whose
+// warm start finds them in its pricing pass (denseModel.minimaUnder).
+func newBlossomLows(n int, dense []float64, g *Graph, y []float64, mate []int, scale float64, lows []bool) *blossom {
 	s := &blossom{n: n, dense: dense, g: g}
 	s.y = make([]float64, n)
 	s.mate = make([]int, n)
@@ -181,12 +190,14 @@ func newBlossomScaled(n int, dense []float64, g *Graph, y []float64, mate []int,
 		// rows on all cores finds the rows that may need lowering, and
 		// only those are rescanned in order (with psda's halved
 		// potentials, a few or none), with the serial loop's result.
-		lows := make([]bool, n)
-		par.Rows(n, func(v0, v1 int) {
-			for v := v0; v < v1; v++ {
-				lows[v] = s.lowSlack(v) < 0
-			}
-		})
+		if lows == nil {
+			lows = make([]bool, n)
+			par.Rows(n, func(v0, v1 int) {
+				for v := v0; v < v1; v++ {
+					lows[v] = s.lowSlack(v) < 0
+				}
+			})
+		}
 		for v := 0; v < n; v++ {
 			low := 0.0
 			if lows[v] {
@@ -215,17 +226,29 @@ func (s *blossom) lowSlack(v int) float64 {
 	low, yv := 0.0, s.y[v]
 	cols, costs := s.row(v)
 	if cols == nil {
-		ys := s.y[:len(costs)]
-		for w, c := range costs {
-			if r := c - yv - ys[w]; r < low && w != v {
-				low = r
-			}
-		}
-		return low
+		return lowSlackDense(costs, v, s.y)
 	}
 	for k, c := range costs {
 		if w := int(cols[k]); w != v && c-yv-s.y[w] < low {
 			low = c - yv - s.y[w]
+		}
+	}
+	return low
+}
+
+// lowSlackDense is lowSlack on the dense row of vertex v, costs[w] the
+// edge (v, w) (costs[v], no edge, is never read as one), under the duals
+// y.
+func lowSlackDense(costs []float64, v int, y []float64) float64 {
+	low, yv := 0.0, y[v]
+	ys := y[:len(costs)]
+	for w := 0; w < len(costs); w++ {
+		// The scan skips the entries whose slack is at least low.
+		if w += scan.DiffBelow(costs[w:], ys[w:], yv, low); w == len(costs) {
+			break
+		}
+		if r := costs[w] - yv - ys[w]; r < low && w != v {
+			low = r
 		}
 	}
 	return low

@@ -3,6 +3,8 @@ package assign
 import (
 	"fmt"
 	"math"
+
+	"github.com/psda-dev/psda/psda/internal/scan"
 )
 
 // CertifyMatching checks that m is a minimum-weight perfect matching of the
@@ -103,8 +105,12 @@ func certifyMatching(n, edges int, row func(v int) ([]int32, []float64), cost fu
 		yv, inB := d.Y[v], d.In[v] >= 0
 		if cols == nil && !inB {
 			ys := d.Y[:len(costs)]
-			for w, c := range costs {
-				if !(c-yv-ys[w] >= -tol) && w != v {
+			for w := 0; w < len(costs); w++ {
+				// The scan skips the feasible entries, by the same test.
+				if w += scan.DiffBelow(costs[w:], ys[w:], yv, -tol); w == len(costs) {
+					break
+				}
+				if !(costs[w]-yv-ys[w] >= -tol) && w != v {
 					return w
 				}
 			}

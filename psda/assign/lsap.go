@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/scan"
 )
 
 // Solution is an assignment with the dual potentials that certify it.
@@ -311,6 +312,14 @@ type lsap struct {
 	// coldRows and coldSettled are the rows augmented and the columns
 	// settled by solveLSAP's cold phase (tests and benchmarks).
 	coldRows, coldSettled int
+	// tightFused: warmStart took its row minima from the pricing pass
+	// (denseModel.minimaUnder; tests).
+	tightFused bool
+	// startY and startLows: the blossom start's duals that the pricing
+	// pass predicted and the rows to rescan under them (denseModel), nil
+	// if none; minWeightPerfectMatching takes them if its y is startY.
+	startY    []float64
+	startLows []bool
 
 	// scratch of augment
 	spc      []float64 // shortestPathCosts
@@ -426,25 +435,51 @@ func (s *lsap) tightenWithin(rel float64) {
 	nc := s.nc
 	par.Parts(s.nr, func(_, lo, hi int) {
 		for i := lo; i < hi; i++ {
-			row := s.c[i*nc : i*nc+nc]
-			m := inf
-			for j, x := range row {
-				if h := x - s.v[j]; h < m {
-					m = h
-				}
-			}
-			s.u[i] = m
-			j := s.col4row[i]
-			if j < 0 {
-				continue
-			}
-			if r := row[j] - s.v[j]; r-m <= rel*(math.Abs(row[j])+math.Abs(s.v[j])) {
-				s.u[i] = r
-			} else {
-				s.col4row[i], s.row4col[j] = -1, -1 // j is i's alone: no race
-			}
+			s.tightenRow(i, minDiff(s.c[i*nc:i*nc+nc], s.v), rel)
 		}
 	})
+}
+
+// tightenFrom is tightenWithin with each row's minimum m[i] = min_j
+// c[i][j] − v[j] found already (minDiff under the current v, by the warm
+// start's pricing pass).
+func (s *lsap) tightenFrom(m []float64, rel float64) {
+	par.Parts(s.nr, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			s.tightenRow(i, m[i], rel)
+		}
+	})
+}
+
+// tightenRow is tightenWithin's step for row i, whose minimum
+// min_j c[i][j] − v[j] is m.
+func (s *lsap) tightenRow(i int, m, rel float64) {
+	s.u[i] = m
+	j := s.col4row[i]
+	if j < 0 {
+		return
+	}
+	if x := s.c[i*s.nc+j]; x-s.v[j]-m <= rel*(math.Abs(x)+math.Abs(s.v[j])) {
+		s.u[i] = x - s.v[j]
+	} else {
+		s.col4row[i], s.row4col[j] = -1, -1 // j is i's alone: no race
+	}
+}
+
+// minDiff returns min_j row[j] − v[j] (+Inf for an empty row; NaNs never
+// count), the entries scanned in order as the plain loop would.
+func minDiff(row, v []float64) float64 {
+	m := inf
+	for j := 0; j < len(row); j++ {
+		// The scan skips the entries with row[j] − v[j] >= m.
+		if j += scan.DiffBelow(row[j:], v[j:], 0, m); j == len(row) {
+			break
+		}
+		if h := row[j] - v[j]; h < m {
+			m = h
+		}
+	}
+	return m
 }
 
 // solution copies the state into a Solution.

@@ -85,7 +85,13 @@ func minWeightPerfectMatching(c []float64, n int, h *Hooks, scale float64, colMi
 	}
 	start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
 	pm := &PerfectMatching{OddVertices: oddCycleVertices(s.col4row)}
-	b := newBlossomScaled(n, c, nil, start.Y, start.Mate, scale)
+	// The rows the repair must rescan, found by the warm start's pricing
+	// pass under the y it predicted, when that is this y (denseModel).
+	var lows []bool
+	if s.startLows != nil && sameBits(start.Y, s.startY) {
+		lows = s.startLows
+	}
+	b := newBlossomLows(n, c, nil, start.Y, start.Mate, scale, lows)
 	em, err := b.finish(h.sub(0.9, 1))
 	if err != nil {
 		return nil, err
@@ -94,6 +100,19 @@ func minWeightPerfectMatching(c []float64, n int, h *Hooks, scale float64, colMi
 	// a lower bound above the cost would only be rounding, so it is capped.
 	pm.Mate, pm.Cost, pm.Bound, pm.Duals = em.Mate, em.Cost, math.Min(em.Bound, em.Cost), em.Duals
 	return pm, nil
+}
+
+// sameBits reports whether a and b hold the same float64s, bit for bit.
+func sameBits(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i, x := range a {
+		if math.Float64bits(x) != math.Float64bits(b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkMatching validates the input of MinWeightPerfectMatching and returns

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/psda-dev/psda/psda/internal/par"
+	"github.com/psda-dev/psda/psda/internal/scan"
 )
 
 // MinWeightPerfectMatchingMirrored is MinWeightPerfectMatchingWith for a c
@@ -66,7 +67,12 @@ func rowPass(c []float64, n int) (scale float64, colMin []float64) {
 			row := c[i*n : i*n+n]
 			for _, seg := range [2][2]int{{0, i}, {i + 1, n}} {
 				cms, xs := cm[seg[0]:seg[1]], row[seg[0]:seg[1]]
-				for j, x := range xs {
+				for j := 0; j < len(xs); j++ {
+					// The scan skips the entries that change nothing.
+					if j += scan.Extreme(xs[j:], cms[j:], m); j == len(xs) {
+						break
+					}
+					x := xs[j]
 					if x-x != 0 {
 						m = inf
 						continue

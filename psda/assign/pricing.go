@@ -95,6 +95,11 @@ type Pricing struct {
 	Hooks *Hooks
 	// Trace, when set, receives one line per round (benchmarks).
 	Trace func(format string, args ...any)
+	// BeforePass, when set, is called before each pricing pass with its
+	// rows (nil: all) and the solution whose potentials it prices, so
+	// that the model can do more in the same pass (warmStart's
+	// denseModel).
+	BeforePass func(sub []int, sol *Solution)
 }
 
 // ErrPricingGaveUp is returned by Pricing.Solve when a check found more
@@ -401,6 +406,9 @@ func (pr *pricing) priceRows(sub []int) error {
 	st := pr.st
 	z, w := pr.potentials()
 	best := st.lists()
+	if st.BeforePass != nil {
+		st.BeforePass(sub, pr.sol)
+	}
 	if err := st.price(best, sub, z, w, pr.adj.Has, pr.need64, PriceTol(pr.g.Cost)); err != nil {
 		return err
 	}

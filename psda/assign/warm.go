@@ -81,9 +81,13 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	if err := h.stop(); err != nil {
 		return false, err
 	}
-	pr := &Pricing{Model: &denseModel{c: s.c, n: n}, Rows: n, Cols: n, Scale: 1, Coef: 1,
+	model := &denseModel{c: s.c, n: n, sym: s.sym}
+	pr := &Pricing{Model: model, Rows: n, Cols: n, Scale: 1, Coef: 1,
 		Keep: warmPrice, IndexTies: true, MaxPasses: warmRounds, MaxAdd: n, Hooks: h.stopOnly(),
 		Symmetric: s.sym}
+	if fuseTighten {
+		pr.BeforePass = model.minimaUnder
+	}
 	sol, _, err := pr.Solve(adj)
 	if errors.Is(err, ErrPricingGaveUp) {
 		// Too many violators for a few passes: the auction finishes, from
@@ -103,7 +107,15 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	}
 	copy(s.v, sol.V)
 	s.adopt(sol.Col4Row)
-	s.tightenWithin(tightRel)
+	if m := model.minima(sol.V); m != nil {
+		s.tightenFrom(m, tightRel) // the last full pricing pass's, at these v
+		s.tightFused = true
+		if model.sym {
+			s.startY, s.startLows = model.startY, model.lows
+		}
+	} else {
+		s.tightenWithin(tightRel)
+	}
 	free := 0
 	for _, j := range s.col4row {
 		if j < 0 {
@@ -115,6 +127,12 @@ func (s *lsap) warmStart(h *Hooks) (bool, error) {
 	}
 	return s.reset(), nil
 }
+
+// fuseTighten lets warmStart's full pricing passes find the row minima
+// that tightenWithin would read c again for, and the rows the blossom
+// start's repair rescans (denseModel.minimaUnder); tests turn it off to
+// compare.
+var fuseTighten = true
 
 // seedAuction lets warmStart seed the auction when it gives up (s.seed);
 // tests and benchmarks turn it off to compare with the cold auction.
@@ -136,17 +154,21 @@ const seedRepeats = 1.0 / 20
 // the n×n matrix c that repeat another row or column on seedLines sampled
 // entries (the same columns for every row, the same rows for every
 // column): the mark of repeated points, whose costs tie exactly. Time
-// O(seedLines·n·log n).
+// O(seedLines·n·log n), the sampling on all cores.
 func repeatedLines(c []float64, n int) float64 {
 	share := func(at func(line, t int) float64) float64 {
 		keys := make([]uint64, n)
-		for line := range keys {
-			h := uint64(14695981039346656037) // FNV-1a over the sampled entries' bits
-			for t := 0; t < seedLines; t++ {
-				h = (h ^ math.Float64bits(at(line, (t*7919+13)%n))) * 1099511628211
+		// On all cores: each sampled entry is a cache miss at large n
+		// (0.045 s at n = 20,000 on one core).
+		par.Rows(n, func(l0, l1 int) {
+			for line := l0; line < l1; line++ {
+				h := uint64(14695981039346656037) // FNV-1a over the sampled entries' bits
+				for t := 0; t < seedLines; t++ {
+					h = (h ^ math.Float64bits(at(line, (t*7919+13)%n))) * 1099511628211
+				}
+				keys[line] = h
 			}
-			keys[line] = h
-		}
+		})
 		slices.Sort(keys)
 		rep := 0
 		for k := range keys {
@@ -200,9 +222,68 @@ const warmFree = 8
 // denseModel is the n×n row-major matrix c as a PricedModel: the cross part
 // of entry (i, j) is c[i][j] itself (no terms, Scale and Coef 1), read from
 // the matrix by rows split over the cores.
+//
+// A full pass also finds, when minimaUnder asked it to, every row's
+// minimum min_j c[i][j] − v[j] under the column potentials v of the
+// solution it prices (minDiff, tightenWithin's own arithmetic): when the
+// pricing loop ends at that solution, as it does when its first pass finds
+// no violated entry, warmStart's tightenWithin takes them instead of a
+// pass of its own over c (0.25 of 3 CPU seconds at n = 20,000; the row is
+// still in cache from the sink). Nothing else depends on them.
+//
+// The same pass, for the matching's relaxation (sym), finds the rows that
+// the blossom start's repair must rescan (newBlossomLows) under the duals
+// y_r = (u_r + v_r)/2 it will start from if tightenWithin keeps every
+// row, u_r = c[r][σ(r)] − v[σ(r)] for the solution's σ, and no path
+// follows: minWeightPerfectMatching takes them when its start's y is that
+// one, bit for bit (another 0.25 CPU seconds spared at n = 20,000).
 type denseModel struct {
-	c []float64
-	n int
+	c   []float64
+	n   int
+	sym bool
+	// minV: the column potentials of the minima (nil: none asked);
+	// rowMin: the minima, complete when full; startY and lows: the
+	// predicted blossom start's duals and the rows to rescan under them
+	// (sym only).
+	minV, rowMin, startY []float64
+	lows                 []bool
+	want, full           bool // the next pass finds them; the last one that did was full
+}
+
+// minimaUnder is Pricing.BeforePass: a full pass (sub nil) at sol also
+// finds the rows' minima under sol.V; a pass over some rows leaves the
+// last full pass's minima as they are.
+func (m *denseModel) minimaUnder(sub []int, sol *Solution) {
+	m.want = sub == nil
+	if m.want {
+		m.minV, m.full = slices.Clone(sol.V), false
+		if m.rowMin == nil {
+			m.rowMin = make([]float64, m.n)
+		}
+		if m.sym {
+			// tightenRow's u of a kept row, RelaxationStart's y.
+			if m.startY == nil {
+				m.startY, m.lows = make([]float64, m.n), make([]bool, m.n)
+			}
+			for r, j := range sol.Col4Row {
+				m.startY[r] = math.NaN() // no prediction for a free row
+				if j >= 0 {
+					u := m.c[r*m.n+j] - m.minV[j]
+					m.startY[r] = (u + m.minV[r]) / 2
+				}
+			}
+		}
+	}
+}
+
+// minima returns the rows' minima under the column potentials v, or nil
+// when the last full pass found them under other potentials (any bit
+// differing) or none did.
+func (m *denseModel) minima(v []float64) []float64 {
+	if !m.full || !sameBits(v, m.minV) {
+		return nil
+	}
+	return m.rowMin
 }
 
 func (m *denseModel) Terms() (r, c []float64) {
@@ -218,11 +299,19 @@ func (m *denseModel) Graph(adj Edges) *Graph {
 
 func (m *denseModel) Pass(sub []int, _ bool, row func(a, b0 int, xs []float64), _ func(b, a0 int, xs []float64, idx []int)) {
 	rows, n := par.Indices(sub, m.n), m.n
+	minima := m.want && sub == nil
 	par.Rows(len(rows), func(k0, k1 int) {
 		for _, i := range rows[k0:k1] {
 			row(i, 0, m.c[i*n:i*n+n])
+			if minima {
+				m.rowMin[i] = minDiff(m.c[i*n:i*n+n], m.minV)
+				if m.sym {
+					m.lows[i] = lowSlackDense(m.c[i*n:i*n+n], i, m.startY) < 0
+				}
+			}
 		}
 	})
+	m.full, m.want = m.full || minima, false
 }
 
 func (m *denseModel) PassCols(cols []int, visit func(a, b int, x float64)) {
@@ -309,9 +398,11 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 			cols[part] = cl
 		}
 		topV, topJ := make([]float64, k), make([]int, k)
+		hint := inf // see nextHint
 		for i := lo; i < hi; i++ {
 			row := c[i*n : i*n+n]
-			m := topk.SmallestK(row, v, topV, topJ)
+			m := topk.SmallestKBelow(row, v, topV, topJ, hint)
+			hint = nextHint(topV, m)
 			for t, j := range topJ[:m] {
 				rowJ[i*(k+1)+t] = int32(j)
 			}
@@ -335,8 +426,10 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 		colI, colM = make([]int32, n*k), make([]int, n)
 		par.Parts(n, func(_, lo, hi int) {
 			topV, topJ := make([]float64, k), make([]int, k)
+			hint := inf
 			for j := lo; j < hi; j++ {
-				m := topk.SmallestK(c[j*n:j*n+n], p, topV, topJ)
+				m := topk.SmallestKBelow(c[j*n:j*n+n], p, topV, topJ, hint)
+				hint = nextHint(topV, m)
 				for t, i := range topJ[:m] {
 					colI[j*k+t] = int32(i)
 				}
@@ -360,7 +453,9 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 	// Row i's own candidates and the columns that chose it, in one flat
 	// array, each row then sorted and without repeats on all cores (Solve's
 	// Normalise finds them so), its capacity capped so that an edge added
-	// later cannot run into the next row.
+	// later cannot run into the next row. The costs are read last, on all
+	// cores (withCosts): every edge (i, j) costs c[i][j], and the reads, one
+	// cache miss each at large n, cost more than the rest of this.
 	lo := make([]int, n+1)
 	for j := 0; j < n; j++ {
 		for _, i := range colI[j*k : j*k+colM[j]] {
@@ -373,27 +468,55 @@ func denseCandidates(c []float64, n, k int, sym bool, colMin []float64) Edges {
 	flat, fill := make([]Edge, lo[n]), make([]int, n)
 	for i := 0; i < n; i++ {
 		for t, j := range rowJ[i*(k+1) : i*(k+1)+rowM[i]] {
-			flat[lo[i]+t] = Edge{j, c[i*n+int(j)]}
+			flat[lo[i]+t] = Edge{B: j}
 		}
 		fill[i] = lo[i] + rowM[i]
 	}
 	for j := 0; j < n; j++ {
 		for _, i := range colI[j*k : j*k+colM[j]] {
-			flat[fill[i]] = Edge{int32(j), c[int(i)*n+j]}
+			flat[fill[i]] = Edge{B: int32(j)}
 			fill[i]++
 		}
 	}
 	adj := sortedRows(flat, lo)
 	if sym {
-		return symmetrise(adj, c, n)
+		adj = symmetrise(adj, n)
 	}
+	return withCosts(adj, c, n)
+}
+
+// withCosts sets the cost of every edge (i, j) of adj to c[i][j], on all
+// cores, and returns adj.
+func withCosts(adj Edges, c []float64, n int) Edges {
+	par.Rows(n, func(i0, i1 int) {
+		for i := i0; i < i1; i++ {
+			row := c[i*n : i*n+n]
+			for t, e := range adj[i] {
+				adj[i][t].X = row[e.B]
+			}
+		}
+	})
 	return adj
 }
 
+// nextHint returns the bound that denseCandidates' passes give
+// topk.SmallestKBelow for the next row: this row's k-th smallest value
+// plus its list's spread, topV[k−1] + (topV[k−1] − topV[0]) (+Inf when the
+// list is not full of m = k). Neighbouring rows' lists lie alike, so most
+// rows then skip every entry above it until their lists are full; the
+// result is SmallestK's whatever the bound.
+func nextHint(topV []float64, m int) float64 {
+	if m < len(topV) {
+		return inf
+	}
+	return topV[m-1] + (topV[m-1] - topV[0])
+}
+
 // symmetrise returns the normalised edges of adj with every edge (i, j)
-// joined by (j, i), costs read from the n×n matrix c, so that the pricing
-// loop can run symmetric (Pricing.Symmetric). Time O(m·log m) for m edges.
-func symmetrise(adj Edges, c []float64, n int) Edges {
+// joined by (j, i), so that the pricing loop can run symmetric
+// (Pricing.Symmetric); the costs are left for withCosts. Time O(m·log m)
+// for m edges.
+func symmetrise(adj Edges, n int) Edges {
 	lo := make([]int, n+1)
 	for i, row := range adj {
 		lo[i+1] += len(row)
@@ -410,7 +533,7 @@ func symmetrise(adj Edges, c []float64, n int) Edges {
 	}
 	for i, row := range adj {
 		for _, e := range row {
-			flat[fill[e.B]] = Edge{int32(i), c[int(e.B)*n+i]}
+			flat[fill[e.B]] = Edge{B: int32(i)}
 			fill[e.B]++
 		}
 	}
@@ -420,7 +543,8 @@ func symmetrise(adj Edges, c []float64, n int) Edges {
 // sortedRows returns the edges of flat by row, row i being
 // flat[lo[i]:lo[i+1]], each sorted by column and without repeated columns
 // (Edges.Normalise's order), on all cores. A repeated column's entries
-// here all hold the same cost, so which one stays does not matter.
+// here are one edge whose cost withCosts reads afterwards, so which one
+// stays does not matter.
 func sortedRows(flat []Edge, lo []int) Edges {
 	n := len(lo) - 1
 	out := make(Edges, n)

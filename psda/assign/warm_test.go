@@ -1,6 +1,7 @@
 package assign
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -217,5 +218,211 @@ func TestSymmetricWarmStart(t *testing.T) {
 				t.Errorf("symmetric mode cost %v, general %v", cost[1], cost[0])
 			}
 		})
+	}
+}
+
+// TestDenseCandidatesBrute checks denseCandidates against its definition
+// by full sorts: row i keeps the k smallest c[i][j] − colMin[j] (ties to
+// the smaller j) and the edge to i+1; column j the k smallest of its
+// entries less their rows' reduced minima u_i (general mode: (c[i][j] −
+// colMin[j]) − u_i; symmetric mode: c[j][i] − u_i, read from row j), each
+// edge (i, j) at cost c[i][j], symmetrised in symmetric mode; on
+// tie-heavy symmetric matrices with a forbidden diagonal.
+func TestDenseCandidatesBrute(t *testing.T) {
+	type hv struct {
+		h float64
+		j int
+	}
+	smallest := func(hs []hv, k int) []hv {
+		hs = slices.DeleteFunc(hs, func(e hv) bool { return !(e.h < inf) })
+		slices.SortStableFunc(hs, func(a, b hv) int { return cmp.Compare(a.h, b.h) })
+		return hs[:min(k, len(hs))]
+	}
+	for _, tc := range []struct{ n, k int }{{9, 3}, {41, 5}, {130, 16}} {
+		rng := rand.New(rand.NewPCG(uint64(tc.n), 26))
+		n, k := tc.n, tc.k
+		c := make([]float64, n*n)
+		for i := 0; i < n; i++ {
+			c[i*n+i] = inf
+			for j := i + 1; j < n; j++ {
+				x := float64(rng.IntN(6)) / 4 // ties
+				c[i*n+j], c[j*n+i] = x, x
+			}
+		}
+		v := make([]float64, n) // −colMin
+		for j := range v {
+			m := inf
+			for i := 0; i < n; i++ {
+				m = min(m, c[i*n+j])
+			}
+			v[j] = -m
+		}
+		rowTop := make([][]hv, n)
+		u := make([]float64, n)
+		for i := range rowTop {
+			hs := make([]hv, n)
+			for j := range hs {
+				hs[j] = hv{c[i*n+j] + v[j], j}
+			}
+			rowTop[i] = smallest(hs, k)
+			u[i] = rowTop[i][0].h
+		}
+		for _, sym := range []bool{false, true} {
+			want := make([][]int32, n)
+			for i := range rowTop {
+				for _, e := range rowTop[i] {
+					want[i] = append(want[i], int32(e.j))
+				}
+				want[i] = append(want[i], int32((i+1)%n))
+			}
+			for j := 0; j < n; j++ {
+				hs := make([]hv, n)
+				for i := range hs {
+					if sym {
+						hs[i] = hv{c[j*n+i] + -u[i], i}
+					} else {
+						hs[i] = hv{c[i*n+j] + v[j] - u[i], i}
+					}
+				}
+				for _, e := range smallest(hs, k) {
+					want[e.j] = append(want[e.j], int32(j))
+				}
+			}
+			if sym {
+				for i := range want {
+					for _, j := range want[i] {
+						want[j] = append(want[j], int32(i))
+					}
+				}
+			}
+			got := denseCandidates(c, n, k, sym, nil)
+			for i := range want {
+				slices.Sort(want[i])
+				want[i] = slices.Compact(want[i])
+				if len(got[i]) != len(want[i]) {
+					t.Fatalf("n=%d sym=%v row %d: %v, want columns %v", n, sym, i, got[i], want[i])
+				}
+				for t2, e := range got[i] {
+					if e.B != want[i][t2] || math.Float64bits(e.X) != math.Float64bits(c[i*n+int(e.B)]) {
+						t.Fatalf("n=%d sym=%v row %d: %v, want columns %v at costs c[%d][·]", n, sym, i, got[i], want[i], i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestWarmStartFusedMinima checks that warmStart's tightenWithin, fed the
+// row minima of the pricing loop's last full pass (fuseTighten), leaves
+// the potentials and the assignment that its own pass over c gives, bit
+// for bit, on relaxations whose loop ends at its first pass (the minima
+// used) and one where it goes on (solved again after violators: the
+// minima are of other potentials and must be refused).
+func TestWarmStartFusedMinima(t *testing.T) {
+	defer func(f bool) { fuseTighten = f }(fuseTighten)
+	used := map[bool]int{}
+	sq := func(d int) []float64 { // squared distances: the first pass finds no violator
+		x := gaussian(rand.New(rand.NewPCG(uint64(d), 1)), 600, d)
+		return sqDist(x, x)
+	}
+	for _, tc := range []struct {
+		name string
+		n    int
+		c    []float64
+	}{
+		{"squared distances, d = 2", 600, sq(2)},
+		{"squared distances, d = 8", 600, sq(8)},
+		{"clustered", 600, stage2Clustered(600, 9)}, // violators: solved again
+		{"stage2", 1000, stage2Cost(1000, 2)},
+	} {
+		c := forbidDiagonal(tc.c, tc.n)
+		var got [2]*lsap
+		for k, fuse := range []bool{false, true} {
+			fuseTighten = fuse
+			s := newLSAP(c, tc.n, tc.n)
+			s.sym = true
+			if _, err := s.warmStart(nil); err != nil {
+				t.Fatal(err)
+			}
+			got[k] = s
+		}
+		a, b := got[0], got[1]
+		if a.tightFused {
+			t.Fatalf("%s: minima used with fuseTighten off", tc.name)
+		}
+		used[b.tightFused]++
+		for i := 0; i < tc.n; i++ {
+			if math.Float64bits(a.u[i]) != math.Float64bits(b.u[i]) || math.Float64bits(a.v[i]) != math.Float64bits(b.v[i]) ||
+				a.col4row[i] != b.col4row[i] || a.row4col[i] != b.row4col[i] {
+				t.Fatalf("%s (minima used %v) row %d: u %v v %v col %d, want u %v v %v col %d", tc.name, b.tightFused, i,
+					b.u[i], b.v[i], b.col4row[i], a.u[i], a.v[i], a.col4row[i])
+			}
+		}
+	}
+	if used[true] == 0 || used[false] == 0 {
+		t.Fatalf("minima used in %d cases, refused in %d: the test needs both", used[true], used[false])
+	}
+	t.Logf("minima used in %d cases, refused in %d", used[true], used[false])
+}
+
+// TestBlossomStartPredicted checks the blossom start's rows to rescan that
+// the warm start's pricing pass predicts (denseModel, newBlossomLows):
+// where the start's y is the predicted one they are exactly the rows of
+// negative lowSlack under it, and MinWeightPerfectMatching's result is
+// the same, bit for bit, with the prediction and without (fuseTighten
+// off), on relaxations where it holds and where it does not.
+func TestBlossomStartPredicted(t *testing.T) {
+	defer func(f bool) { fuseTighten = f }(fuseTighten)
+	sq := func(d int) []float64 {
+		x := gaussian(rand.New(rand.NewPCG(uint64(d), 3)), 600, d)
+		return sqDist(x, x)
+	}
+	used := map[bool]int{}
+	for _, tc := range []struct {
+		name string
+		n    int
+		c    []float64
+	}{
+		{"squared distances, d = 2", 600, sq(2)},
+		{"squared distances, d = 8", 600, sq(8)},
+		{"clustered", 600, stage2Clustered(600, 9)},
+		{"stage2", 1000, stage2Cost(1000, 2)},
+	} {
+		n := tc.n
+		var pms [2]*PerfectMatching
+		for k, fuse := range []bool{false, true} {
+			fuseTighten = fuse
+			pm, err := MinWeightPerfectMatching(slices.Clone(tc.c), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pms[k] = pm
+		}
+		a, b := pms[0], pms[1]
+		if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
+			math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
+			t.Fatalf("%s: the matching differs with the predicted rows", tc.name)
+		}
+		// The steps of minWeightPerfectMatching, to see the prediction.
+		c := forbidDiagonal(tc.c, n)
+		s := newLSAP(c, n, n)
+		s.sym = true
+		if _, err := s.solve(nil); err != nil {
+			t.Fatal(err)
+		}
+		start := RelaxationStart(s.col4row, s.u, s.v, denseCost(tc.c, n))
+		ok := s.startLows != nil && sameBits(start.Y, s.startY)
+		used[ok]++
+		if !ok {
+			continue
+		}
+		for v := 0; v < n; v++ {
+			if want := lowSlackDense(tc.c[v*n:v*n+n], v, start.Y) < 0; s.startLows[v] != want {
+				t.Fatalf("%s: row %d predicted to need lowering %v, lowSlack says %v", tc.name, v, s.startLows[v], want)
+			}
+		}
+	}
+	if used[true] == 0 || used[false] == 0 {
+		t.Fatalf("prediction used in %d cases, not in %d: the test needs both", used[true], used[false])
 	}
 }

@@ -1,5 +1,7 @@
 package topk
 
+import "github.com/psda-dev/psda/psda/internal/scan"
+
 // Sinks returns the callbacks of a Gram pass (assign.PricedModel's Pass)
 // that offer every entry (a, b) with cross part x to item a, valued at its
 // reduced cost c·x − z[a] − w[b] and with aux x; the entries (a, a) when
@@ -21,8 +23,20 @@ func (s *Lists) Sinks(c float64, z, w []float64, noDiag bool, skip func(a, b int
 		strict := s.byIndex && s.bk[a] < uint64(b0)
 		ws := w[b0 : b0+len(xs)]
 		for k := 0; k < len(xs); k++ {
-			// Most entries exceed the bound: test four at a time.
-			if k+4 <= len(xs) {
+			// Most entries exceed the bound. With c = 1 (the dense
+			// matrix's pricing) the scan skips them, by the test below
+			// on (x − za) − ws[k], which is c·x − za − ws[k] exactly
+			// there (fused or not); else four are tested at a time.
+			if c == 1 {
+				if strict {
+					k += scan.DiffBelow(xs[k:], ws[k:], za, lim)
+				} else {
+					k += scan.DiffAtMost(xs[k:], ws[k:], za, lim)
+				}
+				if k == len(xs) {
+					break
+				}
+			} else if k+4 <= len(xs) {
 				r0, r1 := c*xs[k]-za-ws[k], c*xs[k+1]-za-ws[k+1]
 				r2, r3 := c*xs[k+2]-za-ws[k+2], c*xs[k+3]-za-ws[k+3]
 				if strict && r0 >= lim && r1 >= lim && r2 >= lim && r3 >= lim || r0 > lim && r1 > lim && r2 > lim && r3 > lim {

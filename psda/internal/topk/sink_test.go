@@ -14,10 +14,14 @@ import (
 // sink (whole columns, random pieces of columns, and pieces through an index
 // permutation), over more items than one lock stripe holds, and checks every
 // settled list against a full sort of the reduced costs (ties by tieKey for New, by index for NewByIndex), with the
-// diagonal and the skipped entries left out, for sorted and buffered lists.
+// diagonal and the skipped entries left out, for sorted and buffered lists,
+// at c = 2 and at c = 1 (where the row sink skips entries by scan.DiffBelow
+// and scan.DiffAtMost, whose ties with the bound these entries test).
 func TestSinks(t *testing.T) {
 	for _, k := range []int{5, 20} { // sorted lists, buffered lists
-		testSinks(t, k)
+		for _, c := range []float64{2, 1} {
+			testSinks(t, k, c)
+		}
 	}
 }
 
@@ -72,11 +76,10 @@ func byItem(e []sinkEntry) []sinkEntry {
 	return e
 }
 
-func testSinks(t *testing.T, k int) {
+func testSinks(t *testing.T, k int, c float64) {
 	rng := rand.New(rand.NewPCG(3, 9))
 	const n, m = 2*LockBlock + 22, 57
 	x, z, w := sinkInputs(rng, n, m, 0)
-	const c = 2.0
 	skip := func(a, b int) bool { return (a*7+b)%11 == 0 }
 	for _, byIndex := range []bool{false, true} {
 		newLists, key := tieRule(byIndex)
@@ -153,7 +156,7 @@ func testSinks(t *testing.T, k int) {
 					got = append(got, sinkEntry{v, int32(j)})
 				})
 				if got = byItem(got); !slices.Equal(got, want) {
-					t.Fatalf("k=%d byIndex=%v %s, item %d: kept %v, want %v", k, byIndex, way, a, got, want)
+					t.Fatalf("k=%d c=%v byIndex=%v %s, item %d: kept %v, want %v", k, c, byIndex, way, a, got, want)
 				}
 				if s.Limit(a) != lim || math.IsInf(lim, 0) {
 					t.Fatalf("byIndex=%v %s, item %d: limit %v, want %v", byIndex, way, a, s.Limit(a), lim)
@@ -171,15 +174,15 @@ func testSinks(t *testing.T, k int) {
 // the lock of every item it touches: the column sink takes one lock per
 // stripe of a run of consecutive items, so a stripe's end taken one item
 // off races with the goroutine offering to the next stripe. NaN entries
-// are never kept.
+// are never kept (at c = 1 too, where the row sink's scans stop at them).
 func TestSinksConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 2))
 	const n, m, k, workers = 3*LockBlock + 5, 48, 5, 4
 	x, z, w := sinkInputs(rng, n, m, 20)
-	const c = 2.0
 	skip := func(a, b int) bool { return (a*5+b)%13 == 0 }
 	for round := range 8 { // the race detector sees a race in most rounds, not all
 		byIndex := round%2 == 1
+		c := []float64{2, 1}[round/2%2] // 1: the row sink's scans, NaN entries among them
 		newLists, key := tieRule(byIndex)
 		s := newLists(n, k)
 		row, col := s.Sinks(c, z, w, true, skip)
