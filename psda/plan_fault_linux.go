@@ -46,3 +46,30 @@ func prefault(c []float64) {
 	})
 	runtime.KeepAlive(c) // the calls above hold only its address
 }
+
+// mapMatrix returns a zero matrix of n float64 for a cost pass that writes
+// it whole, and the function that hands its memory back once the matrix is
+// no longer used (the matrix must not be touched after it). From freeAbove
+// entries on the matrix gets pages of its own (mmap), outside the Go heap,
+// mapped ahead on all cores (prefault), and unmap returns them to the OS.
+// A large slice from the Go heap (newMatrix) is zeroed by the runtime
+// whenever any of its arenas was used before (a previous matrix, Stage 1's
+// pages handed back between the stages): one goroutine then writes the
+// whole matrix, taking every page fault itself before prefault could map
+// them (in perf profiles of 20000 × 1000 matchings, about one run in two:
+// 3 CPU s more for Stage 2's 3.2 GB, docs/performance.md). Fresh anonymous
+// pages are zero, so a mapped matrix never needs that pass. Where mmap
+// fails it falls back to newMatrix, and unmap does nothing.
+func mapMatrix(n int) (c []float64, unmap func()) {
+	none := func() {}
+	if n < freeAbove {
+		return make([]float64, n), none
+	}
+	b, err := syscall.Mmap(-1, 0, 8*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return newMatrix(n, n), none
+	}
+	c = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(b))), n)
+	prefault(c)
+	return c, func() { syscall.Munmap(b) }
+}

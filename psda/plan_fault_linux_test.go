@@ -1,10 +1,16 @@
 package psda
 
 import (
+	"errors"
+	"math/rand/v2"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"syscall"
 	"testing"
 	"unsafe"
+
+	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // TestPrefaultMaps checks that prefault maps every whole page of a fresh
@@ -55,4 +61,97 @@ func populateWriteWorks(t *testing.T) bool {
 		t.Fatalf("madvise(MADV_POPULATE_WRITE) of a fresh page: %v", e)
 	}
 	return e == 0
+}
+
+// TestMapMatrix checks mapMatrix's large matrix: zero, of the length asked,
+// outside the Go heap (the heap's objects do not grow by it: a slice from
+// make, which the runtime may zero on one goroutine, would fail), its pages
+// resident once returned (where MADV_POPULATE_WRITE works), writable, and
+// unmapped by unmap (mincore(2) then fails with ENOMEM). A small matrix
+// comes from the heap.
+func TestMapMatrix(t *testing.T) {
+	heapObjects := func() uint64 {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	const n = 16 << 20 // 128 MiB
+	runtime.GC()
+	before := heapObjects()
+	c, unmap := mapMatrix(n)
+	if grew := int64(heapObjects()) - int64(before); grew >= 8*n/2 {
+		t.Errorf("the heap's objects grew by %d bytes with a mapped matrix of %d bytes: want it outside the heap", grew, 8*n)
+	}
+	if len(c) != n {
+		t.Fatalf("len = %d, want %d", len(c), n)
+	}
+	for i, v := range c {
+		if v != 0 {
+			t.Fatalf("entry %d of a mapped matrix is %v, want 0", i, v)
+		}
+	}
+	page := uintptr(syscall.Getpagesize())
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(c)))
+	vec := make([]byte, (8*n+page-1)/page)
+	mincore := func() syscall.Errno {
+		_, _, e := syscall.Syscall(syscall.SYS_MINCORE, lo, 8*n, uintptr(unsafe.Pointer(&vec[0])))
+		return e
+	}
+	if populateWriteWorks(t) {
+		if e := mincore(); e != 0 {
+			t.Fatalf("mincore: %v", e)
+		}
+		for k, v := range vec {
+			if v&1 == 0 {
+				t.Fatalf("page %d of %d of a mapped matrix is not resident", k, len(vec))
+			}
+		}
+	}
+	for i := range c {
+		c[i] = float64(i)
+	}
+	if c[n-1] != n-1 {
+		t.Fatalf("last entry %v after writing, want %v", c[n-1], n-1)
+	}
+	unmap()
+	if e := mincore(); e != syscall.ENOMEM {
+		t.Errorf("mincore after unmap: %v, want ENOMEM (unmapped)", e)
+	}
+
+	small, unmapSmall := mapMatrix(10)
+	if len(small) != 10 {
+		t.Fatalf("small matrix: len = %d, want 10", len(small))
+	}
+	unmapSmall() // the collector's
+}
+
+// TestStage2CancelledBeforeItsPages is TestStage2CancelledBeforeItsMatrix
+// for the pages Stage 2 maps outside the Go heap (mapMatrix), which the
+// heap's statistics do not see: a cancel pending when Stage 2 starts must
+// leave its P×P matrix unmapped, so the process takes far fewer minor page
+// faults (prefault's count as such) than the matrix has pages.
+func TestStage2CancelledBeforeItsPages(t *testing.T) {
+	if !populateWriteWorks(t) {
+		t.Skip("this kernel lacks MADV_POPULATE_WRITE (Linux 5.14): no pages are mapped ahead")
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	const p = 3000 // 9·10⁶ entries: a matrix mapMatrix maps
+	src, tgt := testref.RandMatrix(rng, p, 4, true), testref.RandMatrix(rng, p, 4, true)
+	m := &Matching{Pairs: make([]Pair, p)}
+	for i := range m.Pairs {
+		m.Pairs[i] = Pair{S: i, T: i}
+	}
+	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
+	cfg.Monitor.Cancel()
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	err := defaultPlan().stage2(src, tgt, cfg, m)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	if !errors.Is(err, ErrCancelled) {
+		t.Fatalf("stage2 with a pending cancel: err = %v, want ErrCancelled", err)
+	}
+	pages := int64(8 * p * p / syscall.Getpagesize())
+	if got := after.Minflt - before.Minflt; got >= pages/2 {
+		t.Fatalf("stage2 with a pending cancel took %d minor page faults, want far fewer than its matrix's %d pages", got, pages)
+	}
 }

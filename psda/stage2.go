@@ -24,8 +24,12 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	buf := m.spare // Stage 1's matrix, its pages mapped (handOn)
 	if buf == nil {
+		// Pages of its own, unmapped when Stage 2 returns: c must not
+		// outlive this call.
 		p := len(m.Pairs)
-		buf = newMatrix(0, (p+p%2)*(p+p%2))
+		var unmap func()
+		buf, unmap = mapMatrix((p + p%2) * (p + p%2))
+		defer unmap()
 	}
 	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs, m.cross, buf)
 	m.cross, m.spare = nil, nil
