@@ -2,6 +2,7 @@ package assign
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -424,5 +425,85 @@ func TestBlossomStartPredicted(t *testing.T) {
 	}
 	if used[true] == 0 || used[false] == 0 {
 		t.Fatalf("prediction used in %d cases, not in %d: the test needs both", used[true], used[false])
+	}
+}
+
+// reluRBF returns the RBF Stage 2 cost 2 − 2·exp(−γ‖x_r − x_q‖²/mean) of n
+// rectified standard normal points in R^d (mean: the mean squared
+// distance), like psda's relu features: on some of these the warm start's
+// tightenWithin frees rows, whose paths then move the potentials away from
+// the blossom start that the pricing pass predicted.
+func reluRBF(n, d int, seed uint64, gamma float64) []float64 {
+	x := gaussian(rand.New(rand.NewPCG(seed, 9)), n, d)
+	for _, r := range x {
+		for k := range r {
+			r[k] = max(r[k], 0)
+		}
+	}
+	c := sqDist(x, x)
+	mean := 0.0
+	for _, e := range c {
+		mean += e
+	}
+	mean /= float64(len(c))
+	for k := range c {
+		c[k] = 2 - 2*math.Exp(-gamma*c[k]/mean)
+	}
+	return c
+}
+
+// TestBlossomStartPredictionRefused checks that a predicted blossom start
+// is refused when the real start's y differs from it: on relaxations where
+// tightenWithin frees rows after the minima were taken from the pricing
+// pass, the rows predicted to need lowering miss rows that do under the
+// real y (so taking them would start the blossom from infeasible duals),
+// and MinWeightPerfectMatching's result is the one without the prediction
+// (fuseTighten off), bit for bit.
+func TestBlossomStartPredictionRefused(t *testing.T) {
+	defer func(f bool) { fuseTighten = f }(fuseTighten)
+	fuseTighten = true
+	for _, tc := range []struct {
+		d     int
+		seed  uint64
+		gamma float64
+	}{{16, 2, 1}, {128, 0, 2}} {
+		const n = 1000
+		c := reluRBF(n, tc.d, tc.seed, tc.gamma)
+		name := fmt.Sprintf("d=%d seed=%d γ=%v", tc.d, tc.seed, tc.gamma)
+		// The steps of minWeightPerfectMatching, to see the prediction.
+		s := newLSAP(forbidDiagonal(c, n), n, n)
+		s.sym = true
+		if _, err := s.solve(nil); err != nil {
+			t.Fatal(err)
+		}
+		start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
+		if s.startLows == nil || sameBits(start.Y, s.startY) {
+			t.Fatalf("%s: prediction made %v, start's y the predicted one %v: the test needs a prediction that is wrong",
+				name, s.startLows != nil, s.startLows != nil && sameBits(start.Y, s.startY))
+		}
+		missed := 0
+		for v := 0; v < n; v++ {
+			if lowSlackDense(c[v*n:v*n+n], v, start.Y) < 0 && !s.startLows[v] {
+				missed++
+			}
+		}
+		if missed == 0 {
+			t.Fatalf("%s: the stale prediction misses no row: the test needs one that does", name)
+		}
+		var pms [2]*PerfectMatching
+		for k, fuse := range []bool{false, true} {
+			fuseTighten = fuse
+			pm, err := MinWeightPerfectMatching(slices.Clone(c), n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pms[k] = pm
+		}
+		a, b := pms[0], pms[1]
+		if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
+			math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
+			t.Fatalf("%s (%d rows missed by the stale prediction): the matching differs with fuseTighten on: cost %v bound %v, want %v, %v",
+				name, missed, b.Cost, b.Bound, a.Cost, a.Bound)
+		}
 	}
 }
