@@ -507,3 +507,67 @@ func TestBlossomStartPredictionRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestDenseModelMinima checks denseModel's row minima against the plain
+// loop min_j c[i][j] − v[j], bit for bit, and when it must refuse them: a
+// full pass finds them under the potentials it was asked about; a pass
+// over some rows leaves them those of the last full pass (they are not of
+// its own potentials, whatever it saw); a full pass asked about but never
+// run (its pricing stopped before it) leaves none, and so does a pass over
+// some rows after it.
+func TestDenseModelMinima(t *testing.T) {
+	const n = 37
+	rng := rand.New(rand.NewPCG(26, 11))
+	c := tieMatrix(rng, n)
+	pots := func() *Solution {
+		v := make([]float64, n)
+		for j := range v {
+			v[j] = float64(rng.IntN(9)-4) / 8
+		}
+		return &Solution{Col4Row: rng.Perm(n), V: v}
+	}
+	plain := func(v []float64) []float64 {
+		m := make([]float64, n)
+		for i := range m {
+			m[i] = inf
+			for j := 0; j < n; j++ {
+				if h := c[i*n+j] - v[j]; h < m[i] {
+					m[i] = h
+				}
+			}
+		}
+		return m
+	}
+	noop := func(int, int, []float64) {}
+	md := &denseModel{c: c, n: n}
+	s1, s2, s3 := pots(), pots(), pots()
+	if md.minima(s1.V) != nil {
+		t.Fatal("minima before any pass")
+	}
+	md.minimaUnder(nil, s1)
+	md.Pass(nil, false, noop, nil)
+	if got := md.minima(s1.V); got == nil || !sameBits(got, plain(s1.V)) {
+		t.Fatalf("after a full pass: %v, want %v", got, plain(s1.V))
+	}
+	if md.minima(s2.V) != nil {
+		t.Fatal("minima given for other potentials")
+	}
+	sub := []int{2, 3, 30}
+	md.minimaUnder(sub, s2)
+	md.Pass(sub, false, noop, nil)
+	if md.minima(s2.V) != nil {
+		t.Fatal("minima given for the potentials of a pass over some rows")
+	}
+	if got := md.minima(s1.V); got == nil || !sameBits(got, plain(s1.V)) {
+		t.Fatalf("the full pass's minima after a pass over some rows: %v, want %v", got, plain(s1.V))
+	}
+	md.minimaUnder(nil, s3) // its pass never runs
+	if md.minima(s3.V) != nil || md.minima(s1.V) != nil {
+		t.Fatal("minima given after a full pass was asked for and did not run")
+	}
+	md.minimaUnder(sub, s3)
+	md.Pass(sub, false, noop, nil)
+	if md.minima(s3.V) != nil {
+		t.Fatal("minima given for the potentials of a pass over some rows after a full pass did not run")
+	}
+}
