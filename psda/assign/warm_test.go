@@ -455,57 +455,63 @@ func reluRBF(n, d int, seed uint64, gamma float64) []float64 {
 // TestBlossomStartPredictionRefused checks that a predicted blossom start
 // is refused when the real start's y differs from it: on relaxations where
 // tightenWithin frees rows after the minima were taken from the pricing
-// pass, the rows predicted to need lowering miss rows that do under the
-// real y (so taking them would start the blossom from infeasible duals),
-// and MinWeightPerfectMatching's result is the one without the prediction
-// (fuseTighten off), bit for bit.
+// pass, the rows predicted to need lowering can miss rows that do under
+// the real y (so taking them would start the blossom from infeasible
+// duals); MinWeightPerfectMatching's result must be the one without the
+// prediction (fuseTighten off), bit for bit. Which instances show this
+// depends on rounding (GOAMD64=v3 fuses sqDist's products), so the test
+// runs several and needs one.
 func TestBlossomStartPredictionRefused(t *testing.T) {
 	defer func(f bool) { fuseTighten = f }(fuseTighten)
-	fuseTighten = true
-	for _, tc := range []struct {
-		d     int
-		seed  uint64
-		gamma float64
-	}{{16, 2, 1}, {128, 0, 2}} {
-		const n = 1000
-		c := reluRBF(n, tc.d, tc.seed, tc.gamma)
-		name := fmt.Sprintf("d=%d seed=%d γ=%v", tc.d, tc.seed, tc.gamma)
-		// The steps of minWeightPerfectMatching, to see the prediction.
-		s := newLSAP(forbidDiagonal(c, n), n, n)
-		s.sym = true
-		if _, err := s.solve(nil); err != nil {
-			t.Fatal(err)
-		}
-		start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
-		if s.startLows == nil || sameBits(start.Y, s.startY) {
-			t.Fatalf("%s: prediction made %v, start's y the predicted one %v: the test needs a prediction that is wrong",
-				name, s.startLows != nil, s.startLows != nil && sameBits(start.Y, s.startY))
-		}
-		missed := 0
-		for v := 0; v < n; v++ {
-			if lowSlackDense(c[v*n:v*n+n], v, start.Y) < 0 && !s.startLows[v] {
-				missed++
+	const n = 1000
+	stale := 0
+	for _, d := range []int{16, 128} {
+		for seed := range uint64(3) {
+			for _, gamma := range []float64{1, 2} {
+				c := reluRBF(n, d, seed, gamma)
+				name := fmt.Sprintf("d=%d seed=%d γ=%v", d, seed, gamma)
+				// The steps of minWeightPerfectMatching, to see the prediction.
+				fuseTighten = true
+				s := newLSAP(forbidDiagonal(c, n), n, n)
+				s.sym = true
+				if _, err := s.solve(nil); err != nil {
+					t.Fatal(err)
+				}
+				start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
+				missed := 0
+				if s.startLows != nil && !sameBits(start.Y, s.startY) {
+					for v := 0; v < n; v++ {
+						if lowSlackDense(c[v*n:v*n+n], v, start.Y) < 0 && !s.startLows[v] {
+							missed++
+						}
+					}
+				}
+				if missed == 0 {
+					continue
+				}
+				stale++
+				var pms [2]*PerfectMatching
+				for k, fuse := range []bool{false, true} {
+					fuseTighten = fuse
+					pm, err := MinWeightPerfectMatching(slices.Clone(c), n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pms[k] = pm
+				}
+				a, b := pms[0], pms[1]
+				if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
+					math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
+					t.Fatalf("%s (%d rows missed by the stale prediction): the matching differs with fuseTighten on: cost %v bound %v, want %v, %v",
+						name, missed, b.Cost, b.Bound, a.Cost, a.Bound)
+				}
 			}
-		}
-		if missed == 0 {
-			t.Fatalf("%s: the stale prediction misses no row: the test needs one that does", name)
-		}
-		var pms [2]*PerfectMatching
-		for k, fuse := range []bool{false, true} {
-			fuseTighten = fuse
-			pm, err := MinWeightPerfectMatching(slices.Clone(c), n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pms[k] = pm
-		}
-		a, b := pms[0], pms[1]
-		if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
-			math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
-			t.Fatalf("%s (%d rows missed by the stale prediction): the matching differs with fuseTighten on: cost %v bound %v, want %v, %v",
-				name, missed, b.Cost, b.Bound, a.Cost, a.Bound)
 		}
 	}
+	if stale == 0 {
+		t.Fatal("no instance's prediction was stale and missed a row: the test needs one")
+	}
+	t.Logf("%d of 12 instances with a stale prediction that misses rows", stale)
 }
 
 // TestDenseModelMinima checks denseModel's row minima against the plain
