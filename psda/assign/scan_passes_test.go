@@ -178,3 +178,87 @@ func TestCertifyMatchingFirstInfeasible(t *testing.T) {
 		}
 	}
 }
+
+// ulpSteps returns n values from x, each the next float64 after the one
+// before towards to: along a row of them every entry moves a running
+// minimum or maximum by one unit in the last place, which a scan whose
+// bound were off by any rounding would skip.
+func ulpSteps(n int, x, to float64) []float64 {
+	s := make([]float64, n)
+	for j := range s {
+		s[j], x = x, math.Nextafter(x, to)
+	}
+	return s
+}
+
+// TestScanPassesUlpSteps checks the dense passes that skip entries by
+// scan against their plain loops, bit for bit, on rows whose entries each
+// beat the running bound by one ulp (minDiff's minimum, the blossom
+// repair's lowSlack, rowPass's scale and column minima), and that
+// CertifyMatching names an edge whose reduced cost is one ulp below −tol.
+func TestScanPassesUlpSteps(t *testing.T) {
+	for _, n := range []int{1, 7, 8, 9, 23, 64} {
+		// minDiff: min_j row[j] − v[j], every entry a new minimum.
+		row, v := ulpSteps(n, 1, 0), make([]float64, n)
+		if got, want := minDiff(row, v), row[n-1]; math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("n=%d: minDiff %v, want %v", n, got, want)
+		}
+		// lowSlackDense: the most negative c − y_v − y_w, vertex 0's own
+		// entry excluded, every entry a new low.
+		costs, y := ulpSteps(n, -1, -2), make([]float64, n)
+		want := 0.0
+		for w := 1; w < n; w++ {
+			want = costs[w]
+		}
+		if got := lowSlackDense(costs, 0, y); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("n=%d: lowSlackDense %v, want %v", n, got, want)
+		}
+	}
+	// rowPass: in row order, |c| rising by one ulp an entry while every
+	// column's minimum stays its first entry, and every column falling
+	// while |c| does.
+	for _, tc := range [][3]float64{{2, 1, 2}, {9, 1, 2}, {30, 1, 2}, {2, 2, 1}, {9, 2, 1}, {30, 2, 1}} {
+		n := int(tc[0])
+		c := ulpSteps(n*n, tc[1], tc[2])
+		scale, lo := 0.0, make([]float64, n)
+		for j := range lo {
+			lo[j] = inf
+		}
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				if x := c[i*n+j]; i != j {
+					scale, lo[j] = max(scale, math.Abs(x)), min(lo[j], x)
+				}
+			}
+		}
+		forWorkers(t, func(w int) {
+			gs, glo := rowPass(c, n)
+			if gs != scale || !sameBits(glo, lo) {
+				t.Fatalf("n=%d, %d workers: scale %v, minima %v; want %v, %v", n, w, gs, glo, scale, lo)
+			}
+		})
+	}
+	// CertifyMatching: the first edge one ulp below −tol, in every lane.
+	const n, tol = 22, 1.0 / (1 << 20)
+	c := make([]float64, n*n)
+	for i := range c {
+		c[i] = 1 - tol // reduced cost −tol: feasible
+	}
+	m := &ExactMatching{Mate: make([]int, n), Cost: float64(n / 2), Duals: MatchingDuals{Y: make([]float64, n), In: make([]int, n)}}
+	for v := range m.Mate {
+		m.Mate[v], m.Duals.Y[v], m.Duals.In[v] = v^1, 0.5, -1
+		c[v*n+v^1] = 1
+	}
+	if err := CertifyMatching(c, n, m, tol); err != nil {
+		t.Fatalf("a valid certificate fails: %v", err)
+	}
+	for w := 2; w < n; w++ {
+		below := math.Nextafter(1-tol, 0) // (c − 0.5) − 0.5 = −tol − ulp, exactly
+		c[w], c[w*n] = below, below
+		first := fmt.Sprintf("(0, %d)", w)
+		if err := CertifyMatching(c, n, m, tol); err == nil || !strings.Contains(err.Error(), first) {
+			t.Fatalf("edge (0, %d) one ulp below −tol: %v, want it named as %s", w, err, first)
+		}
+		c[w], c[w*n] = 1-tol, 1-tol
+	}
+}

@@ -2,6 +2,7 @@ package assign
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -424,5 +425,155 @@ func TestBlossomStartPredicted(t *testing.T) {
 	}
 	if used[true] == 0 || used[false] == 0 {
 		t.Fatalf("prediction used in %d cases, not in %d: the test needs both", used[true], used[false])
+	}
+}
+
+// reluRBF returns the RBF Stage 2 cost 2 − 2·exp(−γ‖x_r − x_q‖²/mean) of n
+// rectified standard normal points in R^d (mean: the mean squared
+// distance), like psda's relu features: on some of these the warm start's
+// tightenWithin frees rows, whose paths then move the potentials away from
+// the blossom start that the pricing pass predicted.
+func reluRBF(n, d int, seed uint64, gamma float64) []float64 {
+	x := gaussian(rand.New(rand.NewPCG(seed, 9)), n, d)
+	for _, r := range x {
+		for k := range r {
+			r[k] = max(r[k], 0)
+		}
+	}
+	c := sqDist(x, x)
+	mean := 0.0
+	for _, e := range c {
+		mean += e
+	}
+	mean /= float64(len(c))
+	for k := range c {
+		c[k] = 2 - 2*math.Exp(-gamma*c[k]/mean)
+	}
+	return c
+}
+
+// TestBlossomStartPredictionRefused checks that a predicted blossom start
+// is refused when the real start's y differs from it: on relaxations where
+// tightenWithin frees rows after the minima were taken from the pricing
+// pass, the rows predicted to need lowering can miss rows that do under
+// the real y (so taking them would start the blossom from infeasible
+// duals); MinWeightPerfectMatching's result must be the one without the
+// prediction (fuseTighten off), bit for bit. Which instances show this
+// depends on rounding (GOAMD64=v3 fuses sqDist's products), so the test
+// runs several and needs one.
+func TestBlossomStartPredictionRefused(t *testing.T) {
+	defer func(f bool) { fuseTighten = f }(fuseTighten)
+	const n = 1000
+	stale := 0
+	for _, d := range []int{16, 128} {
+		for seed := range uint64(3) {
+			for _, gamma := range []float64{1, 2} {
+				c := reluRBF(n, d, seed, gamma)
+				name := fmt.Sprintf("d=%d seed=%d γ=%v", d, seed, gamma)
+				// The steps of minWeightPerfectMatching, to see the prediction.
+				fuseTighten = true
+				s := newLSAP(forbidDiagonal(c, n), n, n)
+				s.sym = true
+				if _, err := s.solve(nil); err != nil {
+					t.Fatal(err)
+				}
+				start := RelaxationStart(s.col4row, s.u, s.v, denseCost(c, n))
+				missed := 0
+				if s.startLows != nil && !sameBits(start.Y, s.startY) {
+					for v := 0; v < n; v++ {
+						if lowSlackDense(c[v*n:v*n+n], v, start.Y) < 0 && !s.startLows[v] {
+							missed++
+						}
+					}
+				}
+				if missed == 0 {
+					continue
+				}
+				stale++
+				var pms [2]*PerfectMatching
+				for k, fuse := range []bool{false, true} {
+					fuseTighten = fuse
+					pm, err := MinWeightPerfectMatching(slices.Clone(c), n)
+					if err != nil {
+						t.Fatal(err)
+					}
+					pms[k] = pm
+				}
+				a, b := pms[0], pms[1]
+				if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
+					math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
+					t.Fatalf("%s (%d rows missed by the stale prediction): the matching differs with fuseTighten on: cost %v bound %v, want %v, %v",
+						name, missed, b.Cost, b.Bound, a.Cost, a.Bound)
+				}
+			}
+		}
+	}
+	if stale == 0 {
+		t.Fatal("no instance's prediction was stale and missed a row: the test needs one")
+	}
+	t.Logf("%d of 12 instances with a stale prediction that misses rows", stale)
+}
+
+// TestDenseModelMinima checks denseModel's row minima against the plain
+// loop min_j c[i][j] − v[j], bit for bit, and when it must refuse them: a
+// full pass finds them under the potentials it was asked about; a pass
+// over some rows leaves them those of the last full pass (they are not of
+// its own potentials, whatever it saw); a full pass asked about but never
+// run (its pricing stopped before it) leaves none, and so does a pass over
+// some rows after it.
+func TestDenseModelMinima(t *testing.T) {
+	const n = 37
+	rng := rand.New(rand.NewPCG(26, 11))
+	c := tieMatrix(rng, n)
+	pots := func() *Solution {
+		v := make([]float64, n)
+		for j := range v {
+			v[j] = float64(rng.IntN(9)-4) / 8
+		}
+		return &Solution{Col4Row: rng.Perm(n), V: v}
+	}
+	plain := func(v []float64) []float64 {
+		m := make([]float64, n)
+		for i := range m {
+			m[i] = inf
+			for j := 0; j < n; j++ {
+				if h := c[i*n+j] - v[j]; h < m[i] {
+					m[i] = h
+				}
+			}
+		}
+		return m
+	}
+	noop := func(int, int, []float64) {}
+	md := &denseModel{c: c, n: n}
+	s1, s2, s3 := pots(), pots(), pots()
+	if md.minima(s1.V) != nil {
+		t.Fatal("minima before any pass")
+	}
+	md.minimaUnder(nil, s1)
+	md.Pass(nil, false, noop, nil)
+	if got := md.minima(s1.V); got == nil || !sameBits(got, plain(s1.V)) {
+		t.Fatalf("after a full pass: %v, want %v", got, plain(s1.V))
+	}
+	if md.minima(s2.V) != nil {
+		t.Fatal("minima given for other potentials")
+	}
+	sub := []int{2, 3, 30}
+	md.minimaUnder(sub, s2)
+	md.Pass(sub, false, noop, nil)
+	if md.minima(s2.V) != nil {
+		t.Fatal("minima given for the potentials of a pass over some rows")
+	}
+	if got := md.minima(s1.V); got == nil || !sameBits(got, plain(s1.V)) {
+		t.Fatalf("the full pass's minima after a pass over some rows: %v, want %v", got, plain(s1.V))
+	}
+	md.minimaUnder(nil, s3) // its pass never runs
+	if md.minima(s3.V) != nil || md.minima(s1.V) != nil {
+		t.Fatal("minima given after a full pass was asked for and did not run")
+	}
+	md.minimaUnder(sub, s3)
+	md.Pass(sub, false, noop, nil)
+	if md.minima(s3.V) != nil {
+		t.Fatal("minima given for the potentials of a pass over some rows after a full pass did not run")
 	}
 }
