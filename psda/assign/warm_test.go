@@ -390,18 +390,7 @@ func TestBlossomStartPredicted(t *testing.T) {
 		{"stage2", 1000, stage2Cost(1000, 2)},
 	} {
 		n := tc.n
-		var pms [2]*PerfectMatching
-		for k, fuse := range []bool{false, true} {
-			fuseTighten = fuse
-			pm, err := MinWeightPerfectMatching(slices.Clone(tc.c), n)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pms[k] = pm
-		}
-		a, b := pms[0], pms[1]
-		if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
-			math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
+		if a, b := matchingsFused(t, tc.c, n); !samePerfect(a, b) {
 			t.Fatalf("%s: the matching differs with the predicted rows", tc.name)
 		}
 		// The steps of minWeightPerfectMatching, to see the prediction.
@@ -490,18 +479,7 @@ func TestBlossomStartPredictionRefused(t *testing.T) {
 					continue
 				}
 				stale++
-				var pms [2]*PerfectMatching
-				for k, fuse := range []bool{false, true} {
-					fuseTighten = fuse
-					pm, err := MinWeightPerfectMatching(slices.Clone(c), n)
-					if err != nil {
-						t.Fatal(err)
-					}
-					pms[k] = pm
-				}
-				a, b := pms[0], pms[1]
-				if !slices.Equal(a.Mate, b.Mate) || math.Float64bits(a.Cost) != math.Float64bits(b.Cost) ||
-					math.Float64bits(a.Bound) != math.Float64bits(b.Bound) || !sameBits(a.Duals.Y, b.Duals.Y) || !sameBits(a.Duals.Z, b.Duals.Z) {
+				if a, b := matchingsFused(t, c, n); !samePerfect(a, b) {
 					t.Fatalf("%s (%d rows missed by the stale prediction): the matching differs with fuseTighten on: cost %v bound %v, want %v, %v",
 						name, missed, b.Cost, b.Bound, a.Cost, a.Bound)
 				}
@@ -576,4 +554,28 @@ func TestDenseModelMinima(t *testing.T) {
 	if md.minima(s3.V) != nil {
 		t.Fatal("minima given for the potentials of a pass over some rows after a full pass did not run")
 	}
+}
+
+// matchingsFused returns MinWeightPerfectMatching of c (n×n) with
+// fuseTighten off, then on (the pricing pass's row minima and predicted
+// blossom start refused, then taken where they apply), leaving it on.
+func matchingsFused(t *testing.T, c []float64, n int) (off, on *PerfectMatching) {
+	t.Helper()
+	var pms [2]*PerfectMatching
+	for k, fuse := range []bool{false, true} {
+		fuseTighten = fuse
+		pm, err := MinWeightPerfectMatching(slices.Clone(c), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pms[k] = pm
+	}
+	return pms[0], pms[1]
+}
+
+// samePerfect reports whether two perfect matchings agree bit for bit:
+// mates, cost, bound and both kinds of duals.
+func samePerfect(a, b *PerfectMatching) bool {
+	return slices.Equal(a.Mate, b.Mate) && math.Float64bits(a.Cost) == math.Float64bits(b.Cost) &&
+		math.Float64bits(a.Bound) == math.Float64bits(b.Bound) && sameBits(a.Duals.Y, b.Duals.Y) && sameBits(a.Duals.Z, b.Duals.Z)
 }
