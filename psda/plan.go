@@ -186,7 +186,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
 	// are free once its goroutine is done (munmap: 60 ms per GiB measured;
 	// a Match that starts later waits for nothing).
-	unmapping.Wait()
+	waitUnmaps()
 	avail, limit := pl.available()
 	if avail <= 0 || need+need/8 <= avail {
 		return nil

@@ -52,7 +52,7 @@ func stage2UnderLimit(t *testing.T) {
 		if err := defaultPlan().stage2(src, tgt, cfg, m); err != nil {
 			t.Fatal(err)
 		}
-		unmapping.Wait()
+		waitUnmaps()
 		return m
 	}
 	want := run() // on a mapped matrix

@@ -49,7 +49,7 @@ func matchTwiceUnderLimit(t *testing.T) {
 	if _, err := Match(src, tgt, cfg); err != nil {
 		t.Fatal(err)
 	}
-	unmapping.Wait()
+	waitUnmaps()
 	runtime.GC()
 	_, s2 := stageBytes(ns, nt)
 	vm := procKB("/proc/self/status", "VmSize:") << 10
@@ -65,6 +65,6 @@ func matchTwiceUnderLimit(t *testing.T) {
 		t.Logf("Match %d: %v", k+1, time.Since(start))
 	}
 	start := time.Now()
-	unmapping.Wait()
+	waitUnmaps()
 	t.Logf("then the unmap took %v more", time.Since(start))
 }

@@ -35,10 +35,10 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 		p := len(m.Pairs)
 		var unmap func()
 		buf, unmap = mapMatrix((p + p%2) * (p + p%2))
-		unmapping.Add(1)
+		unmapping.RLock()
 		defer func() {
 			go func() {
-				defer unmapping.Done()
+				defer unmapping.RUnlock()
 				unmap()
 			}()
 		}()
@@ -74,8 +74,19 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 // used (MemAvailable, a cgroup's usage, VmSize), so that a Match started
 // right after another (a loop of matchings, the refresher) would read the
 // memory available short by up to a whole P×P matrix: a spurious
-// out-of-memory refusal (checkMemory) or another keepCross choice.
-var unmapping sync.WaitGroup
+// out-of-memory refusal (checkMemory) or another keepCross choice. Each
+// pending unmap holds a read lock; waitUnmaps takes the write lock. (A
+// sync.WaitGroup would panic where Matches run concurrently: an Add while
+// another Match's Wait is waking up, "WaitGroup is reused before previous
+// Wait has returned".)
+var unmapping sync.RWMutex
+
+// waitUnmaps returns once the Stage 2 matrices of the Matches that have
+// returned are unmapped.
+func waitUnmaps() {
+	unmapping.Lock()
+	unmapping.Unlock() // nothing to guard: the lock is the wait
+}
 
 // group fills Quads and Singles from a perfect matching of the pairs (and
 // the dummy node len(Pairs) when their number is odd).

@@ -38,7 +38,7 @@ func TestStage2MappedCancelStress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	unmapping.Wait()
+	waitUnmaps()
 	goroutines := runtime.NumGoroutine()
 	same := func(m *Matching) bool {
 		return slices.Equal(m.Pairs, want.Pairs) && slices.Equal(m.Quads, want.Quads) &&
@@ -89,7 +89,11 @@ func TestStage2MappedCancelStress(t *testing.T) {
 		case !same(got):
 			t.Fatalf("run %d: a Match cancelled too late differs from the uncancelled one", k)
 		}
-		unmapping.Wait()
+		waitUnmaps()
+		// The unmap's goroutine ends just after it releases unmapping.
+		for end := time.Now().Add(time.Second); runtime.NumGoroutine() > goroutines && time.Now().Before(end); {
+			time.Sleep(time.Millisecond)
+		}
 		if n := runtime.NumGoroutine(); n > goroutines {
 			t.Fatalf("run %d: %d goroutines once Match returned and its matrix was unmapped, %d before", k, n, goroutines)
 		}
@@ -104,5 +108,45 @@ func TestStage2MappedCancelStress(t *testing.T) {
 	}
 	if !same(again) {
 		t.Fatal("a Match after the cancelled ones differs from the first")
+	}
+}
+
+// TestMappedMatchesConcurrent runs Matches with mapped Stage 2 matrices on
+// two goroutines at once (a user's loop beside the refresher's thread):
+// each must return the result of a Match alone, and neither may block or
+// panic on the other's pending unmap (stage2's unmapping, which a Match's
+// memory check waits for).
+func TestMappedMatchesConcurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a dozen matchings of 2400 × 300 rows")
+	}
+	rng := rand.New(rand.NewPCG(13, 14))
+	const ns, nt = 2400, 300 // P² >= freeAbove: mapped
+	src, tgt := testref.RandMatrix(rng, ns, 4, false), testref.RandMatrix(rng, nt, 4, false)
+	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Dense}
+	want, err := Match(src, tgt, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			for range 6 {
+				got, err := Match(src, tgt, cfg)
+				if err == nil && (!slices.Equal(got.Quads, want.Quads) || got.Stage2Cost != want.Stage2Cost) {
+					err = errors.New("a Match beside another differs from one alone")
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
 	}
 }
