@@ -151,11 +151,12 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2, kept bool) 
 	m.units[PhaseStage1Costs] = fs * ft * fd
 	rbf := cfg.Discrepancy == MMD && cfg.Kernel == RBF
 	small := math.Min(fs, ft)
+	selfSums := 0.0 // the RBF mixture's self-kernel sums (Stage 1's terms)
 	switch {
 	case rbf && cfg.Stages == 1:
-		m.units[PhaseStage1Costs] += (fs*fs + ft*ft) / 2 * fd
+		selfSums = (fs*fs + ft*ft) / 2 * fd
 	case rbf && ns != nt: // the larger side's self sums wait for Stage 2 (Matching.sumsPending)
-		m.units[PhaseStage1Costs] += small * small / 2 * fd
+		selfSums = small * small / 2 * fd
 	}
 	const assignWork = 1000
 	m.units[PhaseStage1Assign] = assignWork * fs * ft
@@ -178,8 +179,12 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2, kept bool) 
 	// The sparse path (sparse.go) counts the tiles of its candidate pass as
 	// costs and those of its pricing passes, about one in all (none on
 	// Gaussian data, two on clustered data), as the assignment.
+	// The dense path takes the self sums with its costs; the sparse one
+	// when its pricing first asks for the terms, in the assignment phase.
 	if sparse1 {
-		m.units[PhaseStage1Assign] = fs * ft * fd
+		m.units[PhaseStage1Assign] = fs*ft*fd + selfSums
+	} else {
+		m.units[PhaseStage1Costs] += selfSums
 	}
 	if sparse2 {
 		m.units[PhaseStage2Match] = m.units[PhaseStage2Costs]

@@ -10,7 +10,8 @@ import (
 // TestMonitorCostEstimate checks that the work Monitor.start expects of each
 // dense cost phase is the work its tiles report, so that the progress bar
 // fills each phase's share instead of jumping at its end: with Stage 1's
-// kernel kept or not, balanced, imbalanced (the factored model) and not.
+// kernel kept or not, balanced, imbalanced (the factored model) and not,
+// on the dense and the sparse path.
 func TestMonitorCostEstimate(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, tc := range []struct {
@@ -28,6 +29,14 @@ func TestMonitorCostEstimate(t *testing.T) {
 		{"rbf/1 stage", 1500, 1000, Config{BatchSize: 4, Stages: 1, Discrepancy: MMD, Kernel: RBF}, false},
 		{"linear", 4000, 1000, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: Linear}, false},
 		{"coral", 1000, 4000, Config{BatchSize: 4, Stages: 2, Discrepancy: CORAL}, false},
+		// The sparse path: its candidate passes are the cost phases; Stage
+		// 1's self-kernel sums come with its pricing, in the assignment.
+		{"sparse/rbf/balanced", 1500, 1500, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse}, false},
+		{"sparse/rbf/factored", 4000, 500, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse}, false},
+		{"sparse/rbf/imbalanced", 1500, 1000, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Sparse}, false},
+		{"sparse/rbf/1 stage", 1500, 1000, Config{BatchSize: 4, Stages: 1, Discrepancy: MMD, Kernel: RBF, Solver: Sparse}, false},
+		{"sparse/linear", 4000, 1000, Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: Linear, Solver: Sparse}, false},
+		{"sparse/coral", 1000, 4000, Config{BatchSize: 4, Stages: 2, Discrepancy: CORAL, Solver: Sparse}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src, tgt := testref.RandMatrix(rng, tc.ns, 6, false), testref.RandMatrix(rng, tc.nt, 6, false)
@@ -36,8 +45,21 @@ func TestMonitorCostEstimate(t *testing.T) {
 			cfg.Monitor = mon
 			pl := defaultPlan()
 			pl.noCross = tc.noCross
+			sparse1, _ := pl.stages(src, tgt, cfg)
 			if _, err := pl.match(src, tgt, cfg); err != nil {
 				t.Fatal(err)
+			}
+			if cfg.Stages == 1 { // the last phase, which no enter closed
+				mon.counted[PhaseStage1Assign] = mon.count.Load()
+			}
+			if sparse1 {
+				// Pricing varies with the data (about one pass, docs in
+				// start), but the self sums must not overrun the estimate.
+				got, want := float64(mon.counted[PhaseStage1Assign]), mon.units[PhaseStage1Assign]
+				t.Logf("sparse Stage 1 assignment: tiles %.4g, estimate %.4g, ratio %.3f", got, want, got/want)
+				if got > 1.1*want {
+					t.Errorf("sparse Stage 1 assignment: the tiles report %.4g units, over the estimate %.4g (ratio %.3f)", got, want, got/want)
+				}
 			}
 			for _, ph := range []int{PhaseStage1Costs, PhaseStage2Costs} {
 				if ph == PhaseStage2Costs && cfg.Stages == 1 {

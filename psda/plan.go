@@ -183,6 +183,10 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need += cb
 		what = fmt.Sprintf("its dense cost matrices and CORAL's %d×%d covariances", dim, dim)
 	}
+	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
+	// are free once its goroutine is done (munmap: about 60 ms per GiB,
+	// docs/performance.md; a Match that starts later waits for nothing).
+	waitUnmaps()
 	avail, limit := pl.available()
 	if avail <= 0 || need+need/8 <= avail {
 		return nil

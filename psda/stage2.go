@@ -2,6 +2,7 @@ package psda
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/psda-dev/psda/psda/assign"
 	"github.com/psda-dev/psda/psda/internal/cost"
@@ -29,10 +30,18 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 		// takes 0.25 s, which the caller need not wait for (a matrix from
 		// the Go heap is likewise handed back to the OS in the background,
 		// by the runtime's scavenger, or at the next Match's FreeOSMemory).
+		// checkMemory waits for it (unmapping): until then the pages
+		// still count as used.
 		p := len(m.Pairs)
 		var unmap func()
 		buf, unmap = mapMatrix((p + p%2) * (p + p%2))
-		defer func() { go unmap() }()
+		unmapping.RLock()
+		defer func() {
+			go func() {
+				defer unmapping.RUnlock()
+				unmap()
+			}()
+		}()
 	}
 	c, n, md := stage2Dense(src, tgt, cfg, m.Pairs, m.cross, buf)
 	m.cross, m.spare = nil, nil
@@ -58,6 +67,25 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 	m.group(pm.Mate)
 	m.Stage2Cost, m.Stage2Bound = pm.Cost, pm.Bound
 	return nil
+}
+
+// unmapping counts the Stage 2 matrices whose pages a goroutine is still
+// handing back to the OS (stage2). Until it has, the kernel counts them as
+// used (MemAvailable, a cgroup's usage, VmSize), so that a Match started
+// right after another (a loop of matchings, the refresher) would read the
+// memory available short by up to a whole P×P matrix: a spurious
+// out-of-memory refusal (checkMemory) or another keepCross choice. Each
+// pending unmap holds a read lock; waitUnmaps takes the write lock. (A
+// sync.WaitGroup would panic where Matches run concurrently: an Add while
+// another Match's Wait is waking up, "WaitGroup is reused before previous
+// Wait has returned".)
+var unmapping sync.RWMutex
+
+// waitUnmaps returns once the Stage 2 matrices of the Matches that have
+// returned are unmapped.
+func waitUnmaps() {
+	unmapping.Lock()
+	unmapping.Unlock() // nothing to guard: the lock is the wait
 }
 
 // group fills Quads and Singles from a perfect matching of the pairs (and
