@@ -35,8 +35,10 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 		p := len(m.Pairs)
 		var unmap func()
 		buf, unmap = mapMatrix((p + p%2) * (p + p%2))
-		unmapping.RLock()
 		defer func() {
+			// Locked here, not at the allocation: a Match starting beside
+			// this one waits for unmaps under way, not for this Stage 2.
+			unmapping.RLock()
 			go func() {
 				defer unmapping.RUnlock()
 				unmap()
@@ -70,7 +72,7 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 }
 
 // unmapping counts the Stage 2 matrices whose pages a goroutine is still
-// handing back to the OS (stage2). Until it has, the kernel counts them as
+// handing back to the OS (stage2), from the moment their Stage 2 returns. Until it has, the kernel counts them as
 // used (MemAvailable, a cgroup's usage, VmSize), so that a Match started
 // right after another (a loop of matchings, the refresher) would read the
 // memory available short by up to a whole P×P matrix: a spurious

@@ -150,3 +150,42 @@ func TestMappedMatchesConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitUnmapsBesideStage2 checks that a Match starting beside another's
+// Stage 2 waits only for unmaps under way, not for that Stage 2: its
+// memory check (waitUnmaps) returns while the other matching still runs.
+func TestWaitUnmapsBesideStage2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("matchings of 4000 × 400 rows")
+	}
+	rng := rand.New(rand.NewPCG(15, 16))
+	const ns, nt = 4000, 400 // P² >= freeAbove: mapped
+	src, tgt := testref.RandMatrix(rng, ns, 4, false), testref.RandMatrix(rng, nt, 4, false)
+	for try := 0; try < 5; try++ {
+		mon := &Monitor{}
+		cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Dense, Monitor: mon}
+		done := make(chan error, 1)
+		go func() {
+			_, err := Match(src, tgt, cfg)
+			done <- err
+		}()
+		for {
+			if _, ph := mon.Progress(); ph >= PhaseStage2Match { // its matrix allocated
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		waitUnmaps()
+		_, ph := mon.Progress()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if ph == PhaseStage2Match {
+			return // waited for nothing the other Match held
+		}
+		if ph != PhaseDone {
+			t.Fatalf("phase %d after waitUnmaps", ph)
+		}
+	}
+	t.Fatal("waitUnmaps returned only after the other Match had finished, five times in a row: it waits for a Stage 2 in progress")
+}
