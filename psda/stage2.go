@@ -72,12 +72,13 @@ func (pl *plan) stage2(src, tgt Matrix, cfg Config, m *Matching) error {
 }
 
 // unmapping counts the Stage 2 matrices whose pages a goroutine is still
-// handing back to the OS (stage2), from the moment their Stage 2 returns. Until it has, the kernel counts them as
-// used (MemAvailable, a cgroup's usage, VmSize), so that a Match started
-// right after another (a loop of matchings, the refresher) would read the
-// memory available short by up to a whole P×P matrix: a spurious
-// out-of-memory refusal (checkMemory) or another keepCross choice. Each
-// pending unmap holds a read lock; waitUnmaps takes the write lock. (A
+// handing back to the OS (stage2), from the moment their Stage 2 returns.
+// Until it has, the kernel counts them as used (MemAvailable, a cgroup's
+// usage, VmSize), so that a Match started right after another (a loop of
+// matchings, the refresher) would read the memory available short by up
+// to a whole P×P matrix: a spurious out-of-memory refusal (checkMemory) or
+// another keepCross choice. Each pending unmap holds a read lock;
+// waitUnmaps takes the write lock. (A
 // sync.WaitGroup would panic where Matches run concurrently: an Add while
 // another Match's Wait is waking up, "WaitGroup is reused before previous
 // Wait has returned".)
