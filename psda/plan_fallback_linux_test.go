@@ -3,10 +3,8 @@ package psda
 import (
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"runtime"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 
@@ -19,20 +17,10 @@ import (
 // from the heap and returns the same bits as with a mapped one. It runs in
 // a child process, whose limit the test's own process need not share.
 func TestStage2WhenMmapFails(t *testing.T) {
-	if os.Getenv("PSDA_TEST_FALLBACK_CHILD") == "1" {
-		stage2UnderLimit(t)
-		return
-	}
-	if testing.Short() {
+	if testing.Short() && os.Getenv(childEnv) == "" {
 		t.Skip("a child process matching 2400 × 300 rows")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStage2WhenMmapFails$", "-test.v")
-	cmd.Env = append(os.Environ(), "PSDA_TEST_FALLBACK_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	t.Logf("child:\n%s", out)
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("child: %v", err)
-	}
+	inChild(t, stage2UnderLimit)
 }
 
 // stage2UnderLimit is TestStage2WhenMmapFails' child.

@@ -22,15 +22,26 @@ import (
 // unmap was pending). It runs in a child process, whose limit the test's
 // own process need not share.
 func TestMatchAfterMatchSeesFreedPages(t *testing.T) {
-	if os.Getenv("PSDA_TEST_UNMAP_CHILD") == "1" {
-		matchTwiceUnderLimit(t)
-		return
-	}
-	if testing.Short() {
+	if testing.Short() && os.Getenv(childEnv) == "" {
 		t.Skip("a child process matching 4000 × 400 rows three times")
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMatchAfterMatchSeesFreedPages$", "-test.v")
-	cmd.Env = append(os.Environ(), "PSDA_TEST_UNMAP_CHILD=1")
+	inChild(t, matchTwiceUnderLimit)
+}
+
+// childEnv marks a test binary run by inChild.
+const childEnv = "PSDA_TEST_CHILD"
+
+// inChild runs body in a child process (this test binary, running only the
+// calling test), whose resource limits the test's own process need not
+// share, and fails t unless the child's test passes.
+func inChild(t *testing.T, body func(t *testing.T)) {
+	t.Helper()
+	if os.Getenv(childEnv) == t.Name() {
+		body(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+t.Name()+"$", "-test.v")
+	cmd.Env = append(os.Environ(), childEnv+"="+t.Name())
 	out, err := cmd.CombinedOutput()
 	t.Logf("child:\n%s", out)
 	if err != nil || !strings.Contains(string(out), "--- PASS") {
