@@ -50,20 +50,7 @@ func TestRowPassPlain(t *testing.T) {
 		if i, j := n-1, rng.IntN(n-1); n > 2 {
 			c[i*n+j] = 1.5
 		}
-		scale, lo := 0.0, make([]float64, n)
-		for j := range lo {
-			lo[j] = inf
-		}
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				if x := c[i*n+j]; i != j {
-					scale = max(scale, math.Abs(x))
-					if x < lo[j] {
-						lo[j] = x
-					}
-				}
-			}
-		}
+		scale, lo := rowPassPlain(c, n)
 		forWorkers(t, func(w int) {
 			gs, glo := rowPass(c, n)
 			if gs != scale {
@@ -220,17 +207,7 @@ func TestScanPassesUlpSteps(t *testing.T) {
 	for _, tc := range [][3]float64{{2, 1, 2}, {9, 1, 2}, {30, 1, 2}, {2, 2, 1}, {9, 2, 1}, {30, 2, 1}} {
 		n := int(tc[0])
 		c := ulpSteps(n*n, tc[1], tc[2])
-		scale, lo := 0.0, make([]float64, n)
-		for j := range lo {
-			lo[j] = inf
-		}
-		for i := 0; i < n; i++ {
-			for j := 0; j < n; j++ {
-				if x := c[i*n+j]; i != j {
-					scale, lo[j] = max(scale, math.Abs(x)), min(lo[j], x)
-				}
-			}
-		}
+		scale, lo := rowPassPlain(c, n)
 		forWorkers(t, func(w int) {
 			gs, glo := rowPass(c, n)
 			if gs != scale || !sameBits(glo, lo) {
@@ -261,4 +238,24 @@ func TestScanPassesUlpSteps(t *testing.T) {
 		}
 		c[w], c[w*n] = 1-tol, 1-tol
 	}
+}
+
+// rowPassPlain is rowPass as a plain loop in row order: the largest
+// |off-diagonal entry| and each column's first least off-diagonal entry.
+func rowPassPlain(c []float64, n int) (scale float64, lo []float64) {
+	lo = make([]float64, n)
+	for j := range lo {
+		lo[j] = inf
+	}
+	for i := 0; i < n; i++ {
+		for j := 0; j < n; j++ {
+			if x := c[i*n+j]; i != j {
+				scale = max(scale, math.Abs(x))
+				if x < lo[j] {
+					lo[j] = x
+				}
+			}
+		}
+	}
+	return scale, lo
 }
