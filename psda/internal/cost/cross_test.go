@@ -24,19 +24,13 @@ import (
 // tile is 24 wide), where gonum's Dgemm on the portable path once summed
 // an entry's products in a different order.
 func TestCrossBitIdentical(t *testing.T) {
-	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
 	spec := Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}
 	for _, path := range gram.Paths() {
 		for _, tc := range []struct{ n, d, tile int }{
 			{150, 24, 48}, {151, 5, 48}, {97, 300, 24}, {39, 17, 192}, {40, 40, 12}, {203, 40, 60}, {300, 100, 192},
 		} {
 			t.Run(fmt.Sprintf("%s/n=%d/d=%d/tile=%d", path, tc.n, tc.d, tc.tile), func(t *testing.T) {
-				prev, err := gram.UsePath(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer gram.UsePath(prev)
-				gram.TileSize = tc.tile
+				usePathTile(t, path, tc.tile)
 				rng := rand.New(rand.NewPCG(uint64(tc.n), uint64(tc.d)))
 				src := testref.RandMatrix(rng, tc.n, tc.d, true)
 				tgt := testref.BenchFeatures(tc.n, tc.d, 2)
@@ -105,7 +99,6 @@ func TestCrossBitIdentical(t *testing.T) {
 // tiles; the sums are formed per tile block, so a sum formed in another
 // order shows in its last bits).
 func TestFactoredCrossBitIdentical(t *testing.T) {
-	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
 	spec := Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}
 	for _, path := range gram.Paths() {
 		for _, tc := range []struct{ na, nb, d, tile int }{
@@ -113,12 +106,7 @@ func TestFactoredCrossBitIdentical(t *testing.T) {
 		} {
 			for _, aIsSrc := range []bool{true, false} {
 				t.Run(fmt.Sprintf("%s/%dx%d/d=%d/tile=%d/aIsSrc=%v", path, tc.na, tc.nb, tc.d, tc.tile, aIsSrc), func(t *testing.T) {
-					prev, err := gram.UsePath(path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer gram.UsePath(prev)
-					gram.TileSize = tc.tile
+					usePathTile(t, path, tc.tile)
 					rng := rand.New(rand.NewPCG(uint64(tc.na), uint64(tc.d)))
 					a := testref.RandMatrix(rng, tc.na, tc.d, true)
 					b := testref.BenchFeatures(tc.nb, tc.d, 2)
@@ -239,4 +227,17 @@ func sameBits(a, b []float64) bool {
 		}
 	}
 	return true
+}
+
+// usePathTile runs the rest of t on the Gram kernel path and with the tile
+// size given, both restored when t ends.
+func usePathTile(t *testing.T, path string, tile int) {
+	t.Helper()
+	prev, err := gram.UsePath(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := gram.TileSize
+	gram.TileSize = tile
+	t.Cleanup(func() { gram.UsePath(prev); gram.TileSize = ts })
 }
