@@ -124,8 +124,25 @@ func TestMonitorCancel(t *testing.T) {
 // (Linux, mapMatrix), which TotalAlloc does not count,
 // TestStage2CancelledBeforeItsPages counts them.
 func TestStage2CancelledBeforeItsMatrix(t *testing.T) {
+	var before, after runtime.MemStats
+	p := stage2CancelPending(t, func(run func()) {
+		runtime.ReadMemStats(&before)
+		run()
+		runtime.ReadMemStats(&after)
+	})
+	if got := after.TotalAlloc - before.TotalAlloc; got >= uint64(8*p*p/2) {
+		t.Fatalf("stage2 with a pending cancel allocated %d bytes, want far less than its %d-byte matrix", got, 8*p*p)
+	}
+}
+
+// stage2CancelPending runs Stage 2 on p = 3000 pairs (9·10⁶ entries: a
+// matrix whose pages are mapped ahead) with a cancel already pending, inside
+// around so that the caller can measure the run alone, checks that it
+// returned ErrCancelled, and returns p.
+func stage2CancelPending(t *testing.T, around func(run func())) int {
+	t.Helper()
 	rng := rand.New(rand.NewPCG(4, 4))
-	const p = 3000 // 9·10⁶ entries: a matrix newMatrix maps ahead
+	const p = 3000
 	src, tgt := testref.RandMatrix(rng, p, 4, true), testref.RandMatrix(rng, p, 4, true)
 	m := &Matching{Pairs: make([]Pair, p)}
 	for i := range m.Pairs {
@@ -133,14 +150,10 @@ func TestStage2CancelledBeforeItsMatrix(t *testing.T) {
 	}
 	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
 	cfg.Monitor.Cancel()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	err := defaultPlan().stage2(src, tgt, cfg, m)
-	runtime.ReadMemStats(&after)
+	var err error
+	around(func() { err = defaultPlan().stage2(src, tgt, cfg, m) })
 	if !errors.Is(err, ErrCancelled) {
 		t.Fatalf("stage2 with a pending cancel: err = %v, want ErrCancelled", err)
 	}
-	if got := after.TotalAlloc - before.TotalAlloc; got >= 8*p*p/2 {
-		t.Fatalf("stage2 with a pending cancel allocated %d bytes, want far less than its %d-byte matrix", got, 8*p*p)
-	}
+	return p
 }

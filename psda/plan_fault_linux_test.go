@@ -1,16 +1,12 @@
 package psda
 
 import (
-	"errors"
-	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"syscall"
 	"testing"
 	"unsafe"
-
-	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
 // TestPrefaultMaps checks that prefault maps every whole page of a fresh
@@ -134,22 +130,12 @@ func TestStage2CancelledBeforeItsPages(t *testing.T) {
 	if !populateWriteWorks(t) {
 		t.Skip("this kernel lacks MADV_POPULATE_WRITE (Linux 5.14): no pages are mapped ahead")
 	}
-	rng := rand.New(rand.NewPCG(4, 4))
-	const p = 3000 // 9·10⁶ entries: a matrix mapMatrix maps
-	src, tgt := testref.RandMatrix(rng, p, 4, true), testref.RandMatrix(rng, p, 4, true)
-	m := &Matching{Pairs: make([]Pair, p)}
-	for i := range m.Pairs {
-		m.Pairs[i] = Pair{S: i, T: i}
-	}
-	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Monitor: &Monitor{}}
-	cfg.Monitor.Cancel()
 	var before, after syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
-	err := defaultPlan().stage2(src, tgt, cfg, m)
-	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	if !errors.Is(err, ErrCancelled) {
-		t.Fatalf("stage2 with a pending cancel: err = %v, want ErrCancelled", err)
-	}
+	p := stage2CancelPending(t, func(run func()) { // a matrix mapMatrix maps
+		syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+		run()
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	})
 	pages := int64(8 * p * p / syscall.Getpagesize())
 	if got := after.Minflt - before.Minflt; got >= pages/2 {
 		t.Fatalf("stage2 with a pending cancel took %d minor page faults, want far fewer than its matrix's %d pages", got, pages)
