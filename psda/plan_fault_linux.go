@@ -58,18 +58,16 @@ func prefault(c []float64) {
 // whole matrix, taking every page fault itself before prefault could map
 // them (in perf profiles of 20000 × 1000 matchings, about one run in two:
 // 3 CPU s more for Stage 2's 3.2 GB, docs/performance.md). Fresh anonymous
-// pages are zero, so a mapped matrix never needs that pass. Where mmap
-// fails it falls back to newMatrix, and unmap does nothing.
+// pages are zero, so a mapped matrix never needs that pass. A smaller
+// matrix, or one where mmap fails, is newMatrix's, and unmap does nothing.
 func mapMatrix(n int) (c []float64, unmap func()) {
-	none := func() {}
-	if n < freeAbove {
-		return make([]float64, n), none
+	if n >= freeAbove {
+		b, err := syscall.Mmap(-1, 0, 8*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		if err == nil {
+			c = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(b))), n)
+			prefault(c)
+			return c, func() { syscall.Munmap(b) }
+		}
 	}
-	b, err := syscall.Mmap(-1, 0, 8*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
-	if err != nil {
-		return newMatrix(n, n), none
-	}
-	c = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(b))), n)
-	prefault(c)
-	return c, func() { syscall.Munmap(b) }
+	return newMatrix(n, n), func() {}
 }
