@@ -18,7 +18,7 @@ import (
 // a child process, whose limit the test's own process need not share.
 func TestStage2WhenMmapFails(t *testing.T) {
 	if testing.Short() && os.Getenv(childEnv) == "" {
-		t.Skip("a child process matching 2400 × 300 rows")
+		t.Skip("a child process matching 4000 × 400 rows")
 	}
 	inChild(t, stage2UnderLimit)
 }
@@ -26,7 +26,9 @@ func TestStage2WhenMmapFails(t *testing.T) {
 // stage2UnderLimit is TestStage2WhenMmapFails' child.
 func stage2UnderLimit(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	const ns, nt = 2400, 300 // P² >= freeAbove: mapMatrix maps
+	// P² >= freeAbove: mapMatrix maps; the matrix (8·P² bytes, 128 MB)
+	// larger than the 64 MB heap arena the runtime may reserve meanwhile.
+	const ns, nt = 4000, 400
 	src, tgt := testref.RandMatrix(rng, ns, 4, false), testref.RandMatrix(rng, nt, 4, false)
 	cfg := Config{BatchSize: 4, Stages: 2, Discrepancy: MMD, Kernel: RBF, Solver: Dense}
 	c1 := cfg
@@ -52,7 +54,10 @@ func stage2UnderLimit(t *testing.T) {
 	heap = nil
 	runtime.GC()
 	vm := procKB("/proc/self/status", "VmSize:") << 10
-	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(vm + 4*int64(n)), Max: ^uint64(0)}); err != nil {
+	// Room for one more heap arena (the runtime's small allocations; with
+	// half the matrix's bytes, 23 MB at P = 2400, it ran out now and then)
+	// but not for the matrix's own mapping.
+	if err := syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: uint64(vm + 7*int64(n)), Max: ^uint64(0)}); err != nil {
 		t.Skipf("setrlimit: %v", err)
 	}
 	if b, err := syscall.Mmap(-1, 0, 8*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE); err == nil {
