@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/psda-dev/psda/psda/internal/cost"
 )
 
 // The sparse path collects violating edges on several goroutines; the
@@ -48,5 +50,34 @@ func TestSparseDeterministic(t *testing.T) {
 					cfg.Discrepancy, run, m.Stage2Cost, m.Stage2Bound, first.Stage2Cost, first.Stage2Bound)
 			}
 		}
+	}
+}
+
+// TestSparseStage2SameUnderLessMemory checks that the sparse Stage 2 of
+// imbalanced RBF pairs gives the same bits whatever memory is free: the
+// factored model and the paired vectors' model agree only to rounding,
+// so the choice between them must not follow the memory available
+// (plan.stage2Table). The smaller reading leaves room for the factored
+// tables with checkMemory's margin, but less than twice their bytes.
+func TestSparseStage2SameUnderLessMemory(t *testing.T) {
+	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
+	cfg := Config{BatchSize: 4, Stages: 2, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+	tables := cost.FactoredBytes(400, 40)
+	var got [2]*Matching
+	for k, avail := range []int64{1 << 40, tables + tables/4} {
+		pl := defaultPlan()
+		pl.available = func() (int64, memLimit) { return avail, limitMachine }
+		m, err := pl.match(src, tgt, cfg)
+		if err != nil {
+			t.Fatalf("available %d bytes: %v", avail, err)
+		}
+		got[k] = m
+	}
+	a, b := got[0], got[1]
+	if !slices.Equal(a.Pairs, b.Pairs) || !slices.Equal(a.Quads, b.Quads) ||
+		math.Float64bits(a.Stage2Cost) != math.Float64bits(b.Stage2Cost) ||
+		math.Float64bits(a.Stage2Bound) != math.Float64bits(b.Stage2Bound) {
+		t.Fatalf("Stage 2 cost %v bound %v with plenty of memory, %v %v with %d bytes (or other pairs/quads)",
+			a.Stage2Cost, a.Stage2Bound, b.Stage2Cost, b.Stage2Bound, tables+tables/4)
 	}
 }

@@ -162,7 +162,7 @@ func (pl *plan) match(src, tgt Matrix, cfg Config) (*Matching, error) {
 	m := &Matching{}
 	m.keepCross = pl.keepCross(src.N, tgt.N, cfg, sparse1, sparse2)
 	mon := cfg.Monitor
-	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2, m.keepCross)
+	mon.start(src.N, tgt.N, src.D, cfg, sparse1, sparse2, pl.factored(src.N, tgt.N, cfg, sparse2), m.keepCross)
 	defer func() {
 		if mon != nil {
 			mon.phase.Store(PhaseDone)

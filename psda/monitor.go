@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/psda-dev/psda/psda/assign"
-	"github.com/psda-dev/psda/psda/internal/cost"
 )
 
 // ErrCancelled is returned by Match, wrapped, when its Monitor was cancelled;
@@ -131,12 +130,13 @@ func (m *Monitor) err() error {
 
 // start estimates the work of each phase of a Match with these sizes (in
 // multiply-adds), sparse1 and sparse2 telling which stages run on the
-// sparse path and kept whether Stage 1 keeps its cross kernel for Stage 2
-// (plan.keepCross), and resets the progress, keeping a pending
+// sparse path, factored whether Stage 2 takes the factored RBF model
+// (plan.factored) and kept whether Stage 1 keeps its cross kernel for
+// Stage 2 (plan.keepCross), and resets the progress, keeping a pending
 // cancellation. The cost phases' estimates count the entries of each cost
 // model's Gram passes, as its tiles report them (TestMonitorCostEstimate
 // holds the two together).
-func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2, kept bool) {
+func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2, factored, kept bool) {
 	if m == nil {
 		return
 	}
@@ -166,7 +166,7 @@ func (m *Monitor) start(ns, nt, d int, cfg Config, sparse1, sparse2, kept bool) 
 			m.units[PhaseStage2Costs] = 2*p*p*fd + p*p/2*(fd+float64(d))
 		case !rbf: // the linear kernel: the pairs' difference vectors
 			m.units[PhaseStage2Costs] = p * p / 2 * fd
-		case cost.Factored(max(ns, nt), min(ns, nt), math.MaxInt64): // the larger side, the smaller, the table
+		case factored: // the larger side, the smaller, the table
 			m.units[PhaseStage2Costs] = (p*p/2 + small*small/2) * fd
 			if !kept {
 				m.units[PhaseStage2Costs] += p * small * fd

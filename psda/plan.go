@@ -174,6 +174,16 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need = max(need, s2)
 	}
 	what := "its dense cost matrices"
+	hint := "match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, " +
+		"use solver = \"sparse\", or run on a machine with more memory"
+	if tb := cost.FactoredBytes(max(ns, nt), min(ns, nt)); sparse2 && pl.factored(ns, nt, cfg, true) && tb > need {
+		// The sparse Stage 2's tables (stage2Table): refused where they do
+		// not fit, never swapped for the other model, so that a Match
+		// gives the same results on every machine.
+		need = tb
+		what = "the sparse Stage 2's kernel tables against the smaller domain"
+		hint = "match a random subset of the larger domain, use stages = 1, or run on a machine with more memory"
+	}
 	cb := int64(0)
 	if cfg.Discrepancy == CORAL {
 		cb = coralBytes(ns+nt, dim)
@@ -191,8 +201,6 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	if avail <= 0 || need+need/8 <= avail {
 		return nil
 	}
-	hint := "match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, " +
-		"use solver = \"sparse\", or run on a machine with more memory"
 	if cb > need/2 {
 		hint = "reduce the feature dimension (e.g. project the features to a few hundred dimensions), " +
 			"use discrepancy = \"mmd\", or run on a machine with more memory"
@@ -247,11 +255,7 @@ func (pl *plan) keepCross(ns, nt int, cfg Config, sparse1, sparse2 bool) bool {
 	s1, s2 := stageBytes(ns, nt)
 	need := max(s1, s2) + cost.CrossBytes(ns, nt)
 	if ns != nt {
-		maxTable := int64(math.MaxInt64) // stage2Dense's
-		if sparse2 {
-			maxTable = pl.tableLimit()
-		}
-		if !cost.Factored(max(ns, nt), min(ns, nt), maxTable) {
+		if !pl.factored(ns, nt, cfg, sparse2) {
 			return false
 		}
 		need = s1 + cost.CrossBytes(ns, nt)
@@ -264,22 +268,34 @@ func (pl *plan) keepCross(ns, nt int, cfg Config, sparse1, sparse2 bool) bool {
 	return need <= pl.denseLimit
 }
 
-// tableLimit returns the bytes the sparse Stage 2's RBF tables against the
-// smaller side may take (cost.NewStage2's maxTable): denseLimit, and at most
-// half of what is available where that is known.
-func (pl *plan) tableLimit() int64 {
-	lim := pl.denseLimit
-	if avail, _ := pl.available(); avail > 0 {
-		lim = min(lim, avail/2)
+// stage2Table returns the bytes Stage 2's RBF tables against the smaller
+// side may take (cost.NewStage2's maxTable) on the dense path (sparse2
+// false) or the sparse one: no limit on the dense path, whose P×P matrix
+// is the larger need (FactorMin), and denseLimit on the sparse one. It
+// depends on the sizes only, never on the memory available: the factored
+// model and the paired vectors' model agree only to rounding, so a choice
+// by free memory would make a Match's results depend on it (tied
+// quadruplets swap). Where the tables do not fit, checkMemory refuses.
+func (pl *plan) stage2Table(sparse2 bool) int64 {
+	if sparse2 {
+		return pl.denseLimit
 	}
-	return lim
+	return math.MaxInt64
+}
+
+// factored reports whether Stage 2 takes the factored RBF model
+// (cost.Factored) for an imbalanced Stage 1 of ns × nt under cfg, on the
+// dense path (sparse2 false) or the sparse one.
+func (pl *plan) factored(ns, nt int, cfg Config, sparse2 bool) bool {
+	return cfg.Stages == 2 && cfg.Discrepancy == MMD && cfg.Kernel == RBF && ns != nt &&
+		cost.Factored(max(ns, nt), min(ns, nt), pl.stage2Table(sparse2))
 }
 
 // Solver names accepted in Config.Solver.
 const (
 	Auto   = "auto"   // dense while its matrices are small, sparse beyond
 	Dense  = "dense"  // dense cost matrices (memory O(n_s·n_t + P²))
-	Sparse = "sparse" // candidate edges plus pricing passes (memory O(n·(d+K)); see tableLimit)
+	Sparse = "sparse" // candidate edges plus pricing passes (memory O(n·(d+K)); see stage2Table)
 )
 
 // SparseStages returns the path Match takes for each stage of matching src

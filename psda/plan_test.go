@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
 )
 
@@ -147,21 +148,40 @@ func TestSparseStages(t *testing.T) {
 	}
 }
 
-// TestTableLimit checks that the sparse Stage 2's RBF tables may take at
-// most half the available memory (and denseLimit), so that the path
-// checkMemory advises for saving memory does not spend it on tables.
-func TestTableLimit(t *testing.T) {
+// TestStage2Tables checks the sparse Stage 2's RBF tables: their limit
+// is denseLimit whatever memory is available (stage2Table; the results
+// depend on the model, TestSparseStage2SameUnderLessMemory), and a Match
+// whose tables do not fit is refused with an error that names them and
+// fixes that apply to the sparse path (not solver = "sparse" again).
+func TestStage2Tables(t *testing.T) {
 	pl := defaultPlan()
-	for _, tc := range []struct {
-		avail, want int64
-	}{
-		{0, pl.denseLimit},       // unknown: denseLimit
-		{1 << 40, pl.denseLimit}, // plenty: denseLimit
-		{1 << 30, 1 << 29},       // half of what is available
-	} {
-		pl.available = func() (int64, memLimit) { return tc.avail, limitMachine }
-		if got := pl.tableLimit(); got != tc.want {
-			t.Errorf("available %d: tableLimit %d, want %d", tc.avail, got, tc.want)
+	for _, avail := range []int64{0, 1 << 20, 1 << 40} {
+		pl.available = func() (int64, memLimit) { return avail, limitMachine }
+		if got := pl.stage2Table(true); got != pl.denseLimit {
+			t.Errorf("available %d: stage2Table(sparse) = %d, want denseLimit %d", avail, got, pl.denseLimit)
 		}
+		if got := pl.stage2Table(false); got != math.MaxInt64 {
+			t.Errorf("available %d: stage2Table(dense) = %d, want no limit", avail, got)
+		}
+	}
+	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
+	cfg := Config{BatchSize: 4, Stages: 2, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+	tables := cost.FactoredBytes(400, 40)
+	pl.available = func() (int64, memLimit) { return tables, limitMachine }
+	_, err := pl.match(src, tgt, cfg)
+	if err == nil {
+		t.Fatalf("%d bytes available for %d bytes of tables (and checkMemory's margin): no error", tables, tables)
+	}
+	for _, want := range []string{"kernel tables", "stages = 1", "random subset"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "solver") {
+		t.Errorf("error %q advises a solver, but the sparse path is the one refused", err)
+	}
+	pl.available = func() (int64, memLimit) { return tables + tables/8, limitMachine }
+	if _, err := pl.match(src, tgt, cfg); err != nil {
+		t.Errorf("tables with checkMemory's margin available: %v", err)
 	}
 }

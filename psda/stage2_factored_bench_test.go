@@ -55,7 +55,7 @@ func BenchmarkStage2Factored(b *testing.B) {
 					pl := defaultPlan()
 					if sh.solver == split {
 						// Below Stage 2's matrix, above Stage 1's and the
-						// factored model's tables (plan.tableLimit).
+						// factored model's tables (plan.stage2Table).
 						_, s2 := stageBytes(sh.ns, sh.nt)
 						cfg.Solver, pl.denseLimit = Auto, s2-1
 					}

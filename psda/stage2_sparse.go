@@ -43,11 +43,10 @@ func (pl *plan) stage2Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	mon := cfg.Monitor
 	mon.enter(PhaseStage2Costs)
 	// The RBF mixture's tables against the smaller side may take what the
-	// dense path may (plan.denseLimit), and at most half the memory that is
-	// available: the sparse path is what checkMemory advises to save memory,
-	// so its tables must not be what runs out of it (else the paired
-	// vectors' model runs, in O(P·d)).
-	md := newStage2Model(src, tgt, cfg, m.Pairs, pl.tableLimit())
+	// dense path's matrix may (plan.stage2Table: by the sizes alone, which
+	// checkMemory has checked); beyond, the paired vectors' model runs, in
+	// O(P·d).
+	md := newStage2Model(src, tgt, cfg, m.Pairs, pl.stage2Table(true))
 	md.UseCross(m.cross) // the factored model's K_ab (plan.keepCross)
 	m.cross = nil
 	p, n := md.P, md.M

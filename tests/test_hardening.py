@@ -104,6 +104,29 @@ def test_case03_ulimit_v_dense_match_refused_not_aborted():
 
 
 @needs_rlimit
+def test_case03_ulimit_v_sparse_kernel_tables_refused_not_swapped():
+    # The sparse path's RBF tables (16·40000·400 bytes = 256 MB) are chosen
+    # by the sizes alone; where they do not fit, the Match is refused with
+    # an error naming them, not run on another model whose costs differ in
+    # their last bits.
+    res = run_limited(
+        """
+        import numpy as np, psda
+        rng = np.random.default_rng(0)
+        x, y = rng.random((40000, 4)), rng.random((400, 4))
+        try:
+            psda.match(x, y, batch_size=2, solver="sparse")
+        except ValueError as e:
+            print("ValueError:", e)
+        """,
+        headroom=150 << 20,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "ValueError:" in res.stdout and "kernel tables" in res.stdout and "solver" not in res.stdout, \
+        res.stdout + res.stderr[-3000:]
+
+
+@needs_rlimit
 @pytest.mark.parametrize("limit", [150 << 20, 800 << 20])
 def test_case03_ulimit_v_import_gives_the_real_error(limit):
     # Under a tight limit the Go runtime cannot load: psda must say so with

@@ -414,7 +414,11 @@ def match(
         solver: how each stage is solved, ``"auto"`` (default), ``"dense"``
             (the full cost matrices, memory O(n_source·n_target + P²)) or
             ``"sparse"`` (candidate edges and pricing passes, memory
-            O(P·(d + K)), so that 50,000 per domain fit). Both are exact and
+            O(P·(d + K)), so that 50,000 per domain fit; with the RBF kernel
+            and one domain at least 4 times the other, also kernel tables
+            of 16·n_large·n_small bytes where they take at most 3 GiB,
+            chosen by the sizes alone so that results do not depend on the
+            memory free). Both are exact and
             certified: ``stage1_cost`` and the certified ``stage2_bound`` are
             the dense solver's (the pairs may differ only between tied
             optima). Which one ``"auto"`` picks for each stage, and why, is
@@ -429,7 +433,10 @@ def match(
             a bool or a callable.
         ValueError: features not 2-D, empty, non-finite or with different
             numbers of columns; any setting out of range; solver not
-            ``"auto"``, ``"dense"`` or ``"sparse"``.
+            ``"auto"``, ``"dense"`` or ``"sparse"``; the cost matrices (or
+            the sparse path's kernel tables) do not fit in the memory
+            available (the message gives the bytes needed and what to
+            change).
 
     Example:
         >>> import numpy as np, psda

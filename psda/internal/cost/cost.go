@@ -237,7 +237,7 @@ func NewStage2(src, tgt feat.Matrix, s Spec, pairs []feat.Pair, maxTable int64, 
 	default:
 		md.Bounded = true
 		kern := rbf.New(s.Gammas)
-		if a, b, bIdx, aIsSrc, ok := factorable(src, tgt, pairs); ok && factoredBytes(a.N, b.N) <= maxTable {
+		if a, b, bIdx, aIsSrc, ok := factorable(src, tgt, pairs); ok && FactoredBytes(a.N, b.N) <= maxTable {
 			md.model = newRBF2Factored(a, b, bIdx, aIsSrc, kern, mon)
 		} else {
 			md.model = newRBF2(src, tgt, kern, pairs, mon)
@@ -386,16 +386,16 @@ func stage2Size(p int) int { return p + p%2 }
 // (rbf2Factored) for the pairs of an imbalanced Stage 1 with na rows on the
 // larger side and nb on the smaller, under maxTable.
 func Factored(na, nb int, maxTable int64) bool {
-	return fewRows(na, nb) && factoredBytes(na, nb) <= maxTable
+	return fewRows(na, nb) && FactoredBytes(na, nb) <= maxTable
 }
 
 // fewRows reports whether a smaller side of nb rows is at least FactorMin
 // times smaller than a larger side of na, the factored model's size rule.
 func fewRows(na, nb int) bool { return nb <= na/FactorMin }
 
-// factoredBytes returns the bytes of the factored RBF Stage 2's tables for a
+// FactoredBytes returns the bytes of the factored RBF Stage 2's tables for a
 // larger side of na rows and a smaller side of nb: two na×nb float64 tables
 // (f and K_ab transposed) and K_bb, nb×nb.
-func factoredBytes(na, nb int) int64 {
+func FactoredBytes(na, nb int) int64 {
 	return 16*int64(na)*int64(nb) + 8*int64(nb)*int64(nb)
 }
