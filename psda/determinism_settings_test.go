@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/psda-dev/psda/psda/internal/gram"
@@ -219,5 +220,50 @@ func TestMatchSameOnEveryGramPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestConcurrentMatchesSame checks that Matches running at once (a
+// refresher's background thread beside the caller's own, or two
+// samplers) give what each gives alone: they share the process's pools
+// (tile buffers, CORAL's vectors), the thread setting and the wait for
+// earlier Stage 2 matrices to be unmapped.
+func TestConcurrentMatchesSame(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	cases := []detCase{
+		{"relu", 400, 400, 24, Config{BatchSize: 8, Stages: 2, Solver: Dense, Discrepancy: MMD, Kernel: RBF}},
+		{"gauss", 500, 100, 40, Config{BatchSize: 8, Stages: 2, Solver: Dense, Discrepancy: MMD, Kernel: RBF}},
+		{"clustered", 300, 200, 48, Config{BatchSize: 8, Stages: 2, Solver: Sparse, Discrepancy: CORAL}},
+		{"relu", 150, 600, 32, Config{BatchSize: 8, Stages: 2, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}},
+	}
+	want := make([]*Matching, len(cases))
+	for k, c := range cases {
+		src, tgt := c.inputs()
+		m, err := Match(src, tgt, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[k] = m
+	}
+	for round := 0; round < 2; round++ {
+		got, errs := make([]*Matching, len(cases)), make([]error, len(cases))
+		var wg sync.WaitGroup
+		for k, c := range cases {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				src, tgt := c.inputs()
+				got[k], errs[k] = Match(src, tgt, c.cfg)
+			}()
+		}
+		wg.Wait()
+		for k, c := range cases {
+			if errs[k] != nil {
+				t.Fatal(errs[k])
+			}
+			if d := diffMatchings(want[k], got[k]); d != "" {
+				t.Errorf("%s beside the others, round %d: %s (alone: the first)", c, round, d)
+			}
+		}
 	}
 }
