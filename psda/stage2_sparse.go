@@ -331,6 +331,22 @@ func (pl *plan) priceBlossom(md *cost.Stage2, rows []int, d *assign.MatchingDual
 		pl.tracef("  float32 pass: %d edges recomputed exactly", n)
 	}
 	if len(redo) > 0 {
+		// The float64 pass finds every violated edge of these rows, with
+		// its own cross parts: drop what their float32 pass found first.
+		// Which edges those were depends on the order in which the
+		// goroutines visited a row's tiles, and their cross parts (At's)
+		// may differ from the pass's in the last bits, so that AddEdges,
+		// which links the first of two copies, would give a Match whose
+		// costs depend on the schedule (TestPriceBlossomSameEveryRun).
+		k := 0
+		for i, f := range found {
+			if checks[f[0]] <= budget {
+				found[k], cross[k] = f, cross[i]
+				k++
+			}
+		}
+		found, cross = found[:k], cross[:k]
+		slices.Sort(redo) // in the order of the rows, not of the goroutines
 		pl.tracef("  %d rows priced again in float64", len(redo))
 		price(redo, false)
 	}
