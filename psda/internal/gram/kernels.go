@@ -46,6 +46,12 @@ func Paths() []string {
 	return names
 }
 
+// ActivePath returns the name of the path Gram and Gram32 use now (one of
+// Paths()). The RBF epilogue (psda/internal/rbf) reads it per row and takes
+// its AVX-512 exponentials on "avx512" only, so that UsePath switches a
+// whole pass and the path is chosen in one place.
+func ActivePath() string { return active.Load().name }
+
 // UsePath makes every later Gram and Gram32 call use the micro-kernel path
 // name (one of Paths()) and returns the name of the path it replaces, so
 // that tests and benchmarks can run each supported path in one process. It

@@ -7,10 +7,11 @@ import (
 
 // Mixture evaluates κ(D) = Σ_γ exp(−γ·D) for a squared distance D.
 //
-// exp is the hot spot after the GEMM (the AVX2 vector exp, within 2 ulps,
-// once per entry and gamma). When a gamma is an integer multiple
-// m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m by binary
-// powering (powNeg, about half the cost of an exp) instead of another exp.
+// exp is the hot spot after the GEMM (the AVX-512 or AVX2 vector exp,
+// within 2 ulps, once per entry and gamma). When a gamma is an integer
+// multiple m <= 16 of a smaller one, exp(−γD) is computed as exp(−γ'D)^m
+// by binary powering (powNeg, about half the cost of an exp) instead of
+// another exp.
 // A relative error ε in exp(−γ'D) becomes m·ε after the power, so chains
 // are cut (a fresh exp) before the product of the ratios exceeds
 // maxAmplify: every term keeps a relative error below about maxAmplify ulps

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/internal/gram"
 	"github.com/psda-dev/psda/psda/internal/testref"
 )
 
@@ -60,10 +61,27 @@ func TestRBFMixturePlan(t *testing.T) {
 	}
 }
 
-// TestPowNeg compares powNeg (assembly where available) with
+// onEveryPath runs f with each of the Gram engine's paths active: the
+// exponentials follow it (gram.ActivePath).
+func onEveryPath(t *testing.T, f func(t *testing.T)) {
+	for _, path := range gram.Paths() {
+		t.Run(path, func(t *testing.T) {
+			prev, err := gram.UsePath(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer gram.UsePath(prev)
+			f(t)
+		})
+	}
+}
+
+// TestPowNeg compares powNeg (assembly where available, on each path) with
 // powNegGeneric bit for bit, for every tail length, masked and unmasked
 // lanes, and with x^m computed by math.Pow.
-func TestPowNeg(t *testing.T) {
+func TestPowNeg(t *testing.T) { onEveryPath(t, testPowNeg) }
+
+func testPowNeg(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
 	for _, m := range []int{1, 2, 3, 10, 16} {
 		for n := 0; n <= 13; n++ {
@@ -92,10 +110,13 @@ func TestPowNeg(t *testing.T) {
 	}
 }
 
-// TestExpNeg compares the vectorised exp with math.Exp over the whole range
-// the RBF mixture uses, including the underflow cut and every tail length.
-func TestExpNeg(t *testing.T) {
-	for n := 1; n <= 9; n++ {
+// TestExpNeg compares the vectorised exp (on each path) with math.Exp over
+// the whole range the RBF mixture uses, including the underflow cut and
+// every tail length.
+func TestExpNeg(t *testing.T) { onEveryPath(t, testExpNeg) }
+
+func testExpNeg(t *testing.T) {
+	for n := 1; n <= 17; n++ {
 		src := make([]float64, 0, 4000)
 		for x := 0.0; x < 720; x = x*1.01 + 1e-3 {
 			src = append(src, x)
