@@ -140,8 +140,9 @@ func (pl *plan) checkSizes(src, tgt Matrix, cfg Config) error {
 // Time O(n_s·n_t·d) for the costs plus the assignment (O(n³) worst case);
 // memory one dense n_s×n_t and then one P×P float64 matrix (the first is
 // released before the second is allocated, or becomes it when n_s = n_t),
-// plus P·min(n_s, n_t) float64 for the RBF kernel when max(n_s, n_t) >=
-// 4·min(n_s, n_t), or, with n_s = n_t, n_s·n_t float64 for Stage 1's RBF
+// plus 2·P·min(n_s, n_t) + min(n_s, n_t)² float64 for the RBF kernel
+// tables when max(n_s, n_t) >= 4·min(n_s, n_t), live beside the P×P
+// matrix (checkMemory counts them), or, with n_s = n_t, n_s·n_t float64 for Stage 1's RBF
 // kernel, kept for Stage 2 where it fits (plan.keepCross; imbalanced, it
 // is kept through Stage 1 and becomes one of those tables).
 //

@@ -159,7 +159,8 @@ func coralBytes(n, d int) int64 {
 }
 
 // checkMemory refuses a matching whose dense cost matrices (and, for CORAL,
-// d×d covariances of the d = dim features) cannot fit, so that the user
+// d×d covariances of the d = dim features; for the factored RBF Stage 2,
+// its tables, beside the dense Stage 2's matrix) cannot fit, so that the user
 // gets an error instead of the process being killed by the kernel's
 // out-of-memory handler, or aborted by the Go runtime at an address-space
 // limit, part-way through.
@@ -170,16 +171,24 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	if !sparse1 {
 		need = s1
 	}
-	if cfg.Stages == 2 && !sparse2 {
-		need = max(need, s2)
+	tb := int64(0) // Stage 2's RBF tables against the smaller side (stage2Table)
+	if pl.factored(ns, nt, cfg, sparse2) {
+		tb = cost.FactoredBytes(max(ns, nt), min(ns, nt))
 	}
 	what := "its dense cost matrices"
 	hint := "match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, " +
 		"use solver = \"sparse\", or run on a machine with more memory"
-	if tb := cost.FactoredBytes(max(ns, nt), min(ns, nt)); sparse2 && pl.factored(ns, nt, cfg, true) && tb > need {
-		// The sparse Stage 2's tables (stage2Table): refused where they do
-		// not fit, never swapped for the other model, so that a Match
-		// gives the same results on every machine.
+	switch {
+	case cfg.Stages == 2 && !sparse2:
+		// The dense Stage 2's matrix is filled from the tables: both live.
+		if s2+tb > need && tb > 0 {
+			what = "its dense cost matrices and Stage 2's kernel tables against the smaller domain"
+		}
+		need = max(need, s2+tb)
+	case tb > need:
+		// The sparse Stage 2's tables: refused where they do not fit,
+		// never swapped for the other model, so that a Match gives the
+		// same results on every machine.
 		need = tb
 		what = "the sparse Stage 2's kernel tables against the smaller domain"
 		hint = "match a random subset of the larger domain, use stages = 1, or run on a machine with more memory"

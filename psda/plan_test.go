@@ -185,3 +185,32 @@ func TestStage2Tables(t *testing.T) {
 		t.Errorf("tables with checkMemory's margin available: %v", err)
 	}
 }
+
+// TestDenseStage2TablesCounted checks that checkMemory counts the factored
+// RBF model's tables beside the dense Stage 2's P×P matrix: the matrix is
+// filled from them, so both are live at once (at 8000 × 2000 the process
+// peaked at 818 MB for a 488 MB matrix and 274 MB of tables), and a
+// machine with room for the matrix alone must refuse the Match, not let
+// the kernel kill it part-way.
+func TestDenseStage2TablesCounted(t *testing.T) {
+	pl := defaultPlan()
+	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
+	cfg := Config{BatchSize: 4, Stages: 2, Solver: Dense, Discrepancy: MMD, Kernel: RBF}
+	_, s2 := stageBytes(400, 40)
+	need := s2 + cost.FactoredBytes(400, 40)
+	pl.available = func() (int64, memLimit) { return need + need/8 - 1, limitMachine }
+	_, err := pl.match(src, tgt, cfg)
+	if err == nil {
+		t.Fatalf("%d bytes available for a %d-byte matrix beside %d bytes of tables (and checkMemory's margin): no error",
+			need+need/8-1, s2, need-s2)
+	}
+	for _, want := range []string{"kernel tables", "solver = \"sparse\""} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	pl.available = func() (int64, memLimit) { return need + need/8, limitMachine }
+	if _, err := pl.match(src, tgt, cfg); err != nil {
+		t.Errorf("the matrix and the tables with checkMemory's margin available: %v", err)
+	}
+}
