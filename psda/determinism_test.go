@@ -61,11 +61,13 @@ func TestSparseDeterministic(t *testing.T) {
 // tables with checkMemory's margin, but less than twice their bytes.
 func TestSparseStage2SameUnderLessMemory(t *testing.T) {
 	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
-	cfg := Config{BatchSize: 4, Stages: 2, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+	cfg := Config{BatchSize: 4, Stages: 2, Solver: Auto, Discrepancy: MMD, Kernel: RBF}
 	tables := cost.FactoredBytes(400, 40)
+	_, s2 := stageBytes(400, 40)
 	var got [2]*Matching
 	for k, avail := range []int64{1 << 40, tables + tables/4} {
 		pl := defaultPlan()
+		pl.denseLimit = s2 - 1 // Stage 1 dense, Stage 2 sparse
 		pl.available = func() (int64, memLimit) { return avail, limitMachine }
 		m, err := pl.match(src, tgt, cfg)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/psda-dev/psda/psda/assign"
 	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
 )
@@ -130,6 +131,9 @@ func TestSparseStages(t *testing.T) {
 		{"auto small", small, smallT, rbf2, defaultPlan().denseLimit, false, false},
 		{"auto over the limit", small, smallT, rbf2, 8*300*300 - 1, true, true},
 		{"auto stage 1 over the limit only (its transpose)", gaussFeatures(200, 2, 1), gaussFeatures(300, 2, 2), rbf2, 8 * 300 * 300, true, false},
+		// With 3K = 192 candidates a row, 300 rows' graph (3.2 MB) is larger than their dense matrix.
+		{"auto over the limit, the sparse Stage 1's graph larger", small, smallT, rbf2, -(8*300*300 - 1), false, true},
+		{"auto over the limit, imbalanced: the graph larger", gaussFeatures(2000, 2, 1), gaussFeatures(20, 2, 2), rbf2, -(8*2000*20 - 1), false, true},
 		{"forced sparse", small, smallT, with(rbf2, func(c *Config) { c.Solver = Sparse }), defaultPlan().denseLimit, true, true},
 		{"forced sparse, one stage", small, smallT, with(rbf2, func(c *Config) { c.Solver, c.Stages = Sparse, 1 }), defaultPlan().denseLimit, true, false},
 		{"forced dense over the limit", small, smallT, with(rbf2, func(c *Config) { c.Solver = Dense }), 1, false, false},
@@ -140,7 +144,13 @@ func TestSparseStages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := defaultPlan()
-			pl.denseLimit = tc.limit
+			// A negative limit keeps the default K; else K = 2, so that
+			// the sparse Stage 1's graph is smaller than the dense matrix
+			// at these sizes (plan.sparse1Bytes), as at real ones.
+			pl.denseLimit, pl.sparseK = tc.limit, 2
+			if tc.limit < 0 {
+				pl.denseLimit, pl.sparseK = -tc.limit, defaultPlan().sparseK
+			}
 			if s1, s2 := pl.stages(tc.src, tc.tgt, tc.cfg); s1 != tc.want1 || s2 != tc.want2 {
 				t.Fatalf("plan.stages = (%v, %v), want (%v, %v)", s1, s2, tc.want1, tc.want2)
 			}
@@ -164,8 +174,15 @@ func TestStage2Tables(t *testing.T) {
 			t.Errorf("available %d: stage2Table(dense) = %d, want no limit", avail, got)
 		}
 	}
+	// Stage 1 dense, Stage 2 sparse (a sparse Stage 1's graph would be
+	// the larger need at this size: plan.sparse1Bytes).
 	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
-	cfg := Config{BatchSize: 4, Stages: 2, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+	cfg := Config{BatchSize: 4, Stages: 2, Solver: Auto, Discrepancy: MMD, Kernel: RBF}
+	_, s2 := stageBytes(400, 40)
+	pl.denseLimit = s2 - 1
+	if s1, s2 := pl.stages(src, tgt, cfg); s1 || !s2 {
+		t.Fatalf("paths (%v, %v), want a dense Stage 1 and a sparse Stage 2", s1, s2)
+	}
 	tables := cost.FactoredBytes(400, 40)
 	pl.available = func() (int64, memLimit) { return tables, limitMachine }
 	_, err := pl.match(src, tgt, cfg)
@@ -212,5 +229,48 @@ func TestDenseStage2TablesCounted(t *testing.T) {
 	pl.available = func() (int64, memLimit) { return need + need/8, limitMachine }
 	if _, err := pl.match(src, tgt, cfg); err != nil {
 		t.Errorf("the matrix and the tables with checkMemory's margin available: %v", err)
+	}
+}
+
+// TestSparseStage1GraphCounted checks that checkMemory counts the sparse
+// Stage 1's candidate graph (plan.sparse1Bytes: every edge once per copy of
+// its column) and refuses a forced sparse Stage 1 whose graph does not
+// fit, naming the dense solver's need, and that the graph is built at its
+// size ahead (appending had tripled the peak: 3.3 GB for 10000 × 100).
+func TestSparseStage1GraphCounted(t *testing.T) {
+	pl := defaultPlan()
+	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: MMD, Kernel: Linear}
+	g := pl.sparse1Bytes(400, 40)
+	pl.available = func() (int64, memLimit) { return g, limitMachine }
+	_, err := pl.match(src, tgt, cfg)
+	if err == nil {
+		t.Fatalf("%d bytes available for a %d-byte graph (and checkMemory's margin): no error", g, g)
+	}
+	for _, want := range []string{"candidate graph", "10 copies", `solver = "dense"`, "128000 bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	pl.available = func() (int64, memLimit) { return g + g/8, limitMachine }
+	if _, err := pl.match(src, tgt, cfg); err != nil {
+		t.Errorf("the graph with checkMemory's margin available: %v", err)
+	}
+
+	s1 := &sparse1{md: newStage1Model(src, tgt, cfg, false), nl: 400, nsm: 40, copies: 10}
+	adj := make(assign.Edges, 400)
+	for a := range adj {
+		for b := 0; b < 40; b += 1 + a%3 {
+			adj.Add(a, b, 1)
+		}
+	}
+	gr := s1.Graph(adj)
+	if len(gr.Col) != cap(gr.Col) || len(gr.Cost) != cap(gr.Cost) {
+		t.Errorf("graph of %d edges built in capacity %d (costs %d): not sized ahead", len(gr.Col), cap(gr.Col), cap(gr.Cost))
+	}
+	s1.nl, s1.copies, s1.dummies = 390, 10, 10 // 390 rows on 40 × 10 copies
+	gr = s1.Graph(adj[:390])
+	if len(gr.Col) != cap(gr.Col) {
+		t.Errorf("with dummy rows: graph of %d edges built in capacity %d", len(gr.Col), cap(gr.Col))
 	}
 }

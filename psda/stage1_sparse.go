@@ -189,7 +189,18 @@ func (s *sparse1) Graph(adj assign.Edges) *assign.Graph {
 	nl, nsm, copies, dummies := s.nl, s.nsm, s.copies, s.dummies
 	rt, ct := s.Terms()
 	n := nl + dummies
-	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n)}
+	// Sized ahead: the graph repeats every edge copies times (n_large /
+	// n_small), so appending would hold up to three times its bytes while
+	// growing (sparse1Bytes counts it).
+	size := 0
+	for _, row := range adj {
+		size += len(row) * copies
+	}
+	if dummies > 0 {
+		size += nsm
+	}
+	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n),
+		Col: make([]int32, 0, size), Cost: make([]float64, 0, size)}
 	for a, row := range adj {
 		g.Lo[a] = len(g.Col)
 		for _, e := range row {

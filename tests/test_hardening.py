@@ -105,10 +105,35 @@ def test_case03_ulimit_v_dense_match_refused_not_aborted():
 
 @needs_rlimit
 def test_case03_ulimit_v_sparse_kernel_tables_refused_not_swapped():
-    # The sparse path's RBF tables (16·40000·400 bytes = 256 MB) are chosen
-    # by the sizes alone; where they do not fit, the Match is refused with
-    # an error naming them, not run on another model whose costs differ in
-    # their last bits.
+    # At 24000 × 1200 Auto runs Stage 1 dense (230 MB) and Stage 2 sparse
+    # (its P × P matrix would take 4.6 GB), whose RBF tables (16·24000·1200
+    # bytes, 472 MB with K_bb) are chosen by the sizes alone; where they do
+    # not fit, the Match is refused with an error naming them, not run on
+    # another model whose costs differ in their last bits.
+    res = run_limited(
+        """
+        import numpy as np, psda
+        rng = np.random.default_rng(0)
+        x, y = rng.random((24000, 4)), rng.random((1200, 4))
+        try:
+            psda.match(x, y, batch_size=2)
+        except ValueError as e:
+            print("ValueError:", e)
+        """,
+        headroom=150 << 20,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert "ValueError:" in res.stdout and "kernel tables" in res.stdout and "solver" not in res.stdout, \
+        res.stdout + res.stderr[-3000:]
+
+
+@needs_rlimit
+def test_case03_ulimit_v_sparse_stage1_graph_refused_not_killed():
+    # The sparse Stage 1 repeats every candidate edge once per copy of its
+    # column (n_large / n_small = 100 here): 40000 × 400 forced sparse would
+    # take about 9 GB (a reviewer's run reached 21.9 GB before the graph was
+    # sized ahead and the OOM killer ended it). It is refused, with the dense
+    # solver's need in the message.
     res = run_limited(
         """
         import numpy as np, psda
@@ -119,10 +144,10 @@ def test_case03_ulimit_v_sparse_kernel_tables_refused_not_swapped():
         except ValueError as e:
             print("ValueError:", e)
         """,
-        headroom=150 << 20,
+        headroom=600 << 20,
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "ValueError:" in res.stdout and "kernel tables" in res.stdout and "solver" not in res.stdout, \
+    assert "ValueError:" in res.stdout and "candidate graph" in res.stdout and 'solver = "dense"' in res.stdout, \
         res.stdout + res.stderr[-3000:]
 
 

@@ -414,7 +414,10 @@ def match(
         solver: how each stage is solved, ``"auto"`` (default), ``"dense"``
             (the full cost matrices, memory O(n_source·n_target + P²)) or
             ``"sparse"`` (candidate edges and pricing passes, memory
-            O(P·(d + K)), so that 50,000 per domain fit; with the RBF kernel
+            O(P·(d + K)), so that 50,000 per domain fit; Stage 1's graph
+            repeats each edge n_large/n_small times, so very imbalanced
+            sizes need less memory dense, which ``"auto"`` then takes; with
+            the RBF kernel
             and one domain at least 4 times the other, also kernel tables
             of 16·n_large·n_small bytes where they take at most 3 GiB,
             chosen by the sizes alone so that results do not depend on the
