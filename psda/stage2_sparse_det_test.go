@@ -1,16 +1,13 @@
 package psda
 
 import (
-	"cmp"
 	"math"
 	"math/rand/v2"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 
 	"github.com/psda-dev/psda/psda/assign"
-	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
@@ -27,39 +24,9 @@ func TestPriceBlossomSameEveryRun(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	const p, d = 600, 24
 	rng := rand.New(rand.NewPCG(17, 3))
-	src, tgt := gaussFeatures(p, d, 41), gaussFeatures(p, d, 42)
-	for i := range src.F64 { // two clusters
-		src.F64[i] += 3 * float64(i/d%2)
-		tgt.F64[i] += 3 * float64(i/d%2)
-	}
-	pairs := make([]Pair, p)
-	for r := range pairs {
-		pairs[r] = Pair{S: r, T: rng.IntN(p)}
-	}
-	cfg := Config{BatchSize: 4, Discrepancy: MMD, Kernel: RBF, Stages: 2}
-	c, m := stage2Costs(src, tgt, cfg, pairs)
-	md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
-	md.Pass(cost.Scope{}, func(int, int, []float64) {})
-	node, single := md.Finish()
-	costOf := func(r, q int, v float64) float64 {
-		switch {
-		case r == p:
-			return single[q] * md.Scale
-		case q == p:
-			return single[r] * md.Scale
-		}
-		return (node[r] + node[q] + md.Coef*v) * md.Scale
-	}
-	em, err := assign.BlossomDense(c, m, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	duals := &em.Duals
-	tol := assign.PriceTol(c)
-	scale := 0.0
-	for _, x := range c {
-		scale = max(scale, math.Abs(x))
-	}
+	bc := newBlossomCase(t, rng, p, d, 41, RBF)
+	md, m, costOf, tol, scale := bc.md, bc.m, bc.costOf, bc.tol, bc.scale
+	duals := &bc.em.Duals
 	y0 := append([]float64(nil), duals.Y...)
 	var rows []int
 	for r := 0; r < p; r += 3 {
@@ -86,14 +53,14 @@ func TestPriceBlossomSameEveryRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// What AddEdges links: the first of each edge in (row, column) order.
-		f, x := byEdge(found, cross)
+		// What the sparse Stage 2 links into its graph (AddEdges).
+		adj := make(assign.Edges, m)
+		(&assign.Pricing{}).AddEdges(adj, found, cross)
 		var got []linked
-		for k := range f {
-			if k > 0 && f[k] == f[k-1] {
-				continue
+		for a, row := range adj {
+			for _, e := range row {
+				got = append(got, linked{[2]int{a, int(e.B)}, math.Float64bits(e.X)})
 			}
-			got = append(got, linked{f[k], math.Float64bits(x[k])})
 		}
 		if run == 0 {
 			first = got
@@ -112,25 +79,4 @@ func TestPriceBlossomSameEveryRun(t *testing.T) {
 			}
 		}
 	}
-}
-
-// byEdge is assign's byEdge (pricing_pass.go), which AddEdges sorts the
-// found edges with before it links the first of each: the same sort on
-// the same input, so the same order.
-func byEdge(found [][2]int, cross []float64) ([][2]int, []float64) {
-	order := make([]int, len(found))
-	for k := range order {
-		order[k] = k
-	}
-	slices.SortFunc(order, func(p, q int) int {
-		if c := cmp.Compare(found[p][0], found[q][0]); c != 0 {
-			return c
-		}
-		return cmp.Compare(found[p][1], found[q][1])
-	})
-	f, x := make([][2]int, len(found)), make([]float64, len(found))
-	for k, o := range order {
-		f[k], x[k] = found[o], cross[o]
-	}
-	return f, x
 }

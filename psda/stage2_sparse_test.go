@@ -31,42 +31,12 @@ func TestPriceBlossom(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/P=%d/d=%d/raise=%v", tc.kernel, tc.p, tc.d, tc.raise), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.p), uint64(tc.d)))
-			src, tgt := gaussFeatures(tc.p, tc.d, uint64(tc.p)), gaussFeatures(tc.p, tc.d, uint64(tc.p)+1)
-			for i := range src.F64 { // two clusters: blossoms nest
-				src.F64[i] += 3 * float64(i/tc.d%2)
-				tgt.F64[i] += 3 * float64(i/tc.d%2)
-			}
-			pairs := make([]Pair, tc.p)
-			for r := range pairs {
-				pairs[r] = Pair{S: r, T: rng.IntN(tc.p)}
-			}
-			cfg := Config{BatchSize: 4, Discrepancy: MMD, Kernel: tc.kernel, Stages: 2}
-			c, m := stage2Costs(src, tgt, cfg, pairs)
-			md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
-			md.Pass(cost.Scope{}, func(int, int, []float64) {})
-			node, single := md.Finish()
+			bc := newBlossomCase(t, rng, tc.p, tc.d, uint64(tc.p), tc.kernel)
+			md, cost, em, tol, scale := bc.md, bc.costOf, bc.em, bc.tol, bc.scale
 			p := md.P
-			cost := func(r, q int, v float64) float64 {
-				switch {
-				case r == p:
-					return single[q] * md.Scale
-				case q == p:
-					return single[r] * md.Scale
-				}
-				return (node[r] + node[q] + md.Coef*v) * md.Scale
-			}
-			em, err := assign.BlossomDense(c, m, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
 			d := &em.Duals
 			if len(d.Z) == 0 {
 				t.Fatal("no blossom in the optimum's duals: the test needs Shared")
-			}
-			tol := assign.PriceTol(c)
-			scale := 0.0
-			for _, x := range c {
-				scale = max(scale, math.Abs(x))
 			}
 			y0 := slices.Clone(d.Y)
 			var rows []int
@@ -242,4 +212,55 @@ func TestRowRecords(t *testing.T) {
 		t.Fatal("no record was checked: the blossom rounds did not run")
 	}
 	t.Logf("%d row records checked", checked)
+}
+
+// blossomCase is the set-up of the blossom pricing tests: p pairs of two
+// clustered Gaussian domains of d features (blossoms nest; seeds seed and
+// seed+1), paired at random by rng; the dense Stage 2's matrix c (m nodes)
+// and its exact optimum em; the model after a full pass, with costOf, the
+// cost the sparse path gives a cross part v of edge (r, q); the matrix's
+// largest |entry| (scale) and assign.PriceTol(c).
+type blossomCase struct {
+	md         *cost.Stage2
+	c          []float64
+	m          int
+	costOf     func(r, q int, v float64) float64
+	em         *assign.ExactMatching
+	tol, scale float64
+}
+
+func newBlossomCase(t *testing.T, rng *rand.Rand, p, d int, seed uint64, kernel string) *blossomCase {
+	t.Helper()
+	src, tgt := gaussFeatures(p, d, seed), gaussFeatures(p, d, seed+1)
+	for i := range src.F64 {
+		src.F64[i] += 3 * float64(i/d%2)
+		tgt.F64[i] += 3 * float64(i/d%2)
+	}
+	pairs := make([]Pair, p)
+	for r := range pairs {
+		pairs[r] = Pair{S: r, T: rng.IntN(p)}
+	}
+	cfg := Config{BatchSize: 4, Discrepancy: MMD, Kernel: kernel, Stages: 2}
+	c, m := stage2Costs(src, tgt, cfg, pairs)
+	md := newStage2Model(src, tgt, cfg, pairs, math.MaxInt64)
+	md.Pass(cost.Scope{}, func(int, int, []float64) {})
+	node, single := md.Finish()
+	costOf := func(r, q int, v float64) float64 {
+		switch {
+		case r == p:
+			return single[q] * md.Scale
+		case q == p:
+			return single[r] * md.Scale
+		}
+		return (node[r] + node[q] + md.Coef*v) * md.Scale
+	}
+	em, err := assign.BlossomDense(c, m, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scale := 0.0
+	for _, x := range c {
+		scale = max(scale, math.Abs(x))
+	}
+	return &blossomCase{md: md, c: c, m: m, costOf: costOf, em: em, tol: assign.PriceTol(c), scale: scale}
 }
