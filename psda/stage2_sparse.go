@@ -346,7 +346,9 @@ func (pl *plan) priceBlossom(md *cost.Stage2, rows []int, d *assign.MatchingDual
 			}
 		}
 		found, cross = found[:k], cross[:k]
-		slices.Sort(redo) // in the order of the rows, not of the goroutines
+		// In row order for the trace's sake; a row pass gives the same
+		// cross parts whatever the order of its rows.
+		slices.Sort(redo)
 		pl.tracef("  %d rows priced again in float64", len(redo))
 		price(redo, false)
 	}

@@ -417,14 +417,13 @@ def match(
             O(P·(d + K)), so that 50,000 per domain fit; Stage 1's graph
             repeats each edge n_large/n_small times, so very imbalanced
             sizes need less memory dense, which ``"auto"`` then takes; with
-            the RBF kernel
-            and one domain at least 4 times the other, also kernel tables
-            of 16·n_large·n_small bytes where they take at most 3 GiB,
-            chosen by the sizes alone so that results do not depend on the
-            memory free). Both are exact and
-            certified: ``stage1_cost`` and the certified ``stage2_bound`` are
-            the dense solver's (the pairs may differ only between tied
-            optima). Which one ``"auto"`` picks for each stage, and why, is
+            two stages, the RBF kernel and one domain at least 4 times the
+            other, also kernel tables of 16·n_large·n_small + 8·n_small²
+            bytes where they take at most 3 GiB, chosen by the sizes alone
+            so that results do not depend on the memory free). Both are
+            exact and certified: ``stage1_cost`` and the certified
+            ``stage2_bound`` are the dense solver's (the pairs may differ
+            only between tied optima). Which one ``"auto"`` picks for each stage, and why, is
             docs/design.md, "Solver choice".
 
     Returns:
