@@ -215,7 +215,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	if cb > 0 {
 		// The covariances are live while a stage's costs are computed.
 		need += cb
-		what = fmt.Sprintf("its dense cost matrices and CORAL's %d×%d covariances", dim, dim)
+		what += fmt.Sprintf(" and CORAL's %d×%d covariances", dim, dim)
 	}
 	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
 	// are free once its goroutine is done (munmap: about 60 ms per GiB,

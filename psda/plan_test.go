@@ -274,3 +274,30 @@ func TestSparseStage1GraphCounted(t *testing.T) {
 		t.Errorf("with dummy rows: graph of %d edges built in capacity %d", len(gr.Col), cap(gr.Col))
 	}
 }
+
+// TestSparseStage1CORALNamed checks that, with CORAL, checkMemory's error
+// on a sparse Stage 1 still names its candidate graph beside the
+// covariances it adds: the dense matrices it does not build are no need
+// of this Match, and the hint (solver = "dense") follows from the graph.
+func TestSparseStage1CORALNamed(t *testing.T) {
+	pl := defaultPlan()
+	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: CORAL, Kernel: Linear}
+	need := pl.sparse1Bytes(400, 40) + coralBytes(440, 8)
+	if coralBytes(440, 8) == 0 {
+		t.Fatal("CORAL uses no d×d matrix here: the case checks nothing")
+	}
+	pl.available = func() (int64, memLimit) { return need, limitMachine }
+	_, err := pl.match(src, tgt, cfg)
+	if err == nil {
+		t.Fatalf("%d bytes available for a %d-byte need (and checkMemory's margin): no error", need, need)
+	}
+	for _, want := range []string{"candidate graph", "CORAL's 8×8 covariances", `solver = "dense"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "dense cost matrices") {
+		t.Errorf("error %q names dense cost matrices, which the sparse Stage 1 does not build", err)
+	}
+}
