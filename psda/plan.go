@@ -182,8 +182,10 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need = pl.sparse1Bytes(ns, nt)
 		what = fmt.Sprintf("the sparse Stage 1's candidate graph (every edge once per copy of its column: "+
 			"%d copies, n_large/n_small)", (max(ns, nt)+min(ns, nt)-1)/min(ns, nt))
-		hint = fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), match a random subset "+
-			"of the larger domain, or run on a machine with more memory", bytesText(s1))
+		hint = "match a random subset of the larger domain, or run on a machine with more memory"
+		if s1 < need { // a forced sparse Stage 1 (Auto takes the smaller)
+			hint = fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), ", bytesText(s1)) + hint
+		}
 	}
 	tb := int64(0) // Stage 2's RBF tables against the smaller side (stage2Table)
 	if pl.factored(ns, nt, cfg, sparse2) {

@@ -329,3 +329,44 @@ func TestSparse1BytesCountsLists(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseStage1HintDense checks checkMemory's hint for a sparse Stage 1
+// that does not fit: solver = "dense" is offered where the dense matrix
+// needs less (a forced sparse of very imbalanced sizes), never where Auto
+// took the sparse Stage 1 because its graph is the smaller need.
+func TestSparseStage1HintDense(t *testing.T) {
+	src, tgt := gaussFeatures(300, 2, 1), gaussFeatures(300, 2, 2)
+	for _, tc := range []struct {
+		name      string
+		solver    string
+		sparseK   int
+		wantDense bool
+	}{
+		{"auto, the graph smaller", Auto, 2, false},
+		{"forced sparse, the graph smaller", Sparse, 2, false},
+		{"forced sparse, the graph larger", Sparse, 64, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := defaultPlan()
+			pl.sparseK = tc.sparseK
+			s1, _ := stageBytes(300, 300)
+			pl.denseLimit = s1 - 1
+			cfg := Config{BatchSize: 4, Stages: 1, Solver: tc.solver, Discrepancy: MMD, Kernel: Linear}
+			if sp, _ := pl.sparseStages(300, 300, cfg); !sp {
+				t.Fatal("Stage 1 is dense: the case checks nothing")
+			}
+			g := pl.sparse1Bytes(300, 300)
+			if (g > s1) != tc.wantDense {
+				t.Fatalf("graph %d bytes, dense matrix %d: not the case named", g, s1)
+			}
+			pl.available = func() (int64, memLimit) { return g, limitMachine }
+			_, err := pl.match(src, tgt, cfg)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := strings.Contains(err.Error(), `use solver = "dense"`); got != tc.wantDense {
+				t.Errorf("error %q offers solver = \"dense\": %v, want %v", err, got, tc.wantDense)
+			}
+		})
+	}
+}
