@@ -16,6 +16,7 @@ import (
 
 	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 // plan is how Match runs: the limits that choose each stage's path, the
@@ -181,8 +182,10 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need = pl.sparse1Bytes(ns, nt)
 		what = fmt.Sprintf("the sparse Stage 1's candidate graph (every edge once per copy of its column: "+
 			"%d copies, n_large/n_small)", (max(ns, nt)+min(ns, nt)-1)/min(ns, nt))
-		hint = fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), match a random subset "+
-			"of the larger domain, or run on a machine with more memory", bytesText(s1))
+		hint = "match a random subset of the larger domain, or run on a machine with more memory"
+		if s1 < need { // a forced sparse Stage 1 (Auto takes the smaller)
+			hint = fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), ", bytesText(s1)) + hint
+		}
 	}
 	tb := int64(0) // Stage 2's RBF tables against the smaller side (stage2Table)
 	if pl.factored(ns, nt, cfg, sparse2) {
@@ -215,7 +218,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	if cb > 0 {
 		// The covariances are live while a stage's costs are computed.
 		need += cb
-		what = fmt.Sprintf("its dense cost matrices and CORAL's %d×%d covariances", dim, dim)
+		what += fmt.Sprintf(" and CORAL's %d×%d covariances", dim, dim)
 	}
 	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
 	// are free once its goroutine is done (munmap: about 60 ms per GiB,
@@ -388,16 +391,21 @@ func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 // row's list of min(3K, n_small), each column's of min(3K, n_large), and
 // each row's start edge; fewer where the lists overlap), held once as
 // edges (16 bytes) and once per copy of their column in the solver's graph
-// (12 bytes each). Pricing rounds add at most sparseAdd edges a row where
-// the lists miss some. Measured peaks (VmHWM) at d = 16, Gaussian
-// features, linear MMD, one stage: 10000 × 100 1.24 GB against 1.25
-// estimated, 4000 × 100 0.22 against 0.21, 10000 × 400 0.69 against 0.63.
+// (12 bytes each); or, where that is less (few copies: balanced sizes),
+// the candidate lists (topk.Bytes) with the edges gathered from them,
+// counted twice for their rows' growth. Pricing rounds add at most
+// sparseAdd edges a row where the lists miss some. Measured peaks (VmHWM)
+// at d = 16, Gaussian features, linear MMD, one stage: 10000 × 100 1.24 GB
+// against 1.25 estimated, 4000 × 100 0.22 against 0.21, 10000 × 400 0.69
+// against 0.63; at 20000 × 20000, d = 32, clustered, RBF, 0.64 against
+// 0.48 (the graph alone 0.21), the rest the collector's slack.
 func (pl *plan) sparse1Bytes(ns, nt int) int64 {
 	nl, nsm := int64(max(ns, nt)), int64(min(ns, nt))
 	k := int64(3 * pl.sparseK)
 	e := nl*min(k, nsm) + nsm*min(k, nl) + nl
 	copies := (nl + nsm - 1) / nsm
-	return e*16 + e*copies*12
+	lists := topk.Bytes(ns, min(3*pl.sparseK, nt)) + topk.Bytes(nt, min(3*pl.sparseK, ns))
+	return max(e*16+e*copies*12, lists+2*e*16)
 }
 
 // lowDimPairs is the least number of pairs from which Auto solves the

@@ -2,6 +2,7 @@ package psda
 
 import (
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/psda-dev/psda/psda/assign"
 	"github.com/psda-dev/psda/psda/internal/cost"
 	"github.com/psda-dev/psda/psda/internal/gram"
+	"github.com/psda-dev/psda/psda/internal/topk"
 )
 
 func TestDenseBytes(t *testing.T) {
@@ -272,5 +274,99 @@ func TestSparseStage1GraphCounted(t *testing.T) {
 	gr = s1.Graph(adj[:390])
 	if len(gr.Col) != cap(gr.Col) {
 		t.Errorf("with dummy rows: graph of %d edges built in capacity %d", len(gr.Col), cap(gr.Col))
+	}
+}
+
+// TestSparseStage1CORALNamed checks that, with CORAL, checkMemory's error
+// on a sparse Stage 1 still names its candidate graph beside the
+// covariances it adds: the dense matrices it does not build are no need
+// of this Match, and the hint (solver = "dense") follows from the graph.
+func TestSparseStage1CORALNamed(t *testing.T) {
+	pl := defaultPlan()
+	src, tgt := gaussFeatures(400, 8, 1), gaussFeatures(40, 8, 2)
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: CORAL, Kernel: Linear}
+	need := pl.sparse1Bytes(400, 40) + coralBytes(440, 8)
+	if coralBytes(440, 8) == 0 {
+		t.Fatal("CORAL uses no d×d matrix here: the case checks nothing")
+	}
+	pl.available = func() (int64, memLimit) { return need, limitMachine }
+	_, err := pl.match(src, tgt, cfg)
+	if err == nil {
+		t.Fatalf("%d bytes available for a %d-byte need (and checkMemory's margin): no error", need, need)
+	}
+	for _, want := range []string{"candidate graph", "CORAL's 8×8 covariances", `solver = "dense"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "dense cost matrices") {
+		t.Errorf("error %q names dense cost matrices, which the sparse Stage 1 does not build", err)
+	}
+}
+
+// TestSparse1BytesCountsLists checks sparse1Bytes against the candidate
+// lists stage1Sparse keeps (as it allocates them, measured on the heap)
+// and the edges it gathers from them while they live: at balanced sizes,
+// where every edge has one copy, those outweigh the graph (at 20000 ×
+// 20000 the stage peaked at 0.64 GB where the graph alone was 0.21).
+func TestSparse1BytesCountsLists(t *testing.T) {
+	pl := defaultPlan()
+	for _, sz := range [][2]int{{2000, 2000}, {3000, 1000}, {400, 4000}, {4000, 40}} {
+		ns, nt := sz[0], sz[1]
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rows, cols := topk.New(ns, min(3*pl.sparseK, nt)), topk.New(nt, min(3*pl.sparseK, ns))
+		runtime.ReadMemStats(&after)
+		lists := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		runtime.KeepAlive(rows)
+		runtime.KeepAlive(cols)
+		nl, nsm := max(ns, nt), min(ns, nt)
+		k := 3 * pl.sparseK
+		edges := int64(16 * (nl*min(k, nsm) + nsm*min(k, nl) + nl))
+		if got := pl.sparse1Bytes(ns, nt); got < lists+edges {
+			t.Errorf("%d × %d: sparse1Bytes %d < the lists' %d bytes and the edges' %d", ns, nt, got, lists, edges)
+		}
+	}
+}
+
+// TestSparseStage1HintDense checks checkMemory's hint for a sparse Stage 1
+// that does not fit: solver = "dense" is offered where the dense matrix
+// needs less (a forced sparse of very imbalanced sizes), never where Auto
+// took the sparse Stage 1 because its graph is the smaller need.
+func TestSparseStage1HintDense(t *testing.T) {
+	src, tgt := gaussFeatures(300, 2, 1), gaussFeatures(300, 2, 2)
+	for _, tc := range []struct {
+		name      string
+		solver    string
+		sparseK   int
+		wantDense bool
+	}{
+		{"auto, the graph smaller", Auto, 2, false},
+		{"forced sparse, the graph smaller", Sparse, 2, false},
+		{"forced sparse, the graph larger", Sparse, 64, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pl := defaultPlan()
+			pl.sparseK = tc.sparseK
+			s1, _ := stageBytes(300, 300)
+			pl.denseLimit = s1 - 1
+			cfg := Config{BatchSize: 4, Stages: 1, Solver: tc.solver, Discrepancy: MMD, Kernel: Linear}
+			if sp, _ := pl.sparseStages(300, 300, cfg); !sp {
+				t.Fatal("Stage 1 is dense: the case checks nothing")
+			}
+			g := pl.sparse1Bytes(300, 300)
+			if (g > s1) != tc.wantDense {
+				t.Fatalf("graph %d bytes, dense matrix %d: not the case named", g, s1)
+			}
+			pl.available = func() (int64, memLimit) { return g, limitMachine }
+			_, err := pl.match(src, tgt, cfg)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := strings.Contains(err.Error(), `use solver = "dense"`); got != tc.wantDense {
+				t.Errorf("error %q offers solver = \"dense\": %v, want %v", err, got, tc.wantDense)
+			}
+		})
 	}
 }

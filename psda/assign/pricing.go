@@ -3,6 +3,7 @@ package assign
 import (
 	"errors"
 	"math"
+	"runtime"
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
@@ -258,6 +259,17 @@ func newPricing(st *Pricing, adj Edges) *pricing {
 // time, then warm from the last solution.
 func (pr *pricing) resolve() (err error) {
 	pr.adj.Normalise()
+	// The last graph is garbage once the next is built: let go of it
+	// first and, when it is large, collect it, so that the next one reuses
+	// its pages (the heap may grow to twice its live bytes before the
+	// collector runs on its own). psda's sparse Stage 1 repeats every edge
+	// once per copy of its column: two graphs at once had doubled its peak.
+	if old := pr.g; old != nil {
+		pr.g = nil
+		if len(old.Col) >= collectEdges {
+			runtime.GC()
+		}
+	}
 	pr.g = pr.st.Model.Graph(pr.adj)
 	h := pr.st.Hooks
 	switch {
@@ -278,6 +290,11 @@ func (pr *pricing) resolve() (err error) {
 	}
 	return err
 }
+
+// collectEdges is the number of edges (12 bytes each) from which resolve
+// collects the last graph before the next is built; a forced collection
+// costs milliseconds.
+const collectEdges = 1 << 22
 
 // tauOrder returns the columns sorted by TauC (Pricing.byTauC), sorted at
 // the first call: the screens after every re-solve share it.

@@ -63,11 +63,22 @@ func New(n, k int) *Lists { return newLists(n, k, false) }
 // exact phase: duplicated rows there only make it give up sooner.
 func NewByIndex(n, k int) *Lists { return newLists(n, k, true) }
 
-func newLists(n, k int, byIndex bool) *Lists {
-	room := k + max(k/2, 1)
+// Bytes returns the bytes New and NewByIndex allocate for n items of k
+// entries, so that a caller can count them before it runs.
+func Bytes(n, k int) int64 {
+	return int64(n)*int64(roomFor(k))*(8+8+4) + int64(n)*(4+8+8) + int64((n+LockBlock-1)/LockBlock)*8
+}
+
+// roomFor returns the entries an item's buffer holds for lists of k.
+func roomFor(k int) int {
 	if k <= sortedK {
-		room = k
+		return k
 	}
+	return k + max(k/2, 1)
+}
+
+func newLists(n, k int, byIndex bool) *Lists {
+	room := roomFor(k)
 	s := &Lists{k: k, room: room, val: make([]float64, n*room), Aux: make([]float64, n*room), Idx: make([]int32, n*room),
 		cnt: make([]int32, n), bv: make([]float64, n), bk: make([]uint64, n), mu: make([]sync.Mutex, (n+LockBlock-1)/LockBlock),
 		byIndex: byIndex}

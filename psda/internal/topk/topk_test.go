@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -161,6 +162,23 @@ func TestCap(t *testing.T) {
 					t.Fatalf("k=%d, %d below the cap: %v offered and not kept, below min(cap, Limit) = %v", k, below, v, min(cp, l.Limit(0)))
 				}
 			}
+		}
+	}
+}
+
+// TestBytes checks Bytes against what New allocates, measured on the heap
+// (within the allocator's rounding of each slice).
+func TestBytes(t *testing.T) {
+	for _, nk := range [][2]int{{1000, 8}, {1000, 192}, {3000, 96}, {50, 17}} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		l := New(nk[0], nk[1])
+		runtime.ReadMemStats(&after)
+		runtime.KeepAlive(l)
+		got, want := int64(after.HeapAlloc)-int64(before.HeapAlloc), Bytes(nk[0], nk[1])
+		if got < want || float64(got) > 1.05*float64(want)+8192 {
+			t.Errorf("New(%d, %d) allocated %d bytes, Bytes says %d", nk[0], nk[1], got, want)
 		}
 	}
 }
