@@ -180,8 +180,12 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	}
 	if sparse1 {
 		need = pl.sparse1Bytes(ns, nt)
-		what = fmt.Sprintf("the sparse Stage 1's candidate graph (every edge once per copy of its column: "+
-			"%d copies, n_large/n_small)", (max(ns, nt)+min(ns, nt)-1)/min(ns, nt))
+		copies, unit := (max(ns, nt)+min(ns, nt)-1)/min(ns, nt), "copies"
+		if copies == 1 {
+			unit = "copy"
+		}
+		what = fmt.Sprintf("the sparse Stage 1's candidate graph and lists (every edge once per copy of its "+
+			"column: %d %s, n_large/n_small)", copies, unit)
 		hint = "match a random subset of the larger domain, or run on a machine with more memory"
 		if s1 < need { // a forced sparse Stage 1 (Auto takes the smaller)
 			hint = fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), ", bytesText(s1)) + hint
