@@ -69,6 +69,21 @@ func (c detCase) String() string {
 // inputs returns the case's features.
 func (c detCase) inputs() (Matrix, Matrix) { return floorFeatures(c.kind, c.ns, c.nt, c.d, 5) }
 
+// matchCases returns each case's matching, in order, on its inputs.
+func matchCases(t *testing.T, cases []detCase) []*Matching {
+	t.Helper()
+	ms := make([]*Matching, len(cases))
+	for k, c := range cases {
+		src, tgt := c.inputs()
+		m, err := Match(src, tgt, c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms[k] = m
+	}
+	return ms
+}
+
 // toF64 returns m's values as a float64 Matrix.
 func toF64(m Matrix) Matrix {
 	v := make([]float64, m.N*m.D)
@@ -185,15 +200,7 @@ func TestMatchSameOnEveryGramPath(t *testing.T) {
 		{"clustered", 200, 250, 300, Config{BatchSize: 8, Stages: 2, Solver: Dense, Discrepancy: CORAL}},
 		{"gauss", 300, 200, 64, Config{BatchSize: 8, Stages: 2, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}},
 	}
-	want := make([]*Matching, len(cases))
-	for k, c := range cases {
-		src, tgt := floorFeatures(c.kind, c.ns, c.nt, c.d, 6)
-		m, err := Match(src, tgt, c.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[k] = m
-	}
+	want := matchCases(t, cases)
 	for _, path := range gram.Paths()[1:] {
 		t.Run(path, func(t *testing.T) {
 			if path == "portable" {
@@ -209,14 +216,9 @@ func TestMatchSameOnEveryGramPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer gram.UsePath(prev)
-			for k, c := range cases {
-				src, tgt := floorFeatures(c.kind, c.ns, c.nt, c.d, 6)
-				m, err := Match(src, tgt, c.cfg)
-				if err != nil {
-					t.Fatal(err)
-				}
+			for k, m := range matchCases(t, cases) {
 				if d := diffMatchings(want[k], m); d != "" {
-					t.Errorf("%s: on path %s, first on %s: %s", c, path, gram.Paths()[0], d)
+					t.Errorf("%s: on path %s, first on %s: %s", cases[k], path, gram.Paths()[0], d)
 				}
 			}
 		})
@@ -236,15 +238,7 @@ func TestConcurrentMatchesSame(t *testing.T) {
 		{"clustered", 300, 200, 48, Config{BatchSize: 8, Stages: 2, Solver: Sparse, Discrepancy: CORAL}},
 		{"relu", 150, 600, 32, Config{BatchSize: 8, Stages: 2, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}},
 	}
-	want := make([]*Matching, len(cases))
-	for k, c := range cases {
-		src, tgt := c.inputs()
-		m, err := Match(src, tgt, c.cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want[k] = m
-	}
+	want := matchCases(t, cases)
 	for round := 0; round < 2; round++ {
 		got, errs := make([]*Matching, len(cases)), make([]error, len(cases))
 		var wg sync.WaitGroup
