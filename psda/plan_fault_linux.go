@@ -47,6 +47,12 @@ func prefault(c []float64) {
 	runtime.KeepAlive(c) // the calls above hold only its address
 }
 
+// mmap is syscall.Mmap, a variable so that a test can make it fail and
+// reach mapMatrix's fallback (TestStage2WhenMmapFails): an address-space
+// limit made it fail only as long as the Go heap had room of its own, which
+// its runtime does not promise.
+var mmap = syscall.Mmap
+
 // mapMatrix returns a zero matrix of n float64 for a cost pass that writes
 // it whole, and the function that hands its memory back once the matrix is
 // no longer used (the matrix must not be touched after it). From freeAbove
@@ -62,7 +68,7 @@ func prefault(c []float64) {
 // matrix, or one where mmap fails, is newMatrix's, and unmap does nothing.
 func mapMatrix(n int) (c []float64, unmap func()) {
 	if n >= freeAbove {
-		b, err := syscall.Mmap(-1, 0, 8*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+		b, err := mmap(-1, 0, 8*n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 		if err == nil {
 			c = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(b))), n)
 			prefault(c)
