@@ -168,18 +168,19 @@ func coralBytes(n, d int) int64 {
 func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	s1, s2 := stageBytes(ns, nt)
 	sparse1, sparse2 := pl.sparseStages(ns, nt, cfg)
-	need := s1
+	need, g := s1, pl.sparse1Bytes(ns, nt)
 	what := "its dense cost matrices"
-	hint := "match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, " +
+	const denseHint = "match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, " +
 		"use solver = \"sparse\", or run on a machine with more memory"
-	if g := pl.sparse1Bytes(ns, nt); !sparse1 && g >= s1 {
+	hint := denseHint
+	if !sparse1 && g >= s1 {
 		// The sparse Stage 1 would not need less (sparseStages).
 		hint = fmt.Sprintf("match a random subset of the larger domain, or run on a machine with more memory "+
 			"(solver = \"sparse\" would need about %s for Stage 1: its candidate graph repeats every edge "+
 			"once per copy of its column)", bytesText(g))
 	}
 	if sparse1 {
-		need = pl.sparse1Bytes(ns, nt)
+		need = g
 		copies, unit := (max(ns, nt)+min(ns, nt)-1)/min(ns, nt), "copies"
 		if copies == 1 {
 			unit = "copy"
@@ -203,8 +204,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 			if tb > 0 {
 				what += " and Stage 2's kernel tables against the smaller domain"
 			}
-			hint = "match a random subset of the larger domain, use stages = 1 if Stage 2 is the larger need, " +
-				"use solver = \"sparse\", or run on a machine with more memory"
+			hint = denseHint
 		}
 		need = max(need, s2+tb)
 	case tb > need:
@@ -405,10 +405,10 @@ func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 // 0.48 (the graph alone 0.21), the rest the collector's slack.
 func (pl *plan) sparse1Bytes(ns, nt int) int64 {
 	nl, nsm := int64(max(ns, nt)), int64(min(ns, nt))
-	k := int64(3 * pl.sparseK)
+	k := int64(pl.stage1K())
 	e := nl*min(k, nsm) + nsm*min(k, nl) + nl
 	copies := (nl + nsm - 1) / nsm
-	lists := topk.Bytes(ns, min(3*pl.sparseK, nt)) + topk.Bytes(nt, min(3*pl.sparseK, ns))
+	lists := topk.Bytes(ns, min(pl.stage1K(), nt)) + topk.Bytes(nt, min(pl.stage1K(), ns))
 	return max(e*16+e*copies*12, lists+2*e*16)
 }
 

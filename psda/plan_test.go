@@ -316,13 +316,13 @@ func TestSparse1BytesCountsLists(t *testing.T) {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		rows, cols := topk.New(ns, min(3*pl.sparseK, nt)), topk.New(nt, min(3*pl.sparseK, ns))
+		rows, cols := topk.New(ns, min(pl.stage1K(), nt)), topk.New(nt, min(pl.stage1K(), ns))
 		runtime.ReadMemStats(&after)
 		lists := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 		runtime.KeepAlive(rows)
 		runtime.KeepAlive(cols)
 		nl, nsm := max(ns, nt), min(ns, nt)
-		k := 3 * pl.sparseK
+		k := pl.stage1K()
 		edges := int64(16 * (nl*min(k, nsm) + nsm*min(k, nl) + nl))
 		if got := pl.sparse1Bytes(ns, nt); got < lists+edges {
 			t.Errorf("%d × %d: sparse1Bytes %d < the lists' %d bytes and the edges' %d", ns, nt, got, lists, edges)

@@ -27,7 +27,7 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// decisions and the measurements behind them").
 	f32 := md.DeferSums && md.Bounded
 	ns, nt := src.N, tgt.N
-	rows, cols := topk.New(ns, min(3*pl.sparseK, nt)), topk.New(nt, min(3*pl.sparseK, ns))
+	rows, cols := topk.New(ns, min(pl.stage1K(), nt)), topk.New(nt, min(pl.stage1K(), ns))
 	toRow, _ := rows.Candidates(ns, nt)
 	_, toCol := cols.Candidates(nt, ns)
 	md.Pass(cost.Scope{F32: f32}, func(i, j0 int, x []float64) {
