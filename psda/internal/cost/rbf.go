@@ -62,16 +62,16 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	// the other way round (sc.trans): each side's sums and maxima go to
 	// its own, in the same order either way (rs[i] adds its targets' values
 	// from 0 in index order per block of targets, as cs[j] its sources').
-	x, y, ld := rowsOf(m.src, sc.Rows, nil), rowsOf(m.tgt, sc.Cols, nil), nt
+	xs, ys, ld := rowsOf(m.src, sc.Rows, nil), rowsOf(m.tgt, sc.Cols, nil), nt
 	rowSums, colSums, nearRow, nearCol := m.rs, m.cs, m.nearS, m.nearT
 	if sc.trans {
-		x, y, ld = y, x, ns
+		xs, ys, ld = ys, xs, ns
 		rowSums, colSums, nearRow, nearCol = m.cs, m.rs, m.nearT, m.nearS
 	}
 	if keep != nil {
 		m.keepT = sc.trans
 	}
-	sc.gram(x, y, false, gram.SqDists, m.mon, func(t *gram.Tile) {
+	sc.gram(xs, ys, false, gram.SqDists, m.mon, func(t *gram.Tile) {
 		x, e := make([]float64, t.NJ), make([]float64, t.NJ)
 		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
