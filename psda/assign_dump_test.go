@@ -47,10 +47,12 @@ func TestDumpAssignCosts(t *testing.T) {
 	for _, kind := range kinds {
 		src, tgt := floorFeatures(kind, ns, nt, d, 1)
 		md := newStage1Model(src, tgt, cfg, false)
-		c, nr, nc := md.Dense(), ns, nt
-		if nt > ns { // the larger side's rows first, as stage1 writes it
-			c, nr, nc = md.DenseT(), nt, ns
+		// The larger side's rows first, as stage1 writes it (one pass).
+		dense, nr, nc := md.Dense, ns, nt
+		if nt > ns {
+			dense, nr, nc = md.DenseT, nt, ns
 		}
+		c := dense()
 		writeDump(t, filepath.Join(dir, fmt.Sprintf("s1_%s_%dx%d.bin", kind, nr, nc)), c)
 		if os.Getenv("PSDA_DUMP_STAGE1") == "1" {
 			continue

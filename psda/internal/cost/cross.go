@@ -34,8 +34,9 @@ type Cross struct {
 // takes.
 func CrossBytes(ns, nt int) int64 { return 8 * int64(ns) * int64(nt) }
 
-// KeepCross makes md's next full float64 pass (Dense) keep the RBF
-// mixture's cross kernel, which Cross then returns, at the cost of
+// KeepCross makes md's next full float64 pass (Dense, or DenseT: the
+// kernel then in its layout, Cross.T) keep the RBF mixture's cross
+// kernel, which Cross then returns, at the cost of
 // CrossBytes(n_s, n_t) of memory. It reports whether it will: only the RBF
 // mixture has one.
 func (md *Stage1) KeepCross() bool {
