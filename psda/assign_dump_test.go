@@ -46,10 +46,10 @@ func TestDumpAssignCosts(t *testing.T) {
 	}
 	for _, kind := range kinds {
 		src, tgt := floorFeatures(kind, ns, nt, d, 1)
-		c := newStage1Model(src, tgt, cfg, false).DenseIn(nil)
-		nr, nc := ns, nt
-		if nt > ns {
-			c, nr, nc = transpose(c, ns, nt), nt, ns
+		md := newStage1Model(src, tgt, cfg, false)
+		c, nr, nc := md.Dense(), ns, nt
+		if nt > ns { // the larger side's rows first, as stage1 writes it
+			c, nr, nc = md.DenseT(), nt, ns
 		}
 		writeDump(t, filepath.Join(dir, fmt.Sprintf("s1_%s_%dx%d.bin", kind, nr, nc)), c)
 		if os.Getenv("PSDA_DUMP_STAGE1") == "1" {

@@ -33,7 +33,7 @@ func TestMatchCrossSame(t *testing.T) {
 // TestMatchCrossSameImbalanced is TestMatchCrossSame where Stage 2 takes
 // the factored model (n_s ≠ n_t, P/n_b >= cost.FactorMin), which reads
 // Stage 1's cross kernel as its table K_ab: the source the larger side and
-// the target (K_ab then the kernel's transpose), Stage 2 dense and sparse
+// the target (Stage 1 then keeps it transposed, K_ab itself), Stage 2 dense and sparse
 // (its plan's denseLimit below Stage 2's matrix, above Stage 1's), sizes
 // over several tiles (odd P: the dummy node).
 func TestMatchCrossSameImbalanced(t *testing.T) {
@@ -104,9 +104,10 @@ func TestKeepCross(t *testing.T) {
 	lin.Kernel, one.Stages = Linear, 1
 	const n = 1000
 	need := int64(2 * 8 * n * n) // the Stage 2 matrix and the table
-	// Imbalanced, factored: Stage 1's matrix (twice while transposed, n_t >
-	// n_s) and the table; Stage 2's tables take the table's place.
-	fac, facT := int64(2*8*n*n/4), int64(3*8*n*n/4)
+	// Imbalanced, factored: Stage 1's matrix and the table, whichever side
+	// is the larger (no transposing copy); Stage 2's tables take the
+	// table's place.
+	fac := int64(2 * 8 * n * n / 4)
 	for _, tc := range []struct {
 		name             string
 		ns, nt           int
@@ -122,8 +123,8 @@ func TestKeepCross(t *testing.T) {
 		{"imbalanced, rbf2", n, n - 1, rbf, false, false, 1 << 40, 3 << 30, false},
 		{"factored, fits", n, n / 4, rbf, false, false, fac + fac/8, 3 << 30, true},
 		{"factored, short by a byte", n, n / 4, rbf, false, false, fac + fac/8 - 1, 3 << 30, false},
-		{"factored, target the larger", n / 4, n, rbf, false, false, facT + facT/8, 3 << 30, true},
-		{"factored, target the larger, short", n / 4, n, rbf, false, false, facT + facT/8 - 1, 3 << 30, false},
+		{"factored, target the larger", n / 4, n, rbf, false, false, fac + fac/8, 3 << 30, true},
+		{"factored, target the larger, short", n / 4, n, rbf, false, false, fac + fac/8 - 1, 3 << 30, false},
 		{"factored, unknown memory", n, n / 4, rbf, false, false, 0, fac, true},
 		{"factored, sparse stage 2", n, n / 4, rbf, false, true, 1 << 40, 3 << 30, true},
 		{"factored, sparse stage 2, tables over its limit", n, n / 4, rbf, false, true, 1 << 40, 2 * n * n / 4 * 8, false},

@@ -61,9 +61,11 @@ func defaultPlan() *plan {
 }
 
 // denseBytes returns the peak bytes of the dense path's cost matrices:
-// Stage 1's n_s×n_t float64 matrix (twice while it is transposed, when
-// n_t > n_s), then Stage 2's m×m matrix over the pairs (Stage 1's is released
-// before Stage 2 allocates).
+// Stage 1's n_s×n_t float64 matrix (written in the solver's layout, the
+// larger side's rows first, with no transposing copy: stage1), then Stage
+// 2's m×m matrix over the pairs (Stage 1's is released before Stage 2
+// allocates). Both depend on the sizes only, not on which domain is the
+// source, so that the two orientations of a problem plan alike.
 func denseBytes(ns, nt, stages int) int64 {
 	s1, s2 := stageBytes(ns, nt)
 	if stages == 1 {
@@ -76,9 +78,6 @@ func denseBytes(ns, nt, stages int) int64 {
 // Stage 2 (see denseBytes).
 func stageBytes(ns, nt int) (s1, s2 int64) {
 	s1 = 8 * int64(ns) * int64(nt)
-	if nt > ns {
-		s1 *= 2
-	}
 	m := int64(max(ns, nt))
 	m += m % 2
 	return s1, 8 * m * m

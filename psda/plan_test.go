@@ -20,7 +20,7 @@ func TestDenseBytes(t *testing.T) {
 		want           int64
 	}{
 		{"balanced stage 1", 1000, 1000, 1, 8e6},
-		{"transposed stage 1", 10, 1000, 1, 2 * 8 * 10 * 1000},
+		{"more targets: no transposed copy", 10, 1000, 1, 8 * 10 * 1000},
 		{"stage 2 dominates", 15000, 2000, 2, 8 * 15000 * 15000},
 		{"odd pairs get a dummy", 7, 3, 2, 8 * 8 * 8},
 	} {
@@ -132,7 +132,7 @@ func TestSparseStages(t *testing.T) {
 	}{
 		{"auto small", small, smallT, rbf2, defaultPlan().denseLimit, false, false},
 		{"auto over the limit", small, smallT, rbf2, 8*300*300 - 1, true, true},
-		{"auto stage 1 over the limit only (its transpose)", gaussFeatures(200, 2, 1), gaussFeatures(300, 2, 2), rbf2, 8 * 300 * 300, true, false},
+		{"auto, more targets, both matrices within the limit", gaussFeatures(200, 2, 1), gaussFeatures(300, 2, 2), rbf2, 8 * 300 * 300, false, false},
 		// With 3K = 192 candidates a row, 300 rows' graph (3.2 MB) is larger than their dense matrix.
 		{"auto over the limit, the sparse Stage 1's graph larger", small, smallT, rbf2, -(8*300*300 - 1), false, true},
 		{"auto over the limit, imbalanced: the graph larger", gaussFeatures(2000, 2, 1), gaussFeatures(20, 2, 2), rbf2, -(8*2000*20 - 1), false, true},

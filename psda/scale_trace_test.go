@@ -1,6 +1,8 @@
 package psda
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -100,19 +102,25 @@ func TestScaleTrace(t *testing.T) {
 // benchmarks/floor.py's data (floorFeatures: the same distributions, not
 // NumPy's numbers) with the sparse path's trace and each phase's wall and
 // CPU seconds, read from the Monitor as BenchmarkStage2Factored reads them.
-// It runs only when PSDA_FLOOR is set, as KIND:NS:NT:D[:split] with KIND
-// relu, gauss or clustered; split runs Stage 1 dense and Stage 2 sparse
-// (as BenchmarkStage2Factored's split), e.g.
+// It runs only when PSDA_FLOOR is set, as KIND:NS:NT:D[:split|:mirror]
+// with KIND relu, gauss or clustered; split runs Stage 1 dense and Stage 2
+// sparse (as BenchmarkStage2Factored's split); mirror matches the data of
+// KIND:NT:NS:D with source and target swapped (the same points: NS target
+// rows as sources), e.g.
 //
 //	PSDA_FLOOR=relu:40000:2000:512 go test -run TestFloorTrace -v -timeout 0 ./psda
+//	PSDA_FLOOR=relu:2000:40000:512:mirror go test -run TestFloorTrace -v -timeout 0 ./psda
+//
+// Its last lines give the result's hash (pairs, quadruplets, singles and
+// the bits of the three costs) for comparing trees.
 func TestFloorTrace(t *testing.T) {
 	spec := os.Getenv("PSDA_FLOOR")
 	if spec == "" {
-		t.Skip("set PSDA_FLOOR=relu:40000:2000:512 (KIND:NS:NT:D[:split]) to run")
+		t.Skip("set PSDA_FLOOR=relu:40000:2000:512 (KIND:NS:NT:D[:split|:mirror]) to run")
 	}
 	f := strings.Split(spec, ":")
-	if len(f) < 4 || len(f) > 5 || len(f) == 5 && f[4] != split {
-		t.Fatalf("PSDA_FLOOR=%q: want KIND:NS:NT:D[:split]", spec)
+	if len(f) < 4 || len(f) > 5 || len(f) == 5 && f[4] != split && f[4] != "mirror" {
+		t.Fatalf("PSDA_FLOOR=%q: want KIND:NS:NT:D[:split|:mirror]", spec)
 	}
 	var dims [3]int
 	for i := range dims {
@@ -124,9 +132,13 @@ func TestFloorTrace(t *testing.T) {
 	}
 	ns, nt, d := dims[0], dims[1], dims[2]
 	src, tgt := floorFeatures(f[0], ns, nt, d, 1)
+	mirror := len(f) == 5 && f[4] == "mirror"
+	if mirror {
+		tgt, src = floorFeatures(f[0], nt, ns, d, 1)
+	}
 	w0, c0 := time.Now(), testref.CPUTime()
 	pl := defaultPlan()
-	if len(f) == 5 {
+	if len(f) == 5 && !mirror {
 		_, s2 := stageBytes(ns, nt)
 		pl.denseLimit = s2 - 1
 	}
@@ -148,4 +160,22 @@ func TestFloorTrace(t *testing.T) {
 		v := phases[PhaseStage1Costs+k]
 		fmt.Printf("%-20s wall %6.2f s  cpu %6.2f s\n", name, v[0].Seconds(), v[1].Seconds())
 	}
+	h := sha256.New()
+	put := func(v uint64) { h.Write(binary.LittleEndian.AppendUint64(nil, v)) }
+	for _, pr := range m.Pairs {
+		put(uint64(pr.S))
+		put(uint64(pr.T))
+	}
+	for _, q := range m.Quads {
+		put(uint64(q[0]))
+		put(uint64(q[1]))
+	}
+	for _, r := range m.Singles {
+		put(uint64(r))
+	}
+	for _, v := range []float64{m.Stage1Cost, m.Stage2Cost, m.Stage2Bound} {
+		put(math.Float64bits(v))
+	}
+	fmt.Printf("hash %x (costs %016x %016x %016x)\n", h.Sum(nil)[:8],
+		math.Float64bits(m.Stage1Cost), math.Float64bits(m.Stage2Cost), math.Float64bits(m.Stage2Bound))
 }

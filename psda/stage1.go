@@ -12,29 +12,38 @@ import (
 
 // stage1 solves the paper's eqs. 3–5 with the larger side as rows, so that the
 // assignment uses every row once and spreads the rows evenly over the columns.
+// With more targets than sources the cost model writes the matrix in that
+// layout itself (cost.Stage1.DenseT, and its kept cross kernel too, which
+// the factored Stage 2 then reads as its table K_ab), so that the two
+// orientations of a problem cost the same time and memory; the entries
+// are the bits of the n_s×n_t matrix either way.
 func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	cfg.Monitor.enter(PhaseStage1Costs)
 	md := newStage1Model(src, tgt, cfg, m.sumsPending)
 	if m.keepCross {
 		md.KeepCross()
 	}
-	size := src.N * tgt.N
+	trans := tgt.N > src.N
+	nr, nc := src.N, tgt.N
+	if trans {
+		nr, nc = tgt.N, src.N
+	}
+	size := nr * nc
 	if m.handOn {
-		n := src.N + src.N%2 // Stage 2's nodes: the pairs and, for an odd number, a dummy
+		n := nr + nr%2 // Stage 2's nodes: the pairs and, for an odd number, a dummy
 		size = n * n
 	}
 	buf := newMatrix(0, size)
-	c := md.DenseIn(buf)
+	dense := md.DenseIn
+	if trans {
+		dense = md.DenseTIn
+	}
+	c := dense(buf)
 	m.cross = md.Cross()
 	if err := cfg.Monitor.err(); err != nil {
 		return fmt.Errorf("psda: stage 1 costs: %w", err)
 	}
 	cfg.Monitor.enter(PhaseStage1Assign)
-	nr, nc := src.N, tgt.N
-	if tgt.N > src.N {
-		c = transpose(c, src.N, tgt.N)
-		nr, nc = tgt.N, src.N
-	}
 	sol, err := assign.ImbalancedWith(c, nr, nc, cfg.Monitor.hooks(PhaseStage1Assign))
 	if err != nil {
 		return fmt.Errorf("psda: stage 1: %w", err)
@@ -46,7 +55,7 @@ func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	m.Pairs = make([]Pair, nr)
 	for r, col := range sol.Col4Row {
-		if tgt.N > src.N {
+		if trans {
 			m.Pairs[r] = Pair{S: col, T: r}
 		} else {
 			m.Pairs[r] = Pair{S: r, T: col}
@@ -57,15 +66,4 @@ func (pl *plan) stage1(src, tgt Matrix, cfg Config, m *Matching) error {
 		m.spare = c
 	}
 	return nil
-}
-
-// transpose returns the nc×nr transpose of the row-major nr×nc matrix c.
-func transpose(c []float64, nr, nc int) []float64 {
-	t := make([]float64, len(c))
-	for i := 0; i < nr; i++ {
-		for j := 0; j < nc; j++ {
-			t[j*nr+i] = c[i*nc+j]
-		}
-	}
-	return t
 }

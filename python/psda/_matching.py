@@ -422,9 +422,11 @@ def match(
             bytes where they take at most 3 GiB, chosen by the sizes alone
             so that results do not depend on the memory free). Both are
             exact and certified: ``stage1_cost`` and the certified
-            ``stage2_bound`` are the dense solver's (the pairs may differ
-            only between tied optima). Which one ``"auto"`` picks for each stage, and why, is
-            docs/design.md, "Solver choice".
+            ``stage2_bound`` are the dense solver's up to rounding (the
+            sparse path computes some edges' costs by another summation
+            order, a few ulps apart), and the pairs may differ only between
+            optima tied to that rounding. Which one ``"auto"`` picks for
+            each stage, and why, is docs/design.md, "Solver choice".
 
     Returns:
         A :class:`Matching`.

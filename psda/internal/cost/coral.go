@@ -46,7 +46,11 @@ func newCoral1(src, tgt feat.Matrix, k int, mon gram.Progress) *coral1 {
 
 func (m *coral1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	fk := m.fk
-	sc.gram(rowsOf(m.src, sc.Rows, m.ms), rowsOf(m.tgt, sc.Cols, m.mt), false, gram.Dots, m.mon, func(t *gram.Tile) {
+	xs, ys := rowsOf(m.src, sc.Rows, m.ms), rowsOf(m.tgt, sc.Cols, m.mt)
+	if sc.trans {
+		xs, ys = ys, xs
+	}
+	sc.gram(xs, ys, false, gram.Dots, m.mon, func(t *gram.Tile) {
 		x := make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
 			for j, g := range t.G[i*t.LD:][:t.NJ] {

@@ -134,29 +134,67 @@ func (md *Stage1) Dense() []float64 { return md.DenseIn(nil) }
 // (whatever buf holds is overwritten), so that a caller can hand on pages
 // already mapped (first touches of fresh pages cost about as much as
 // writing them twice); otherwise it allocates.
-func (md *Stage1) DenseIn(buf []float64) []float64 {
-	ns, nt := md.ns, md.nt
-	c := reuse(buf, ns*nt)
+func (md *Stage1) DenseIn(buf []float64) []float64 { return md.dense(buf, false) }
+
+// DenseT is Dense transposed: the n_t×n_s row-major matrix whose entry
+// (j, i) is C^st_ij, the layout the assignment solver takes when the
+// targets are more (it wants the larger side as rows). Its pass runs with
+// the targets as the Gram product's rows, so that the matrix is written
+// row by row as Dense's is, with no transposing copy: the same work and
+// memory as Dense of the mirrored sizes, and the same bits as Dense's
+// entries (TestDenseTransposed). A cross kernel it keeps (KeepCross) is
+// transposed too (Cross.T). The time complexity is Dense's.
+func (md *Stage1) DenseT() []float64 { return md.DenseTIn(nil) }
+
+// DenseTIn is DenseT writing into buf's memory (DenseIn).
+func (md *Stage1) DenseTIn(buf []float64) []float64 { return md.dense(buf, true) }
+
+// dense is DenseIn, or DenseTIn with trans: the rows of c are then the
+// targets (j) and its columns the sources (i).
+func (md *Stage1) dense(buf []float64, trans bool) []float64 {
+	nr, nc := md.ns, md.nt
+	if trans {
+		nr, nc = nc, nr
+	}
+	c := reuse(buf, nr*nc)
+	sc := Scope{trans: trans}
+	// The entry of source i and target j is (row[i] + col[j] + x)·Scale,
+	// added in that order in both layouts: the same bits.
 	if ahead, ok := md.model.(termsAhead); ok && ahead.termsBeforePass() {
 		// The terms do not wait for the pass: finish each entry while its
 		// tile is in cache instead of in a second pass over c.
 		row, col := md.Terms()
-		md.Pass(Scope{}, func(i, j0 int, x []float64) {
-			ci, ri := c[i*nt+j0:][:len(x)], row[i]
+		md.Pass(sc, func(i, j0 int, x []float64) {
+			ci := c[i*nc+j0:][:len(x)]
+			if trans { // i is a target, j0+k a source
+				cj := col[i]
+				for k, v := range x {
+					ci[k] = (row[j0+k] + cj + v) * md.Scale
+				}
+				return
+			}
+			ri := row[i]
 			for j, v := range x {
 				ci[j] = (ri + col[j0+j] + v) * md.Scale
 			}
 		})
 		return c
 	}
-	md.Pass(Scope{}, func(i, j0 int, x []float64) { copy(c[i*nt+j0:], x) })
+	md.Pass(sc, func(i, j0 int, x []float64) { copy(c[i*nc+j0:], x) })
 	if md.mon.Err() != nil {
 		return c
 	}
 	row, col := md.Terms()
-	par.Rows(ns, func(i0, i1 int) {
+	par.Rows(nr, func(i0, i1 int) {
 		for i := i0; i < i1; i++ {
-			r := c[i*nt : (i+1)*nt]
+			r := c[i*nc : (i+1)*nc]
+			if trans {
+				cj := col[i]
+				for k, x := range r {
+					r[k] = (row[k] + cj + x) * md.Scale
+				}
+				continue
+			}
 			for j, x := range r {
 				r[j] = (row[i] + col[j] + x) * md.Scale
 			}

@@ -22,10 +22,12 @@ import (
 // table was kept (TestCrossBitIdentical).
 
 // Cross is the cross kernel of a dense Stage 1 pass: K[i·NT+j] =
-// κ(s_i, t_j) for NS sources and NT targets.
+// κ(s_i, t_j) for NS sources and NT targets, or, with T (kept by
+// Stage1.DenseT), K[j·NS+i] = κ(s_i, t_j).
 type Cross struct {
 	K      []float64
 	NS, NT int
+	T      bool
 }
 
 // CrossBytes returns the memory the cross kernel of an n_s × n_t Stage 1
@@ -51,7 +53,7 @@ func (md *Stage1) Cross() *Cross {
 	if !ok || m.keep == nil || md.mon.Err() != nil {
 		return nil
 	}
-	c := &Cross{K: m.keep, NS: md.ns, NT: md.nt}
+	c := &Cross{K: m.keep, NS: md.ns, NT: md.nt, T: m.keepT}
 	m.keep = nil
 	return c
 }
@@ -59,19 +61,21 @@ func (md *Stage1) Cross() *Cross {
 // UseCross hands md Stage 1's cross kernel c, which its full float64
 // passes then read instead of computing κ between a source and a target.
 // It reports whether md takes it: the RBF mixture's rbf2 model on the
-// pairs of a balanced Stage 1 (P = n_s = n_t, source r in pair r). md then
+// pairs of a balanced Stage 1 (P = n_s = n_t, source r in pair r) and a
+// kernel not transposed (a balanced Stage 1 never is). md then
 // owns c.K and permutes its columns into pair order in place, in O(P²)
 // (c is no longer Stage 1's kernel); otherwise c is left untouched.
 //
 // For the pairs of an imbalanced Stage 1 the factored model (rbf2Factored)
-// takes c as its table K_ab or, where A is the target, as K_ab's
-// transpose, in place of its own Gram pass of A against B (tables).
+// takes c as its table K_ab (the larger side A's rows first: c.T where A is
+// the target, as Stage 1 keeps it) or as K_ab's transpose, in place of its
+// own Gram pass of A against B (tables).
 func (md *Stage2) UseCross(c *Cross) bool {
 	if f, ok := md.model.(*rbf2Factored); ok && c != nil {
 		return f.useCross(c)
 	}
 	m, ok := md.model.(*rbf2)
-	if !ok || c == nil || c.NS != m.p || c.NT != m.p || len(c.K) != m.p*m.p {
+	if !ok || c == nil || c.NS != m.p || c.NT != m.p || len(c.K) != m.p*m.p || c.T {
 		return false
 	}
 	for r, pr := range m.pairs {
@@ -135,6 +139,9 @@ func (m *rbf2) crossRows(kappa func(out, d, e []float64)) func(t *gram.Tile, ri,
 
 // useCross takes c for the first pass's K_ab (crossTables) when c is the
 // kernel of A against B: n_a × n_b with A the source, n_b × n_a otherwise.
+// Where c holds the larger side's rows first (c.T with A the target, as a
+// Stage 1 of more targets keeps it, or A the source without c.T), it is
+// K_ab itself; otherwise K_abᵀ.
 func (m *rbf2Factored) useCross(c *Cross) bool {
 	ns, nt := m.p, m.nb
 	if !m.aIsSrc {
@@ -143,13 +150,15 @@ func (m *rbf2Factored) useCross(c *Cross) bool {
 	if c.NS != ns || c.NT != nt || len(c.K) != m.p*m.nb || m.fT != nil {
 		return false
 	}
-	m.cross = c.K
+	m.cross, m.crossAB = c.K, m.aIsSrc != c.T
 	return true
 }
 
 // crossTables returns what abTables computes, from Stage 1's kernel m.cross
-// instead of a Gram pass: K_ab is m.cross where A is the source and its
-// transpose kba otherwise, so one of the two tables takes no new memory.
+// instead of a Gram pass: K_ab is m.cross where it holds A's rows first
+// (crossAB: Stage 1 keeps it so in both orientations) and its transpose
+// kba otherwise, so one of the two tables takes no new memory and the
+// other is one blocked transpose.
 // The sums are formed as abTables forms them, so that they are the same
 // bits (TestFactoredCrossBitIdentical): the row sum of each row of K_ab
 // block by block of gram.TileSize columns, each block from 0 in column
@@ -158,7 +167,7 @@ func (m *rbf2Factored) useCross(c *Cross) bool {
 // slots in order. Maxima do not depend on the order.
 func (m *rbf2Factored) crossTables(near *topk.Max) (kab, kba, rowAB, colAB []float64) {
 	p, nb, ts := m.p, m.nb, gram.TileSize
-	if m.aIsSrc {
+	if m.crossAB {
 		kab, kba = m.cross, make([]float64, nb*p)
 		transpose(kba, kab, p, nb)
 	} else {

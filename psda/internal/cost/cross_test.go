@@ -94,7 +94,9 @@ func TestCrossBitIdentical(t *testing.T) {
 // against the same model computing K_ab by its own Gram pass (abTables):
 // every table and sum derived from K_ab, the dense matrix, the split, the
 // kernel sums and the float32 bound, bit for bit, on every kernel path,
-// with A the source and with A the target (Stage 1's kernel then K_ab's
+// with A the source and with A the target, Stage 1's kernel kept in
+// either layout (Dense's, sources first, or DenseT's, targets first, as
+// stage1 keeps it when the targets are more: K_ab itself, or its
 // transpose), over one tile and several in each direction (short last
 // tiles; the sums are formed per tile block, so a sum formed in another
 // order shows in its last bits).
@@ -104,8 +106,9 @@ func TestFactoredCrossBitIdentical(t *testing.T) {
 		for _, tc := range []struct{ na, nb, d, tile int }{
 			{160, 40, 24, 48}, {203, 17, 5, 48}, {300, 70, 100, 24}, {97, 24, 300, 192}, {250, 50, 40, 12},
 		} {
-			for _, aIsSrc := range []bool{true, false} {
-				t.Run(fmt.Sprintf("%s/%dx%d/d=%d/tile=%d/aIsSrc=%v", path, tc.na, tc.nb, tc.d, tc.tile, aIsSrc), func(t *testing.T) {
+			for _, lay := range [][2]bool{{true, false}, {true, true}, {false, false}, {false, true}} {
+				aIsSrc, trans := lay[0], lay[1]
+				t.Run(fmt.Sprintf("%s/%dx%d/d=%d/tile=%d/aIsSrc=%v/T=%v", path, tc.na, tc.nb, tc.d, tc.tile, aIsSrc, trans), func(t *testing.T) {
 					usePathTile(t, path, tc.tile)
 					rng := rand.New(rand.NewPCG(uint64(tc.na), uint64(tc.d)))
 					a := testref.RandMatrix(rng, tc.na, tc.d, true)
@@ -126,8 +129,15 @@ func TestFactoredCrossBitIdentical(t *testing.T) {
 					}
 					m1 := NewStage1(src, tgt, spec, false, nil)
 					m1.KeepCross()
-					m1.Dense()
+					if trans {
+						m1.DenseT()
+					} else {
+						m1.Dense()
+					}
 					cross := m1.Cross()
+					if cross.T != trans {
+						t.Fatalf("the kept kernel's layout: T = %v after a pass with trans = %v", cross.T, trans)
+					}
 
 					plain := NewStage2(src, tgt, spec, pairs, math.MaxInt64, nil)
 					want, _ := plain.Dense()

@@ -22,7 +22,11 @@ func newLinear1(src, tgt feat.Matrix, mon gram.Progress) *linear1 {
 }
 
 func (m *linear1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
-	sc.gram(rowsOf(m.src, sc.Rows, m.delta), rowsOf(m.tgt, sc.Cols, nil), false, gram.SqDists, m.mon, emitRows(emit))
+	x, y := rowsOf(m.src, sc.Rows, m.delta), rowsOf(m.tgt, sc.Cols, nil)
+	if sc.trans {
+		x, y = y, x
+	}
+	sc.gram(x, y, false, gram.SqDists, m.mon, emitRows(emit))
 }
 
 func (m *linear1) terms() ([]float64, []float64) { return m.zr, m.zc }

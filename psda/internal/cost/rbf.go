@@ -31,8 +31,10 @@ type rbf1 struct {
 	nearS, nearT *topk.Max
 	ss, tt       []float64 // self-kernel row sums, computed once (terms)
 	// keep, when set (Stage1.KeepCross), receives κ(s_i, t_j) at i·n_t+j
-	// from every full float64 pass, for Stage 2 (cross.go).
-	keep []float64
+	// from every full float64 pass, for Stage 2 (cross.go), or at
+	// j·n_s+i (keepT) from a transposed one (Stage1.DenseT).
+	keep  []float64
+	keepT bool
 }
 
 func newRBF1(src, tgt feat.Matrix, kern *rbf.Mixture, deferSums bool, mon gram.Progress) *rbf1 {
@@ -56,13 +58,26 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 	if !sc.full() {
 		keep = nil
 	}
-	sc.gram(rowsOf(m.src, sc.Rows, nil), rowsOf(m.tgt, sc.Cols, nil), false, gram.SqDists, m.mon, func(t *gram.Tile) {
+	// The tile's rows are the sources and its columns the targets, or
+	// the other way round (sc.trans): each side's sums and maxima go to
+	// its own, in the same order either way (rs[i] adds its targets' values
+	// from 0 in index order per block of targets, as cs[j] its sources').
+	xs, ys, ld := rowsOf(m.src, sc.Rows, nil), rowsOf(m.tgt, sc.Cols, nil), nt
+	rowSums, colSums, nearRow, nearCol := m.rs, m.cs, m.nearS, m.nearT
+	if sc.trans {
+		xs, ys, ld = ys, xs, ns
+		rowSums, colSums, nearRow, nearCol = m.cs, m.rs, m.nearT, m.nearS
+	}
+	if keep != nil {
+		m.keepT = sc.trans
+	}
+	sc.gram(xs, ys, false, gram.SqDists, m.mon, func(t *gram.Tile) {
 		x, e := make([]float64, t.NJ), make([]float64, t.NJ)
 		rmax, cmax := make([]float64, t.NI), make([]float64, t.NJ)
 		for i := 0; i < t.NI; i++ {
 			kappa(x, t.G[i*t.LD:][:t.NJ], e)
 			if keep != nil {
-				copy(keep[(t.I0+i)*nt+t.J0:][:t.NJ], x)
+				copy(keep[(t.I0+i)*ld+t.J0:][:t.NJ], x)
 			}
 			if whole {
 				mx := 0.0
@@ -73,7 +88,7 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 				rmax[i] = mx
 			}
 			if sums {
-				rsum, csum := m.rs.Slot(t.BJ), m.cs.Slot(t.BI)
+				rsum, csum := rowSums.Slot(t.BJ), colSums.Slot(t.BI)
 				s := 0.0
 				for j, v := range x {
 					s += v
@@ -87,8 +102,8 @@ func (m *rbf1) pass(sc Scope, emit func(i, j0 int, x []float64)) {
 			emit(t.I0+i, t.J0, x)
 		}
 		if whole {
-			m.nearS.Raise(t.I0, rmax)
-			m.nearT.Raise(t.J0, cmax)
+			nearRow.Raise(t.I0, rmax)
+			nearCol.Raise(t.J0, cmax)
 		}
 	})
 }

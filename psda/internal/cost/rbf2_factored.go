@@ -100,8 +100,10 @@ type rbf2Factored struct {
 	kbb, fT, kba, abDiag, rowBB, rowAB, colAB []float64
 	nearTab                                   []float64
 	// cross, when set (Stage2.UseCross), is Stage 1's cross kernel, read by
-	// the first pass as K_ab (A the source) or its transpose (crossTables).
-	cross []float64
+	// the first pass as K_ab (crossAB: A's rows first) or its transpose
+	// (crossTables).
+	cross   []float64
+	crossAB bool
 	// Set by a full float64 pass: the row sums of K_aa and the nearest
 	// other paired vector of each a and b (nearTab raised by K_aa).
 	rowAA []float64

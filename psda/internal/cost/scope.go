@@ -22,6 +22,14 @@ type Scope struct {
 	Rows, Cols []int
 	// F32 runs the pass in float32.
 	F32 bool
+	// trans runs a Stage 1 pass with the targets as the Gram product's
+	// rows (Stage1.DenseT): emit(j, i0, x) then gets x[i] = X_{i0+i, j}.
+	// The values are the same bits: the engine's dot products and squared
+	// distances do not depend on which side is the rows (its tiles are
+	// square, an entry's sum runs over the features in one order, and
+	// IEEE products and sums commute), and the models form their row and
+	// column sums per tile block in the same order either way.
+	trans bool
 }
 
 // full reports whether the pass covers every entry in float64, so that it
