@@ -395,7 +395,7 @@ func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 //   - gathering: the candidate lists (topk.Bytes) and the E candidate edges
 //     gathered from them (16 bytes each, sized ahead), E at most each row's
 //     list of min(3K, n_small), each column's of min(3K, n_large) and each
-//     row's start edge;
+//     row's start edge, with O(n) arrays beside them;
 //   - solving: the edges, the solver's graph, which holds every edge once per
 //     copy of its column (12 bytes each, sparse1.Graph), two pricing lists of
 //     sparseAdd edges per row (the kept edges and a pass's scratch) and the
@@ -419,7 +419,9 @@ func (pl *plan) sparse1Bytes(ns, nt int) int64 {
 	copies := (nl + nsm - 1) / nsm
 	n := nl + nsm // solver rows, dummies included (fewer than n_small)
 	lists := topk.Bytes(ns, min(pl.stage1K(), nt)) + topk.Bytes(nt, min(pl.stage1K(), ns))
-	gather := lists + 16*e
+	// The edges' counts by row (room) and, by source and by target, the
+	// lists' thresholds and the float32 error bounds live beside them.
+	gather := lists + 16*e + 8*nl + 16*(nl+nsm)
 	solve := 16*e + 12*e*copies + 2*topk.Bytes(int(nl), pl.sparseAdd) + sparseSolverBytes*n
 	return max(gather, solve)
 }

@@ -325,6 +325,7 @@ func TestSparse1BytesCountsLists(t *testing.T) {
 		nl, nsm := max(ns, nt), min(ns, nt)
 		k := pl.stage1K()
 		edges := int64(16 * (nl*min(k, nsm) + nsm*min(k, nl) + nl))
+		t.Logf("%d × %d: sparse1Bytes %d, lists %d and edges %d bytes", ns, nt, pl.sparse1Bytes(ns, nt), lists, edges)
 		if got := pl.sparse1Bytes(ns, nt); got < lists+edges {
 			t.Errorf("%d × %d: sparse1Bytes %d < the lists' %d bytes and the edges' %d", ns, nt, got, lists, edges)
 		}
