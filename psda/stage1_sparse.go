@@ -52,7 +52,8 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	pl.tracef("stage 1: candidate pass done")
 	// The pass's buffers (the packed features, the kernel sums' partials)
 	// are garbage now, and the edges gathered below outgrow their hole:
-	// free them first (sparse1Bytes counts the lists and the edges only).
+	// free them first (sparse1Bytes counts the lists and the edges, not
+	// the pass's buffers).
 	big := topk.Bytes(ns, min(pl.stage1K(), nt))+topk.Bytes(nt, min(pl.stage1K(), ns)) >= releaseBytes
 	if big {
 		debug.FreeOSMemory()
@@ -90,7 +91,6 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	count(rows, ns, tr)
 	count(cols, nt, !tr)
 	adj := assign.NewEdges(room)
-	room = nil
 	addST := func(i, j int, x float64) {
 		if tr {
 			adj.Add(j, i, x)
