@@ -389,27 +389,47 @@ func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 	return sparse1, cfg.Stages == 2 && pl.useSparse(cfg, s2)
 }
 
-// sparse1Bytes estimates the peak bytes of the sparse Stage 1's
-// candidate graph (stage1Sparse, sparse1.Graph): E candidate edges (each
-// row's list of min(3K, n_small), each column's of min(3K, n_large), and
-// each row's start edge; fewer where the lists overlap), held once as
-// edges (16 bytes) and once per copy of their column in the solver's graph
-// (12 bytes each); or, where that is less (few copies: balanced sizes),
-// the candidate lists (topk.Bytes) with the edges gathered from them,
-// counted twice for their rows' growth. Pricing rounds add at most
-// sparseAdd edges a row where the lists miss some. Measured peaks (VmHWM)
-// at d = 16, Gaussian features, linear MMD, one stage: 10000 × 100 1.24 GB
-// against 1.25 estimated, 4000 × 100 0.22 against 0.21, 10000 × 400 0.69
-// against 0.63; at 20000 × 20000, d = 32, clustered, RBF, 0.64 against
-// 0.48 (the graph alone 0.21), the rest the collector's slack.
+// sparse1Bytes estimates the peak bytes of the sparse Stage 1
+// (stage1Sparse), the larger of its two phases, between which it collects
+// the candidate lists:
+//   - gathering: the candidate lists (topk.Bytes) and the E candidate edges
+//     gathered from them (16 bytes each, sized ahead), E at most each row's
+//     list of min(3K, n_small), each column's of min(3K, n_large) and each
+//     row's start edge, with O(n) arrays beside them;
+//   - solving: the edges, the solver's graph, which holds every edge once per
+//     copy of its column (12 bytes each, sparse1.Graph), two pricing lists of
+//     sparseAdd edges per row (the kept edges and a pass's scratch) and the
+//     solver's O(n) arrays.
+//
+// Edges that pricing rounds add (violators; at 20000 × 20000 clustered,
+// RBF, 740,000 in 7,300 rows, 15% of the candidates) are not counted:
+// checkMemory's margin covers them. Measured peaks (VmHWM above the size
+// before, TestSparse1PeakProbe) are 0.66–1.07 of the estimate on balanced,
+// 4×, 25× and 100× imbalanced sizes in both orientations, linear and RBF
+// costs (float32 candidate pass or not), Gaussian, ReLU-like and
+// clustered features, with and without pricing rounds. Before the lists
+// were freed between the phases, the edges sized ahead and the pricing
+// passes' lists reused, the peaks were 1.01–1.87 times the estimate of
+// the time, the larger of the graph and of the lists with the edges twice
+// (docs/performance.md, "The sparse Stage 1's peak against its estimate").
 func (pl *plan) sparse1Bytes(ns, nt int) int64 {
 	nl, nsm := int64(max(ns, nt)), int64(min(ns, nt))
 	k := int64(pl.stage1K())
 	e := nl*min(k, nsm) + nsm*min(k, nl) + nl
 	copies := (nl + nsm - 1) / nsm
+	n := nl + nsm // solver rows, dummies included (fewer than n_small)
 	lists := topk.Bytes(ns, min(pl.stage1K(), nt)) + topk.Bytes(nt, min(pl.stage1K(), ns))
-	return max(e*16+e*copies*12, lists+2*e*16)
+	// The edges' counts by row (room) and, by source and by target, the
+	// lists' thresholds and the float32 error bounds live beside them.
+	gather := lists + 16*e + 8*nl + 16*(nl+nsm)
+	solve := 16*e + 12*e*copies + 2*topk.Bytes(int(nl), pl.sparseAdd) + sparseSolverBytes*n
+	return max(gather, solve)
 }
+
+// sparseSolverBytes is the bytes per row of the sparse Stage 1's graph
+// bounds (Lo, Hi) and of the sparse solver's arrays (assign.SolveSparse:
+// potentials, matches, distances, marks, heap and row groups), rounded up.
+const sparseSolverBytes = 128
 
 // lowDimPairs is the least number of pairs from which Auto solves the
 // Stage 2 of a low-dimensional linear MMD on the sparse path (lowDimSparse).

@@ -146,12 +146,13 @@ func TestSparseStages(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := defaultPlan()
-			// A negative limit keeps the default K; else K = 2, so that
-			// the sparse Stage 1's graph is smaller than the dense matrix
-			// at these sizes (plan.sparse1Bytes), as at real ones.
-			pl.denseLimit, pl.sparseK = tc.limit, 2
+			// A negative limit keeps the default K; else K = 2 and 2
+			// edges a row per pricing pass, so that the sparse Stage 1's
+			// need is smaller than the dense matrix at these sizes
+			// (plan.sparse1Bytes), as at real ones.
+			pl.denseLimit, pl.sparseK, pl.sparseAdd = tc.limit, 2, 2
 			if tc.limit < 0 {
-				pl.denseLimit, pl.sparseK = -tc.limit, defaultPlan().sparseK
+				pl.denseLimit, pl.sparseK, pl.sparseAdd = -tc.limit, defaultPlan().sparseK, defaultPlan().sparseAdd
 			}
 			if s1, s2 := pl.stages(tc.src, tc.tgt, tc.cfg); s1 != tc.want1 || s2 != tc.want2 {
 				t.Fatalf("plan.stages = (%v, %v), want (%v, %v)", s1, s2, tc.want1, tc.want2)
@@ -324,6 +325,7 @@ func TestSparse1BytesCountsLists(t *testing.T) {
 		nl, nsm := max(ns, nt), min(ns, nt)
 		k := pl.stage1K()
 		edges := int64(16 * (nl*min(k, nsm) + nsm*min(k, nl) + nl))
+		t.Logf("%d × %d: sparse1Bytes %d, lists %d and edges %d bytes", ns, nt, pl.sparse1Bytes(ns, nt), lists, edges)
 		if got := pl.sparse1Bytes(ns, nt); got < lists+edges {
 			t.Errorf("%d × %d: sparse1Bytes %d < the lists' %d bytes and the edges' %d", ns, nt, got, lists, edges)
 		}
@@ -348,7 +350,7 @@ func TestSparseStage1HintDense(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pl := defaultPlan()
-			pl.sparseK = tc.sparseK
+			pl.sparseK, pl.sparseAdd = tc.sparseK, min(tc.sparseK, pl.sparseAdd) // the pricing lists scaled as the candidates
 			s1, _ := stageBytes(300, 300)
 			pl.denseLimit = s1 - 1
 			cfg := Config{BatchSize: 4, Stages: 1, Solver: tc.solver, Discrepancy: MMD, Kernel: Linear}

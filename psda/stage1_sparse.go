@@ -2,6 +2,7 @@ package psda
 
 import (
 	"fmt"
+	"runtime/debug"
 	"slices"
 
 	"github.com/psda-dev/psda/psda/assign"
@@ -49,6 +50,14 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		lowerBy(tauT, et, slices.Max(es))
 	}
 	pl.tracef("stage 1: candidate pass done")
+	// The pass's buffers (the packed features, the kernel sums' partials)
+	// are garbage now, and the edges gathered below outgrow their hole:
+	// free them first (sparse1Bytes counts the lists and the edges, not
+	// the pass's buffers).
+	big := topk.Bytes(ns, min(pl.stage1K(), nt))+topk.Bytes(nt, min(pl.stage1K(), ns)) >= releaseBytes
+	if big {
+		debug.FreeOSMemory()
+	}
 	mon.enter(PhaseStage1Assign)
 	// Solver rows a are the larger side, solver columns b the smaller.
 	tr := nt > ns
@@ -61,7 +70,27 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if r > 0 {
 		copies, dummies = q+1, nsm-r
 	}
-	adj := make(assign.Edges, nl)
+	// The edges are counted first so that adj takes one allocation of
+	// their exact size (sparse1Bytes counts it beside the lists).
+	room := make([]int, nl)
+	for a := range room {
+		room[a] = 1 // the start edge (below)
+	}
+	count := func(l *topk.Lists, n int, byIdx bool) {
+		for i := 0; i < n; i++ {
+			t0, t1 := l.Entries(i)
+			if !byIdx {
+				room[i] += t1 - t0
+				continue
+			}
+			for _, j := range l.Idx[t0:t1] {
+				room[j]++
+			}
+		}
+	}
+	count(rows, ns, tr)
+	count(cols, nt, !tr)
+	adj := assign.NewEdges(room)
 	addST := func(i, j int, x float64) {
 		if tr {
 			adj.Add(j, i, x)
@@ -80,6 +109,11 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 		tauR, tauC = tauC, tauR
 	}
 	rows, cols = nil, nil
+	if big {
+		// The lists are garbage: the solve's graph and lists take their
+		// place, not more (sparse1Bytes' two phases).
+		debug.FreeOSMemory()
+	}
 	// Row a on column a mod n_small gives every column q or q+1 rows: a
 	// complete assignment inside the graph whatever the candidates are. The
 	// candidates keep the cross parts of a float64 pass, the dense path's
@@ -119,6 +153,12 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	m.Stage1Cost = sol.Cost // dummy rows cost 0
 	return nil
 }
+
+// releaseBytes is the size of the candidate lists from which stage1Sparse
+// returns the pages of what dies between its phases to the system
+// (debug.FreeOSMemory: a collection, milliseconds) before the next phase
+// allocates; below it the garbage is a few MB.
+const releaseBytes = 4 << 20
 
 // sparse1 is Stage 1's assignment as the pricing loop sees it (an
 // assign.PricedModel): solver rows

@@ -19,8 +19,35 @@ type Edge struct {
 // Edges is a candidate edge set by row: Edges[a] holds row a's edges.
 type Edges [][]Edge
 
+// NewEdges returns an empty edge set of len(room) rows whose row a holds
+// room[a] edges before Add must grow it, all in one allocation: a caller
+// that counts its edges first builds the set without the garbage of
+// growing rows (a row that outgrows its room moves out, as append does).
+func NewEdges(room []int) Edges {
+	m := 0
+	for _, r := range room {
+		m += r
+	}
+	flat := make([]Edge, m)
+	e := make(Edges, len(room))
+	m = 0
+	for a, r := range room {
+		e[a] = flat[m : m : m+r]
+		m += r
+	}
+	return e
+}
+
 // Add appends edge (a, b) with cross part x; Normalise restores the order.
 func (e Edges) Add(a, b int, x float64) { e[a] = append(e[a], Edge{int32(b), x}) }
+
+// Grow makes room in row a for n more edges: where it has less, the row
+// moves to an allocation of its exact new size (append would double it).
+func (e Edges) Grow(a, n int) {
+	if row := e[a]; cap(row)-len(row) < n {
+		e[a] = append(make([]Edge, 0, len(row)+n), row...)
+	}
+}
 
 // Normalise sorts every row by column and drops repeated columns, keeping
 // the first added, so that Has may search and a graph built from e lists

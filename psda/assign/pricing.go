@@ -3,7 +3,7 @@ package assign
 import (
 	"errors"
 	"math"
-	"runtime"
+	"runtime/debug"
 	"slices"
 
 	"github.com/psda-dev/psda/psda/internal/par"
@@ -229,7 +229,10 @@ type pricing struct {
 	// graph at its last pricing; tail[a] is a lower bound, at the
 	// potentials of pass stamp[a] (z0[a], w0[stamp[a]]), on the reduced cost
 	// of every edge of row a outside the graph and its kept list.
-	kept     *topk.Lists
+	kept *topk.Lists
+	// best is the lists a pricing pass fills before its rows are copied
+	// to kept (scratch): one Rows × Keep allocation per Solve.
+	best     *topk.Lists
 	z0, tail []float64
 	stamp    []int
 	need64   []bool      // rows whose next pricing runs in float64 (see price)
@@ -260,14 +263,18 @@ func newPricing(st *Pricing, adj Edges) *pricing {
 func (pr *pricing) resolve() (err error) {
 	pr.adj.Normalise()
 	// The last graph is garbage once the next is built: let go of it
-	// first and, when it is large, collect it, so that the next one reuses
-	// its pages (the heap may grow to twice its live bytes before the
-	// collector runs on its own). psda's sparse Stage 1 repeats every edge
-	// once per copy of its column: two graphs at once had doubled its peak.
+	// first and, when it is large, collect it and return its pages to the
+	// system (the heap may grow to twice its live bytes before the
+	// collector runs on its own, and the next graph, a little larger, does
+	// not fit in the hole the last one leaves, whose pages stay resident
+	// until the scavenger returns them). psda's sparse Stage 1 repeats every
+	// edge once per copy of its column: two graphs at once had doubled its
+	// peak; after a collection alone the hole still added 100 MB to a peak
+	// of 330 MB (16000 × 4000 clustered, a pricing round).
 	if old := pr.g; old != nil {
 		pr.g = nil
 		if len(old.Col) >= collectEdges {
-			runtime.GC()
+			debug.FreeOSMemory()
 		}
 	}
 	pr.g = pr.st.Model.Graph(pr.adj)
@@ -293,8 +300,10 @@ func (pr *pricing) resolve() (err error) {
 
 // collectEdges is the number of edges (12 bytes each) from which resolve
 // collects the last graph before the next is built; a forced collection
-// costs milliseconds.
-const collectEdges = 1 << 22
+// costs milliseconds. Below it the garbage is a few MB (1 << 22, 48 MB, had
+// let the graphs of the sparse Stage 1 at 6000 × 6000 pile up to a third
+// of its peak).
+const collectEdges = 1 << 18
 
 // tauOrder returns the columns sorted by TauC (Pricing.byTauC), sorted at
 // the first call: the screens after every re-solve share it.
@@ -344,7 +353,7 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 		// same pass prices the hubs' own rows whole (their z is w: they are
 		// the rows that fail the screen most). A hub row's list thus takes
 		// its row's entries only, not its column's again.
-		best := st.lists()
+		best := pr.scratch(nil)
 		hub := make([]bool, st.Rows)
 		for _, b := range hubs {
 			hub[b] = true
@@ -382,7 +391,7 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 		}
 	} else if len(hubs) > 0 {
 		// As above, by a column pass into the kept lists.
-		best := st.lists()
+		best := pr.scratch(nil)
 		cs := st.Coef * st.Scale
 		st.Model.PassCols(hubs, func(a, b int, x float64) {
 			if st.NoDiag && a == b {
@@ -417,12 +426,33 @@ func (pr *pricing) screenAll() (sub []int, err error) {
 	return sub, nil
 }
 
+// scratch returns the lists for a pass over the rows sub (nil: all),
+// those rows empty. They are allocated at the first call and reused: a
+// new Rows × Keep allocation per pass, however few its rows, was garbage
+// that piled up between collections (the sparse Stage 1's peak,
+// psda's sparse1Bytes).
+func (pr *pricing) scratch(sub []int) *topk.Lists {
+	if pr.best == nil {
+		pr.best = pr.st.lists()
+		return pr.best
+	}
+	if sub == nil {
+		for a := range pr.st.Rows {
+			pr.best.Reset(a)
+		}
+	}
+	for _, a := range sub {
+		pr.best.Reset(a)
+	}
+	return pr.best
+}
+
 // priceRows runs a pricing pass over the rows sub (nil: all) and restarts
 // their certificates from it.
 func (pr *pricing) priceRows(sub []int) error {
 	st := pr.st
 	z, w := pr.potentials()
-	best := st.lists()
+	best := pr.scratch(sub)
 	if st.BeforePass != nil {
 		st.BeforePass(sub, pr.sol)
 	}
@@ -463,14 +493,25 @@ func (pr *pricing) check(pass, iter int, screens bool) (sub []int, added, violRo
 	slack := make([]float64, st.Rows) // top − Δz: the tail's margin
 	limit := make([]float64, st.Rows) // the largest rise since its pass
 	for a := range slack {
-		n := added
+		violated := func(b int, x float64) bool { return st.Coef*x*st.Scale-z[a]-w[b] < -tol && !pr.adj.Has(a, b) }
+		grow := 0
 		pr.kept.Each(a, func(b int, _, x float64) {
-			if st.Coef*x*st.Scale-z[a]-w[b] < -tol && !pr.adj.Has(a, b) {
-				st.Link(pr.adj, a, b, x)
-				added++
+			if violated(b, x) {
+				grow++
 			}
 		})
-		if added > n {
+		if grow > 0 {
+			// Counted first, so that the row grows once, to its size: rows
+			// built sized ahead (psda's sparse Stage 1) have no room, and
+			// append would double thousands of them (at 20000 × 20000
+			// clustered, 740,000 violators in 7,300 rows).
+			pr.adj.Grow(a, grow)
+			pr.kept.Each(a, func(b int, _, x float64) {
+				if violated(b, x) {
+					st.Link(pr.adj, a, b, x)
+					added++
+				}
+			})
 			violRows++
 		}
 		slack[a], limit[a] = pr.tail[a]-(z[a]-pr.z0[a]), capK[pr.stamp[a]]
