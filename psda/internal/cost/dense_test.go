@@ -23,16 +23,7 @@ import (
 func TestDenseAssembly(t *testing.T) {
 	defer func(ts int) { gram.TileSize = ts }(gram.TileSize)
 	gram.TileSize = 48
-	specs := []struct {
-		name      string
-		spec      Spec
-		deferSums bool
-	}{
-		{"rbf-deferred", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, true},
-		{"rbf", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, false},
-		{"linear", Spec{Kind: LinearMMD, K: 4}, false},
-		{"coral", Spec{Kind: CORAL, K: 4}, false},
-	}
+	specs := denseSpecs
 	for _, sh := range [][3]int{{131, 131, 20}, {130, 130, 7}, {151, 70, 24}} {
 		for _, sc := range specs {
 			t.Run(fmt.Sprintf("%dx%d/d=%d/%s", sh[0], sh[1], sh[2], sc.name), func(t *testing.T) {
@@ -181,4 +172,18 @@ func TestDenseMaxCancelled(t *testing.T) {
 			t.Fatalf("%s: DenseMax = %v after a cancelled DenseIn, want 0", name, md.DenseMax)
 		}
 	}
+}
+
+// denseSpecs are the discrepancies the dense-matrix tests run: the RBF
+// mixture with the kernel sums deferred (a two-stage Match's Stage 1)
+// and not, the linear MMD and CORAL.
+var denseSpecs = []struct {
+	name      string
+	spec      Spec
+	deferSums bool
+}{
+	{"rbf-deferred", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, true},
+	{"rbf", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, false},
+	{"linear", Spec{Kind: LinearMMD, K: 4}, false},
+	{"coral", Spec{Kind: CORAL, K: 4}, false},
 }

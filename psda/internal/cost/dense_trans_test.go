@@ -21,16 +21,7 @@ import (
 // cross sums behind them), the float32 bound (the nearest partners) and
 // the kept cross kernel, transposed (Cross.T).
 func TestDenseTransposed(t *testing.T) {
-	specs := []struct {
-		name      string
-		spec      Spec
-		deferSums bool
-	}{
-		{"rbf-deferred", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, true},
-		{"rbf", Spec{Kind: RBFMMD, K: 4, Gammas: paperGammas}, false},
-		{"linear", Spec{Kind: LinearMMD, K: 4}, false},
-		{"coral", Spec{Kind: CORAL, K: 4}, false},
-	}
+	specs := denseSpecs
 	for _, path := range gram.Paths() {
 		for _, sh := range []struct{ ns, nt, d, tile int }{
 			{37, 161, 24, 48}, {161, 37, 24, 48}, {50, 203, 5, 48}, {96, 96, 40, 48}, {70, 300, 100, 24}, {23, 71, 300, 192},
