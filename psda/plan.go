@@ -401,13 +401,20 @@ func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 //     sparseAdd edges per row (the kept edges and a pass's scratch) and the
 //     solver's O(n) arrays.
 //
-// Edges that pricing rounds add (violators; at 20000 × 20000 clustered,
-// RBF, 740,000 in 7,300 rows, 15% of the candidates) are not counted:
-// checkMemory's margin covers them. Measured peaks (VmHWM above the size
-// before, TestSparse1PeakProbe) are 0.66–1.07 of the estimate on balanced,
-// 4×, 25× and 100× imbalanced sizes in both orientations, linear and RBF
-// costs (float32 candidate pass or not), Gaussian, ReLU-like and
-// clustered features, with and without pricing rounds. Before the lists
+// Edges that pricing rounds add (violators) are not counted, nor the rows
+// they move out of the edges' one allocation (assign.Edges.Grow; the rows
+// left behind stay allocated): at 20000 × 20000 clustered, RBF, d = 32,
+// 740,000 in 7,300 rows, 15% of the candidates, which checkMemory's margin
+// covers; but on low-dimensional features pricing adds up to half the
+// candidates again and the margin does not cover them. Measured peaks
+// (VmHWM above the size before, TestSparse1PeakProbe) are 0.66–1.07 of the
+// estimate on balanced, 4×, 25× and 100× imbalanced sizes in both
+// orientations, linear and RBF costs (float32 candidate pass or not),
+// Gaussian, ReLU-like and clustered features at d >= 16, with and without
+// pricing rounds; at d = 2–4 Gaussian linear 12000 × 12000 1.01, but
+// 6000 × 6000 1.19–1.39 (Gaussian RBF, clustered RBF d = 4, ReLU-like
+// linear) and ReLU-like RBF 8000 × 2000 1.59, 12000 × 3000 1.82 (docs/limits.md).
+// Before the lists
 // were freed between the phases, the edges sized ahead and the pricing
 // passes' lists reused, the peaks were 1.01–1.87 times the estimate of
 // the time, the larger of the graph and of the lists with the edges twice
