@@ -180,15 +180,10 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	}
 	if sparse1 {
 		need = g
-		copies, unit := (max(ns, nt)+min(ns, nt)-1)/min(ns, nt), "copies"
-		if copies == 1 {
-			unit = "copy"
-		}
-		what = fmt.Sprintf("the sparse Stage 1's candidate graph and lists (every edge once per copy of its "+
-			"column: %d %s, n_large/n_small)", copies, unit)
+		what = "the sparse Stage 1's candidate graph and lists " + copiesText((max(ns, nt)+min(ns, nt)-1)/min(ns, nt))
 		hint = "match a random subset of the larger domain, or run on a machine with more memory"
 		if s1 < need { // a forced sparse Stage 1 (Auto takes the smaller)
-			hint = fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), ", bytesText(s1)) + hint
+			hint = denseInstead(s1) + hint
 		}
 	}
 	tb := int64(0) // Stage 2's RBF tables against the smaller side (stage2Table)
@@ -235,6 +230,16 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		hint = "reduce the feature dimension (e.g. project the features to a few hundred dimensions), " +
 			"use discrepancy = \"mmd\", or run on a machine with more memory"
 	}
+	left, hint := shortOf(avail, limit, hint)
+	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
+		"but %s: %s",
+		ns, nt, cfg.Stages, bytesText(need), what, left, hint)
+}
+
+// shortOf says how much memory is left under the limit that sets avail
+// ("only 96 MB of address space is left under …"), and adapts hint's
+// "run on a machine with more memory" to that limit.
+func shortOf(avail int64, limit memLimit, hint string) (left, hint2 string) {
 	src := "memory is available"
 	switch limit {
 	case limitAddressSpace:
@@ -244,13 +249,50 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		src = "memory is left under the process's memory cgroup limit (a container's or a job's: memory.max or memory.limit_in_bytes)"
 		hint = strings.Replace(hint, "run on a machine with more memory", "raise the container's or the job's memory limit", 1)
 	}
-	left := "only " + bytesText(avail)
+	left = "only " + bytesText(avail)
 	if avail <= 1 { // availableBytes' stand-in for none: the process is at or past the limit
 		left = "none"
 	}
-	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
-		"but %s of %s: %s",
-		ns, nt, cfg.Stages, bytesText(need), what, left, src, hint)
+	return left + " of " + src, hint
+}
+
+// graphFits refuses the next candidate graph of a sparse Stage 1 of
+// n_s × n_t rows (copies copies of each column) when its bytes, with
+// checkMemory's margin of an eighth, exceed the memory available now.
+// checkMemory counted the first graph (sparse1Bytes); pricing rounds then
+// add the violated edges they find, on low-dimensional features up to half
+// the candidates again (docs/limits.md), so that a Match it accepted could
+// otherwise be killed for memory part-way through.
+// held is what the stage holds meanwhile (its edges), free again once
+// it returns: solver = "dense" is offered where its matrix would fit then.
+func (pl *plan) graphFits(bytes, held int64, ns, nt, copies int) error {
+	avail, limit := pl.available()
+	if avail <= 0 || bytes+bytes/8 <= avail {
+		return nil
+	}
+	hint := "match a random subset of the larger domain, or run on a machine with more memory"
+	if s1, _ := stageBytes(ns, nt); s1+s1/8 <= avail+held {
+		hint = denseInstead(s1) + hint
+	}
+	left, hint := shortOf(avail, limit, hint)
+	// Wrapped by stage1Sparse as "psda: stage 1 (sparse): …".
+	return fmt.Errorf("its pricing rounds grew the candidate graph %s past the estimate checked before the "+
+		"solve: the next graph needs about %s, but %s: %s", copiesText(copies), bytesText(bytes), left, hint)
+}
+
+// copiesText says why the sparse Stage 1's graph is large: "(every edge
+// once per copy of its column: 4 copies, n_large/n_small)".
+func copiesText(copies int) string {
+	unit := "copies"
+	if copies == 1 {
+		unit = "copy"
+	}
+	return fmt.Sprintf("(every edge once per copy of its column: %d %s, n_large/n_small)", copies, unit)
+}
+
+// denseInstead offers the dense Stage 1, whose matrix takes s1 bytes.
+func denseInstead(s1 int64) string {
+	return fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), ", bytesText(s1))
 }
 
 // bytesText writes a byte count for an error message: in GB with one
@@ -406,7 +448,8 @@ func (pl *plan) sparseStages(ns, nt int, cfg Config) (sparse1, sparse2 bool) {
 // left behind stay allocated): at 20000 × 20000 clustered, RBF, d = 32,
 // 740,000 in 7,300 rows, 15% of the candidates, which checkMemory's margin
 // covers; but on low-dimensional features pricing adds up to half the
-// candidates again and the margin does not cover them. Measured peaks
+// candidates again and the margin does not cover them (each graph is then
+// checked before it is built: graphFits). Measured peaks
 // (VmHWM above the size before, TestSparse1PeakProbe) are 0.66–1.07 of the
 // estimate on balanced, 4×, 25× and 100× imbalanced sizes in both
 // orientations, linear and RBF costs (float32 candidate pass or not),

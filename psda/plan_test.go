@@ -372,3 +372,67 @@ func TestSparseStage1HintDense(t *testing.T) {
 		})
 	}
 }
+
+// TestSparseStage1GraphCheckedEachRound checks that a sparse Stage 1 whose
+// pricing rounds add edges checks every graph it builds against the memory
+// left (plan.graphFits), not only the first one checkMemory counted: on
+// low-dimensional ReLU-like features, RBF, pricing adds many violators, and
+// where the memory has run short by then the Match must fail with an error
+// that says so, names the graph and offers the dense solver, instead of
+// building the graph (and, on a real machine, being killed). The graph's
+// bytes as graphFits counts them are checked against the graph built.
+func TestSparseStage1GraphCheckedEachRound(t *testing.T) {
+	src, tgt := floorFeatures("relu", 1200, 300, 2, 1)
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+	run := func(short bool) (rounds int, err error) {
+		pl := defaultPlan()
+		solved := false
+		pl.trace = func(format string, args ...any) {
+			if strings.HasPrefix(format, "first solve") {
+				solved = true
+			}
+			// "pass i.j: … %d violating edges added …": a new graph follows.
+			if strings.HasPrefix(format, "pass ") && len(args) > 4 && args[4] != 0 {
+				rounds++
+			}
+		}
+		pl.available = func() (int64, memLimit) {
+			if short && solved {
+				return 1 << 10, limitMachine // after the first graph: 1 kB left
+			}
+			return 1 << 40, limitMachine
+		}
+		_, err = pl.match(src, tgt, cfg)
+		return rounds, err
+	}
+	rounds, err := run(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rounds == 0 {
+		t.Fatal("no pricing round built a second graph: the case checks nothing")
+	}
+	_, err = run(true)
+	if err == nil {
+		t.Fatalf("%d pricing rounds with 1 kB of memory left after the first graph: no error", rounds)
+	}
+	for _, want := range []string{"stage 1 (sparse): its pricing rounds grew the candidate graph", "4 copies, n_large/n_small", `solver = "dense"`, "only 1024 bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+
+	lin := cfg
+	lin.Kernel = Linear // terms without a pass
+	s1 := &sparse1{md: newStage1Model(src, tgt, lin, false), nl: 1200, nsm: 300, copies: 4}
+	adj := make(assign.Edges, 1200)
+	for a := range adj {
+		for b := 0; b < 300; b += 1 + a%7 {
+			adj.Add(a, b, 1)
+		}
+	}
+	gr := s1.Graph(adj)
+	if want := int64(12*len(gr.Col) + 16*len(gr.Lo)); s1.graphBytes(adj) != want {
+		t.Errorf("graphBytes %d, the graph built takes %d", s1.graphBytes(adj), want)
+	}
+}

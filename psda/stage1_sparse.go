@@ -132,6 +132,12 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	}
 	st := &assign.Pricing{Model: s1, Rows: nl, Cols: nsm, Scale: md.Scale, Coef: 1,
 		TauR: tauR, TauC: tauC, Keep: pl.sparseAdd, Hooks: mon.hooks(PhaseStage1Assign), Trace: pl.trace}
+	// checkMemory counted the first graph, not the edges pricing adds
+	// (up to half the candidates again on low-dimensional features):
+	// each graph is checked against the memory left before it is built.
+	st.BeforeGraph = func(adj assign.Edges) error {
+		return pl.graphFits(s1.graphBytes(adj), adj.Bytes(), ns, nt, copies)
+	}
 	if md.Bounded {
 		st.ER, st.EC = es, et
 		if tr {
@@ -225,6 +231,26 @@ func (s *sparse1) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64), c
 	})
 }
 
+// graphEdges returns the number of edges of the graph Graph builds from
+// adj: each candidate once per copy of its column, and the dummy rows'
+// shared list.
+func (s *sparse1) graphEdges(adj assign.Edges) int {
+	size := 0
+	for _, row := range adj {
+		size += len(row) * s.copies
+	}
+	if s.dummies > 0 {
+		size += s.nsm
+	}
+	return size
+}
+
+// graphBytes returns the bytes of the graph Graph builds from adj: a
+// column (4 bytes) and a cost (8) per edge, two row bounds (16) per row.
+func (s *sparse1) graphBytes(adj assign.Edges) int64 {
+	return 12*int64(s.graphEdges(adj)) + 16*int64(s.nl+s.dummies)
+}
+
 func (s *sparse1) Graph(adj assign.Edges) *assign.Graph {
 	nl, nsm, copies, dummies := s.nl, s.nsm, s.copies, s.dummies
 	rt, ct := s.Terms()
@@ -232,13 +258,7 @@ func (s *sparse1) Graph(adj assign.Edges) *assign.Graph {
 	// Sized ahead: the graph repeats every edge copies times (n_large /
 	// n_small), so appending would hold up to three times its bytes while
 	// growing (sparse1Bytes counts it).
-	size := 0
-	for _, row := range adj {
-		size += len(row) * copies
-	}
-	if dummies > 0 {
-		size += nsm
-	}
+	size := s.graphEdges(adj)
 	g := &assign.Graph{N: n, Lo: make([]int, n), Hi: make([]int, n),
 		Col: make([]int32, 0, size), Cost: make([]float64, 0, size)}
 	for a, row := range adj {

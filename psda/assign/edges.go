@@ -38,6 +38,16 @@ func NewEdges(room []int) Edges {
 	return e
 }
 
+// Bytes returns the memory of e's edges (16 bytes each, counted at their
+// capacity) and row headers.
+func (e Edges) Bytes() int64 {
+	b := 24 * int64(len(e))
+	for _, row := range e {
+		b += 16 * int64(cap(row))
+	}
+	return b
+}
+
 // Add appends edge (a, b) with cross part x; Normalise restores the order.
 func (e Edges) Add(a, b int, x float64) { e[a] = append(e[a], Edge{int32(b), x}) }
 

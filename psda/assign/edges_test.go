@@ -66,6 +66,9 @@ func TestEdgesSizedAhead(t *testing.T) {
 	}
 	_ = sink
 	e := NewEdges(room)
+	if got, want := e.Bytes(), int64(24*len(room)+16*(3+0+5+1)); got != want {
+		t.Errorf("Bytes %d, want %d (a row header and 16 bytes an edge of room)", got, want)
+	}
 	for a, r := range room {
 		if len(e[a]) != 0 || cap(e[a]) != r {
 			t.Fatalf("row %d: len %d, cap %d, want 0 and %d", a, len(e[a]), cap(e[a]), r)

@@ -101,6 +101,13 @@ type Pricing struct {
 	// that the model can do more in the same pass (warmStart's
 	// denseModel).
 	BeforePass func(sub []int, sol *Solution)
+	// BeforeGraph, when set, is called with the candidate edges before
+	// each graph is built from them (Model.Graph; the first included, the
+	// last graph already let go of); an error it returns ends Solve with
+	// that error. Pricing rounds add edges whose number no estimate made
+	// before the solve bounds (psda refuses there a graph that would not
+	// fit in the memory left, instead of the process being killed).
+	BeforeGraph func(adj Edges) error
 }
 
 // ErrPricingGaveUp is returned by Pricing.Solve when a check found more
@@ -275,6 +282,11 @@ func (pr *pricing) resolve() (err error) {
 		pr.g = nil
 		if len(old.Col) >= collectEdges {
 			debug.FreeOSMemory()
+		}
+	}
+	if f := pr.st.BeforeGraph; f != nil {
+		if err := f(pr.adj); err != nil {
+			return err
 		}
 	}
 	pr.g = pr.st.Model.Graph(pr.adj)

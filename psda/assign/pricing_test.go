@@ -2,6 +2,7 @@ package assign
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -308,6 +309,7 @@ func (m *noisyModel) Pass(sub []int, f32 bool, row func(a, b0 int, xs []float64)
 type graphWatch struct {
 	denseModel
 	built, held int
+	last        int // the last graph's edges
 	cols        weak.Pointer[int32]
 	costs       weak.Pointer[float64]
 }
@@ -321,6 +323,7 @@ func (m *graphWatch) Graph(adj Edges) *Graph {
 	}
 	g := m.denseModel.Graph(adj)
 	m.built++
+	m.last = len(g.Col)
 	m.cols, m.costs = weak.Make(&g.Col[0]), weak.Make(&g.Cost[0])
 	return g
 }
@@ -345,5 +348,54 @@ func TestPricingDropsOldGraph(t *testing.T) {
 	}
 	if m.held > 0 {
 		t.Errorf("the old graph was still reachable at %d of %d rebuilds", m.held, m.built-1)
+	}
+}
+
+// TestPricingBeforeGraph checks that BeforeGraph sees the edges of every
+// graph before it is built, the first included and each after violators
+// joined (as many calls as graphs, each with the edges the graph is then
+// built from), and that its error ends Solve with that error and no graph
+// built after it.
+func TestPricingBeforeGraph(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 60
+	c := kinds[0].gen(rng, n, n)
+	for _, refuseAt := range []int{0, 1, 2} { // 0: never
+		t.Run(fmt.Sprintf("refuse=%d", refuseAt), func(t *testing.T) {
+			m := &graphWatch{denseModel: denseModel{c: c, n: n}}
+			calls, seen := 0, 0
+			stop := errors.New("no room for this graph")
+			pr := &Pricing{Model: m, Rows: n, Cols: n, Scale: 1, Coef: 1, Keep: 1,
+				BeforeGraph: func(adj Edges) error {
+					calls++
+					if calls != m.built+1 {
+						t.Errorf("call %d before graph %d", calls, m.built+1)
+					}
+					seen = 0
+					for _, row := range adj {
+						seen += len(row)
+					}
+					if calls == refuseAt {
+						return stop
+					}
+					return nil
+				}}
+			_, _, err := pr.Solve(denseCandidates(c, n, 1, false, nil))
+			switch {
+			case refuseAt == 0 && err != nil:
+				t.Fatal(err)
+			case refuseAt == 0 && m.built < 2:
+				t.Fatalf("%d graph built: the case needs violators to join", m.built)
+			case refuseAt == 0 && calls != m.built:
+				t.Errorf("%d calls for %d graphs", calls, m.built)
+			case refuseAt > 0 && !errors.Is(err, stop):
+				t.Errorf("refused before graph %d: Solve returned %v", refuseAt, err)
+			case refuseAt > 0 && m.built != refuseAt-1:
+				t.Errorf("refused before graph %d: %d built", refuseAt, m.built)
+			}
+			if refuseAt == 0 && seen != m.last {
+				t.Errorf("the last call saw %d edges, the last graph has %d", seen, m.last)
+			}
+		})
 	}
 }

@@ -439,8 +439,9 @@ def match(
             numbers of columns; any setting out of range; solver not
             ``"auto"``, ``"dense"`` or ``"sparse"``; the cost matrices (or
             the sparse path's kernel tables) do not fit in the memory
-            available (the message gives the bytes needed and what to
-            change).
+            available, or the sparse Stage 1's pricing rounds grow its
+            candidate graph past it (the message gives the bytes needed
+            and what to change).
 
     Example:
         >>> import numpy as np, psda
