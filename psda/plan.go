@@ -265,7 +265,10 @@ func shortOf(avail int64, limit memLimit, hint string) (left, hint2 string) {
 // otherwise be killed for memory part-way through.
 // held is what the stage holds meanwhile (its edges), free again once
 // it returns: solver = "dense" is offered where its matrix would fit then.
-func (pl *plan) graphFits(bytes, held int64, ns, nt, copies int) error {
+// first marks the first graph, which checkMemory counted: no pricing round
+// has grown it, the memory left shrank since (under RLIMIT_AS, VmSize keeps
+// the candidate lists' address space; another process may take memory).
+func (pl *plan) graphFits(bytes, held int64, first bool, ns, nt, copies int) error {
 	avail, limit := pl.available()
 	if avail <= 0 || bytes+bytes/8 <= avail {
 		return nil
@@ -276,6 +279,10 @@ func (pl *plan) graphFits(bytes, held int64, ns, nt, copies int) error {
 	}
 	left, hint := shortOf(avail, limit, hint)
 	// Wrapped by stage1Sparse as "psda: stage 1 (sparse): …".
+	if first {
+		return fmt.Errorf("its first candidate graph %s needs about %s, but the memory left shrank since the "+
+			"check before the solve: %s: %s", copiesText(copies), bytesText(bytes), left, hint)
+	}
 	return fmt.Errorf("its pricing rounds grew the candidate graph %s past the estimate checked before the "+
 		"solve: the next graph needs about %s, but %s: %s", copiesText(copies), bytesText(bytes), left, hint)
 }

@@ -436,3 +436,36 @@ func TestSparseStage1GraphCheckedEachRound(t *testing.T) {
 		t.Errorf("graphBytes %d, the graph built takes %d", s1.graphBytes(adj), want)
 	}
 }
+
+// TestSparseStage1FirstGraphRefused checks the error of a sparse Stage 1
+// refused at its first graph, which checkMemory counted: the memory left
+// shrank between that check and the graph (under RLIMIT_AS the candidate
+// lists' address space stays in VmSize; another process may take memory).
+// No pricing round has run then, and the error must not say that one grew
+// the graph.
+func TestSparseStage1FirstGraphRefused(t *testing.T) {
+	src, tgt := floorFeatures("relu", 1200, 300, 2, 1)
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+	pl := defaultPlan()
+	calls := 0
+	pl.available = func() (int64, memLimit) {
+		calls++
+		if calls > 1 { // checkMemory's call passes, the first graph's does not
+			return 1 << 10, limitMachine
+		}
+		return 1 << 40, limitMachine
+	}
+	_, err := pl.match(src, tgt, cfg)
+	if err == nil {
+		t.Fatal("1 kB of memory left at the first graph: no error")
+	}
+	if strings.Contains(err.Error(), "pricing rounds grew") {
+		t.Errorf("refused at the first graph, the error blames pricing rounds: %v", err)
+	}
+	for _, want := range []string{"stage 1 (sparse): its first candidate graph", "4 copies, n_large/n_small",
+		"the memory left shrank since the check before the solve", "only 1024 bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
