@@ -264,17 +264,19 @@ func shortOf(avail int64, limit memLimit, hint string) (left, hint2 string) {
 // the candidates again (docs/limits.md), so that a Match it accepted could
 // otherwise be killed for memory part-way through.
 // held is what the stage holds meanwhile (its edges), free again once
-// it returns: solver = "dense" is offered where its matrix would fit then.
+// it returns: solver = "dense" is offered where the dense Match's need
+// (dense: denseNeed, Stage 2's matrix included) would fit then.
 // first marks the first graph, which checkMemory counted: no pricing round
 // has grown it, the memory left shrank since (under RLIMIT_AS, VmSize keeps
 // the candidate lists' address space; another process may take memory).
-func (pl *plan) graphFits(bytes, held int64, first bool, ns, nt, copies int) error {
+func (pl *plan) graphFits(bytes, held, dense int64, first bool, ns, nt, copies int) error {
 	avail, limit := pl.available()
 	if avail <= 0 || bytes+bytes/8 <= avail {
 		return nil
 	}
 	hint := "match a random subset of the larger domain, or run on a machine with more memory"
-	if s1, _ := stageBytes(ns, nt); s1+s1/8 <= avail+held {
+	if dense+dense/8 <= avail+held {
+		s1, _ := stageBytes(ns, nt)
 		hint = denseInstead(s1) + hint
 	}
 	left, hint := shortOf(avail, limit, hint)
@@ -285,6 +287,25 @@ func (pl *plan) graphFits(bytes, held int64, first bool, ns, nt, copies int) err
 	}
 	return fmt.Errorf("its pricing rounds grew the candidate graph %s past the estimate checked before the "+
 		"solve: the next graph needs about %s, but %s: %s", copiesText(copies), bytesText(bytes), left, hint)
+}
+
+// denseNeed returns what checkMemory counts for the Match with solver =
+// "dense": both stages' dense matrices (Stage 2's with its kernel tables)
+// and CORAL's covariances.
+func (pl *plan) denseNeed(ns, nt, dim int, cfg Config) int64 {
+	cfg.Solver = Dense
+	need, s2 := stageBytes(ns, nt)
+	if cfg.Stages == 2 {
+		tb := int64(0)
+		if pl.factored(ns, nt, cfg, false) {
+			tb = cost.FactoredBytes(max(ns, nt), min(ns, nt))
+		}
+		need = max(need, s2+tb)
+	}
+	if cfg.Discrepancy == CORAL {
+		need += coralBytes(ns+nt, dim)
+	}
+	return need
 }
 
 // copiesText says why the sparse Stage 1's graph is large: "(every edge

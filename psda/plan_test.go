@@ -1,6 +1,7 @@
 package psda
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -466,6 +467,69 @@ func TestSparseStage1FirstGraphRefused(t *testing.T) {
 		"the memory left shrank since the check before the solve", "only 1024 bytes"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestSparseStage1GraphHintDenseStages checks that a sparse Stage 1 refused
+// at a graph offers solver = "dense" only where the whole dense Match
+// would fit once the stage has let go of its edges: with stages = 2 that
+// is also Stage 2's dense matrix (P × P, P = n_large, with its kernel
+// tables), which checkMemory would then refuse, not Stage 1's alone.
+func TestSparseStage1GraphHintDenseStages(t *testing.T) {
+	src, tgt := floorFeatures("relu", 1200, 300, 2, 1)
+	s1, s2 := stageBytes(1200, 300)
+	for _, tc := range []struct {
+		stages    int
+		wantDense bool
+	}{{1, true}, {2, false}} {
+		t.Run(fmt.Sprintf("stages=%d", tc.stages), func(t *testing.T) {
+			cfg := Config{BatchSize: 4, Stages: tc.stages, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+			pl := defaultPlan()
+			left := s1 + s1/8 // Stage 1's dense matrix fits, with the margin
+			if s2 <= 3*left {
+				t.Fatalf("Stage 2's matrix %d bytes near what is left, %d: the case checks nothing", s2, left)
+			}
+			calls := 0
+			pl.available = func() (int64, memLimit) {
+				calls++
+				if calls > 1 { // checkMemory's call passes, the graphs' do not
+					return left, limitMachine
+				}
+				return 1 << 40, limitMachine
+			}
+			_, err := pl.match(src, tgt, cfg)
+			if err == nil || !strings.Contains(err.Error(), "stage 1 (sparse)") {
+				t.Fatalf("no graph refused: %v", err)
+			}
+			if got := strings.Contains(err.Error(), `use solver = "dense"`); got != tc.wantDense {
+				t.Errorf("error %q offers solver = \"dense\": %v, want %v", err, got, tc.wantDense)
+			}
+		})
+	}
+}
+
+// TestDenseNeedIsCheckMemorys checks denseNeed, which the sparse Stage 1's
+// refusals offer solver = "dense" by, against checkMemory itself with
+// solver = "dense": it accepts with denseNeed and its margin available, and
+// refuses with a byte less.
+func TestDenseNeedIsCheckMemorys(t *testing.T) {
+	for _, tc := range []struct {
+		ns, nt, dim, stages int
+		disc, kernel        string
+	}{
+		{1200, 300, 2, 1, MMD, RBF}, {1200, 300, 2, 2, MMD, RBF}, {300, 1200, 2, 2, MMD, RBF},
+		{1000, 1000, 8, 2, MMD, Linear}, {2000, 100, 3000, 2, CORAL, Linear}, {500, 400, 3000, 1, CORAL, Linear},
+	} {
+		cfg := Config{BatchSize: 4, Stages: tc.stages, Solver: Sparse, Discrepancy: tc.disc, Kernel: tc.kernel}
+		pl := defaultPlan()
+		dn := pl.denseNeed(tc.ns, tc.nt, tc.dim, cfg)
+		cfg.Solver = Dense
+		for _, avail := range []int64{dn + dn/8, dn + dn/8 - 1} {
+			pl.available = func() (int64, memLimit) { return avail, limitMachine }
+			if err := pl.checkMemory(tc.ns, tc.nt, tc.dim, cfg); (err == nil) != (avail == dn+dn/8) {
+				t.Errorf("%+v: denseNeed %d, %d bytes available: checkMemory says %v", tc, dn, avail, err)
+			}
 		}
 	}
 }
