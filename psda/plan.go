@@ -165,6 +165,11 @@ func coralBytes(n, d int) int64 {
 // out-of-memory handler, or aborted by the Go runtime at an address-space
 // limit, part-way through.
 func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
+	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
+	// are free once its goroutine is done (munmap: about 60 ms per GiB,
+	// docs/performance.md; a Match that starts later waits for nothing).
+	waitUnmaps()
+	avail, limit := pl.available()
 	s1, s2 := stageBytes(ns, nt)
 	sparse1, sparse2 := pl.sparseStages(ns, nt, cfg)
 	need, g := s1, pl.sparse1Bytes(ns, nt)
@@ -182,7 +187,9 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need = g
 		what = "the sparse Stage 1's candidate graph and lists " + copiesText((max(ns, nt)+min(ns, nt)-1)/min(ns, nt))
 		hint = "match a random subset of the larger domain, or run on a machine with more memory"
-		if s1 < need { // a forced sparse Stage 1 (Auto takes the smaller)
+		// A forced sparse Stage 1 (Auto takes the smaller), where the
+		// dense Match, Stage 2's matrix included, would pass this check.
+		if dn := pl.denseNeed(ns, nt, dim, cfg); s1 < need && dn+dn/8 <= avail {
 			hint = denseInstead(s1) + hint
 		}
 	}
@@ -218,11 +225,6 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need += cb
 		what += fmt.Sprintf(" and CORAL's %d×%d covariances", dim, dim)
 	}
-	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
-	// are free once its goroutine is done (munmap: about 60 ms per GiB,
-	// docs/performance.md; a Match that starts later waits for nothing).
-	waitUnmaps()
-	avail, limit := pl.available()
 	if avail <= 0 || need+need/8 <= avail {
 		return nil
 	}

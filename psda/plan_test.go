@@ -533,3 +533,32 @@ func TestDenseNeedIsCheckMemorys(t *testing.T) {
 		}
 	}
 }
+
+// TestSparseStage1HintDenseStages2 checks that checkMemory, refusing a
+// forced sparse two-stage Match whose Stage 1 graph exceeds Stage 1's dense
+// matrix, offers solver = "dense" only where the dense Match (Stage 2's
+// P × P matrix, P = n_large, included) would pass the check.
+func TestSparseStage1HintDenseStages2(t *testing.T) {
+	pl := defaultPlan()
+	pl.sparseK, pl.sparseAdd = 16, 16 // a graph between the dense stages' needs
+	s1, _ := stageBytes(1200, 300)
+	g := pl.sparse1Bytes(1200, 300)
+	for _, tc := range []struct {
+		stages    int
+		wantDense bool
+	}{{1, true}, {2, false}} {
+		cfg := Config{BatchSize: 4, Stages: tc.stages, Solver: Sparse, Discrepancy: MMD, Kernel: Linear}
+		dn := pl.denseNeed(1200, 300, 2, cfg)
+		if s1 >= g || (dn+dn/8 <= g) != tc.wantDense {
+			t.Fatalf("stages = %d: dense Stage 1 %d, graph %d, dense Match %d bytes: not the case named", tc.stages, s1, g, dn)
+		}
+		pl.available = func() (int64, memLimit) { return g, limitMachine }
+		err := pl.checkMemory(1200, 300, 2, cfg)
+		if err == nil {
+			t.Fatalf("stages = %d: no error", tc.stages)
+		}
+		if got := strings.Contains(err.Error(), `use solver = "dense"`); got != tc.wantDense {
+			t.Errorf("stages = %d: error %q offers solver = \"dense\": %v, want %v", tc.stages, err, got, tc.wantDense)
+		}
+	}
+}
