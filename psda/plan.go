@@ -235,7 +235,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	left, hint := shortOf(avail, limit, hint)
 	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
 		"but %s: %s",
-		ns, nt, cfg.Stages, bytesText(need), what, left, hint)
+		ns, nt, cfg.Stages, needText(need, avail), what, left, hint)
 }
 
 // shortOf says how much memory is left under the limit that sets avail
@@ -285,10 +285,10 @@ func (pl *plan) graphFits(bytes, held, dense int64, first bool, ns, nt, copies i
 	// Wrapped by stage1Sparse as "psda: stage 1 (sparse): …".
 	if first {
 		return fmt.Errorf("its first candidate graph %s needs about %s, but the memory left shrank since the "+
-			"check before the solve: %s: %s", copiesText(copies), bytesText(bytes), left, hint)
+			"check before the solve: %s: %s", copiesText(copies), needText(bytes, avail), left, hint)
 	}
 	return fmt.Errorf("its pricing rounds grew the candidate graph %s past the estimate checked before the "+
-		"solve: the next graph needs about %s, but %s: %s", copiesText(copies), bytesText(bytes), left, hint)
+		"solve: the next graph needs about %s, but %s: %s", copiesText(copies), needText(bytes, avail), left, hint)
 }
 
 // denseNeed returns what checkMemory counts for the Match with solver =
@@ -308,6 +308,17 @@ func (pl *plan) denseNeed(ns, nt, dim int, cfg Config) int64 {
 		need += coralBytes(ns+nt, dim)
 	}
 	return need
+}
+
+// needText writes a refused need for its error: with the margin of an
+// eighth the checks keep where the need alone is within avail, which would
+// otherwise read as a false refusal ("needs about 38 MB, but only 42 MB").
+func needText(need, avail int64) string {
+	if need > avail {
+		return bytesText(need)
+	}
+	return fmt.Sprintf("%s (%s with the margin of an eighth kept for what the estimate misses)",
+		bytesText(need), bytesText(need+need/8))
 }
 
 // copiesText says why the sparse Stage 1's graph is large: "(every edge

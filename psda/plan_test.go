@@ -562,3 +562,31 @@ func TestSparseStage1HintDenseStages2(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusalNamesMargin checks that a refusal whose need is below the
+// memory left, refused for the margin of an eighth, says the need with the
+// margin: "needs about 38 MB, but only 42 MB" alone reads as a false
+// refusal (a reviewer's ulimit -v run, the sparse Stage 1's first graph).
+func TestRefusalNamesMargin(t *testing.T) {
+	pl := defaultPlan()
+	const need = 38 << 20
+	pl.available = func() (int64, memLimit) { return need + need/16, limitAddressSpace }
+	for _, err := range []error{
+		pl.graphFits(need, 0, 1<<50, true, 1200, 300, 4),
+		pl.graphFits(need, 0, 1<<50, false, 1200, 300, 4),
+	} {
+		if err == nil {
+			t.Fatal("a need of an eighth over the memory left: no error")
+		}
+		if want := bytesText(need+need/8) + " with the margin"; !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	g := pl.sparse1Bytes(1200, 300)
+	pl.available = func() (int64, memLimit) { return g + g/16, limitMachine }
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: MMD, Kernel: Linear}
+	err := pl.checkMemory(1200, 300, 2, cfg)
+	if want := bytesText(g+g/8) + " with the margin"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkMemory: error %v does not say %q", err, want)
+	}
+}
