@@ -190,7 +190,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		// A forced sparse Stage 1 (Auto takes the smaller), where the
 		// dense Match, Stage 2's matrix included, would pass this check.
 		if dn := pl.denseNeed(ns, nt, dim, cfg); s1 < need && dn+dn/8 <= avail {
-			hint = denseInstead(s1) + hint
+			hint = denseInstead(dn) + hint
 		}
 	}
 	tb := int64(0) // Stage 2's RBF tables against the smaller side (stage2Table)
@@ -278,8 +278,7 @@ func (pl *plan) graphFits(bytes, held, dense int64, first bool, ns, nt, copies i
 	}
 	hint := "match a random subset of the larger domain, or run on a machine with more memory"
 	if dense+dense/8 <= avail+held {
-		s1, _ := stageBytes(ns, nt)
-		hint = denseInstead(s1) + hint
+		hint = denseInstead(dense) + hint
 	}
 	left, hint := shortOf(avail, limit, hint)
 	// Wrapped by stage1Sparse as "psda: stage 1 (sparse): …".
@@ -331,9 +330,10 @@ func copiesText(copies int) string {
 	return fmt.Sprintf("(every edge once per copy of its column: %d %s, n_large/n_small)", copies, unit)
 }
 
-// denseInstead offers the dense Stage 1, whose matrix takes s1 bytes.
-func denseInstead(s1 int64) string {
-	return fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), ", bytesText(s1))
+// denseInstead offers the dense solver, whose Match needs dense bytes
+// (denseNeed: both stages' matrices where there are two).
+func denseInstead(dense int64) string {
+	return fmt.Sprintf("use solver = \"dense\" (it needs about %s), ", bytesText(dense))
 }
 
 // bytesText writes a byte count for an error message: in GB with one
