@@ -165,6 +165,11 @@ func coralBytes(n, d int) int64 {
 // out-of-memory handler, or aborted by the Go runtime at an address-space
 // limit, part-way through.
 func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
+	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
+	// are free once its goroutine is done (munmap: about 60 ms per GiB,
+	// docs/performance.md; a Match that starts later waits for nothing).
+	waitUnmaps()
+	avail, limit := pl.available()
 	s1, s2 := stageBytes(ns, nt)
 	sparse1, sparse2 := pl.sparseStages(ns, nt, cfg)
 	need, g := s1, pl.sparse1Bytes(ns, nt)
@@ -182,8 +187,10 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need = g
 		what = "the sparse Stage 1's candidate graph and lists " + copiesText((max(ns, nt)+min(ns, nt)-1)/min(ns, nt))
 		hint = "match a random subset of the larger domain, or run on a machine with more memory"
-		if s1 < need { // a forced sparse Stage 1 (Auto takes the smaller)
-			hint = denseInstead(s1) + hint
+		// A forced sparse Stage 1 (Auto takes the smaller), where the
+		// dense Match, Stage 2's matrix included, would pass this check.
+		if dn := pl.denseNeed(ns, nt, dim, cfg); s1 < need && dn+dn/8 <= avail {
+			hint = denseInstead(dn) + hint
 		}
 	}
 	tb := int64(0) // Stage 2's RBF tables against the smaller side (stage2Table)
@@ -218,11 +225,6 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need += cb
 		what += fmt.Sprintf(" and CORAL's %d×%d covariances", dim, dim)
 	}
-	// The pages of the previous Match's Stage 2 matrix (stage2's unmap)
-	// are free once its goroutine is done (munmap: about 60 ms per GiB,
-	// docs/performance.md; a Match that starts later waits for nothing).
-	waitUnmaps()
-	avail, limit := pl.available()
 	if avail <= 0 || need+need/8 <= avail {
 		return nil
 	}
@@ -233,7 +235,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	left, hint := shortOf(avail, limit, hint)
 	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
 		"but %s: %s",
-		ns, nt, cfg.Stages, bytesText(need), what, left, hint)
+		ns, nt, cfg.Stages, needText(need, avail), what, left, hint)
 }
 
 // shortOf says how much memory is left under the limit that sets avail
@@ -264,20 +266,58 @@ func shortOf(avail int64, limit memLimit, hint string) (left, hint2 string) {
 // the candidates again (docs/limits.md), so that a Match it accepted could
 // otherwise be killed for memory part-way through.
 // held is what the stage holds meanwhile (its edges), free again once
-// it returns: solver = "dense" is offered where its matrix would fit then.
-func (pl *plan) graphFits(bytes, held int64, ns, nt, copies int) error {
+// it returns: solver = "dense" is offered where the dense Match's need
+// (dense: denseNeed, Stage 2's matrix included) would fit then.
+// first marks the first graph, which checkMemory counted: no pricing round
+// has grown it, the memory left shrank since (under RLIMIT_AS, VmSize keeps
+// the candidate lists' address space; another process may take memory).
+func (pl *plan) graphFits(bytes, held, dense int64, first bool, ns, nt, copies int) error {
 	avail, limit := pl.available()
 	if avail <= 0 || bytes+bytes/8 <= avail {
 		return nil
 	}
 	hint := "match a random subset of the larger domain, or run on a machine with more memory"
-	if s1, _ := stageBytes(ns, nt); s1+s1/8 <= avail+held {
-		hint = denseInstead(s1) + hint
+	if dense+dense/8 <= avail+held {
+		hint = denseInstead(dense) + hint
 	}
 	left, hint := shortOf(avail, limit, hint)
 	// Wrapped by stage1Sparse as "psda: stage 1 (sparse): …".
+	if first {
+		return fmt.Errorf("its first candidate graph %s needs about %s, but the memory left shrank since the "+
+			"check before the solve: %s: %s", copiesText(copies), needText(bytes, avail), left, hint)
+	}
 	return fmt.Errorf("its pricing rounds grew the candidate graph %s past the estimate checked before the "+
-		"solve: the next graph needs about %s, but %s: %s", copiesText(copies), bytesText(bytes), left, hint)
+		"solve: the next graph needs about %s, but %s: %s", copiesText(copies), needText(bytes, avail), left, hint)
+}
+
+// denseNeed returns what checkMemory counts for the Match with solver =
+// "dense": both stages' dense matrices (Stage 2's with its kernel tables)
+// and CORAL's covariances.
+func (pl *plan) denseNeed(ns, nt, dim int, cfg Config) int64 {
+	cfg.Solver = Dense
+	need, s2 := stageBytes(ns, nt)
+	if cfg.Stages == 2 {
+		tb := int64(0)
+		if pl.factored(ns, nt, cfg, false) {
+			tb = cost.FactoredBytes(max(ns, nt), min(ns, nt))
+		}
+		need = max(need, s2+tb)
+	}
+	if cfg.Discrepancy == CORAL {
+		need += coralBytes(ns+nt, dim)
+	}
+	return need
+}
+
+// needText writes a refused need for its error: with the margin of an
+// eighth the checks keep where the need alone is within avail, which would
+// otherwise read as a false refusal ("needs about 38 MB, but only 42 MB").
+func needText(need, avail int64) string {
+	if need > avail {
+		return bytesText(need)
+	}
+	return fmt.Sprintf("%s (%s with the margin of an eighth kept for what the estimate misses)",
+		bytesText(need), bytesText(need+need/8))
 }
 
 // copiesText says why the sparse Stage 1's graph is large: "(every edge
@@ -290,9 +330,10 @@ func copiesText(copies int) string {
 	return fmt.Sprintf("(every edge once per copy of its column: %d %s, n_large/n_small)", copies, unit)
 }
 
-// denseInstead offers the dense Stage 1, whose matrix takes s1 bytes.
-func denseInstead(s1 int64) string {
-	return fmt.Sprintf("use solver = \"dense\" (Stage 1's dense matrix takes %s), ", bytesText(s1))
+// denseInstead offers the dense solver, whose Match needs dense bytes
+// (denseNeed: both stages' matrices where there are two).
+func denseInstead(dense int64) string {
+	return fmt.Sprintf("use solver = \"dense\" (it needs about %s), ", bytesText(dense))
 }
 
 // bytesText writes a byte count for an error message: in GB with one

@@ -1,6 +1,7 @@
 package psda
 
 import (
+	"fmt"
 	"math"
 	"runtime"
 	"slices"
@@ -434,5 +435,158 @@ func TestSparseStage1GraphCheckedEachRound(t *testing.T) {
 	gr := s1.Graph(adj)
 	if want := int64(12*len(gr.Col) + 16*len(gr.Lo)); s1.graphBytes(adj) != want {
 		t.Errorf("graphBytes %d, the graph built takes %d", s1.graphBytes(adj), want)
+	}
+}
+
+// TestSparseStage1FirstGraphRefused checks the error of a sparse Stage 1
+// refused at its first graph, which checkMemory counted: the memory left
+// shrank between that check and the graph (under RLIMIT_AS the candidate
+// lists' address space stays in VmSize; another process may take memory).
+// No pricing round has run then, and the error must not say that one grew
+// the graph.
+func TestSparseStage1FirstGraphRefused(t *testing.T) {
+	src, tgt := floorFeatures("relu", 1200, 300, 2, 1)
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+	pl := defaultPlan()
+	calls := 0
+	pl.available = func() (int64, memLimit) {
+		calls++
+		if calls > 1 { // checkMemory's call passes, the first graph's does not
+			return 1 << 10, limitMachine
+		}
+		return 1 << 40, limitMachine
+	}
+	_, err := pl.match(src, tgt, cfg)
+	if err == nil {
+		t.Fatal("1 kB of memory left at the first graph: no error")
+	}
+	if strings.Contains(err.Error(), "pricing rounds grew") {
+		t.Errorf("refused at the first graph, the error blames pricing rounds: %v", err)
+	}
+	for _, want := range []string{"stage 1 (sparse): its first candidate graph", "4 copies, n_large/n_small",
+		"the memory left shrank since the check before the solve", "only 1024 bytes"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+}
+
+// TestSparseStage1GraphHintDenseStages checks that a sparse Stage 1 refused
+// at a graph offers solver = "dense" only where the whole dense Match
+// would fit once the stage has let go of its edges: with stages = 2 that
+// is also Stage 2's dense matrix (P × P, P = n_large, with its kernel
+// tables), which checkMemory would then refuse, not Stage 1's alone.
+func TestSparseStage1GraphHintDenseStages(t *testing.T) {
+	src, tgt := floorFeatures("relu", 1200, 300, 2, 1)
+	s1, s2 := stageBytes(1200, 300)
+	for _, tc := range []struct {
+		stages    int
+		wantDense bool
+	}{{1, true}, {2, false}} {
+		t.Run(fmt.Sprintf("stages=%d", tc.stages), func(t *testing.T) {
+			cfg := Config{BatchSize: 4, Stages: tc.stages, Solver: Sparse, Discrepancy: MMD, Kernel: RBF}
+			pl := defaultPlan()
+			left := s1 + s1/8 // Stage 1's dense matrix fits, with the margin
+			if s2 <= 3*left {
+				t.Fatalf("Stage 2's matrix %d bytes near what is left, %d: the case checks nothing", s2, left)
+			}
+			calls := 0
+			pl.available = func() (int64, memLimit) {
+				calls++
+				if calls > 1 { // checkMemory's call passes, the graphs' do not
+					return left, limitMachine
+				}
+				return 1 << 40, limitMachine
+			}
+			_, err := pl.match(src, tgt, cfg)
+			if err == nil || !strings.Contains(err.Error(), "stage 1 (sparse)") {
+				t.Fatalf("no graph refused: %v", err)
+			}
+			if got := strings.Contains(err.Error(), `use solver = "dense"`); got != tc.wantDense {
+				t.Errorf("error %q offers solver = \"dense\": %v, want %v", err, got, tc.wantDense)
+			}
+		})
+	}
+}
+
+// TestDenseNeedIsCheckMemorys checks denseNeed, which the sparse Stage 1's
+// refusals offer solver = "dense" by, against checkMemory itself with
+// solver = "dense": it accepts with denseNeed and its margin available, and
+// refuses with a byte less.
+func TestDenseNeedIsCheckMemorys(t *testing.T) {
+	for _, tc := range []struct {
+		ns, nt, dim, stages int
+		disc, kernel        string
+	}{
+		{1200, 300, 2, 1, MMD, RBF}, {1200, 300, 2, 2, MMD, RBF}, {300, 1200, 2, 2, MMD, RBF},
+		{1000, 1000, 8, 2, MMD, Linear}, {2000, 100, 3000, 2, CORAL, Linear}, {500, 400, 3000, 1, CORAL, Linear},
+	} {
+		cfg := Config{BatchSize: 4, Stages: tc.stages, Solver: Sparse, Discrepancy: tc.disc, Kernel: tc.kernel}
+		pl := defaultPlan()
+		dn := pl.denseNeed(tc.ns, tc.nt, tc.dim, cfg)
+		cfg.Solver = Dense
+		for _, avail := range []int64{dn + dn/8, dn + dn/8 - 1} {
+			pl.available = func() (int64, memLimit) { return avail, limitMachine }
+			if err := pl.checkMemory(tc.ns, tc.nt, tc.dim, cfg); (err == nil) != (avail == dn+dn/8) {
+				t.Errorf("%+v: denseNeed %d, %d bytes available: checkMemory says %v", tc, dn, avail, err)
+			}
+		}
+	}
+}
+
+// TestSparseStage1HintDenseStages2 checks that checkMemory, refusing a
+// forced sparse two-stage Match whose Stage 1 graph exceeds Stage 1's dense
+// matrix, offers solver = "dense" only where the dense Match (Stage 2's
+// P × P matrix, P = n_large, included) would pass the check.
+func TestSparseStage1HintDenseStages2(t *testing.T) {
+	pl := defaultPlan()
+	pl.sparseK, pl.sparseAdd = 16, 16 // a graph between the dense stages' needs
+	s1, _ := stageBytes(1200, 300)
+	g := pl.sparse1Bytes(1200, 300)
+	for _, tc := range []struct {
+		stages    int
+		wantDense bool
+	}{{1, true}, {2, false}} {
+		cfg := Config{BatchSize: 4, Stages: tc.stages, Solver: Sparse, Discrepancy: MMD, Kernel: Linear}
+		dn := pl.denseNeed(1200, 300, 2, cfg)
+		if s1 >= g || (dn+dn/8 <= g) != tc.wantDense {
+			t.Fatalf("stages = %d: dense Stage 1 %d, graph %d, dense Match %d bytes: not the case named", tc.stages, s1, g, dn)
+		}
+		pl.available = func() (int64, memLimit) { return g, limitMachine }
+		err := pl.checkMemory(1200, 300, 2, cfg)
+		if err == nil {
+			t.Fatalf("stages = %d: no error", tc.stages)
+		}
+		if got := strings.Contains(err.Error(), `use solver = "dense"`); got != tc.wantDense {
+			t.Errorf("stages = %d: error %q offers solver = \"dense\": %v, want %v", tc.stages, err, got, tc.wantDense)
+		}
+	}
+}
+
+// TestRefusalNamesMargin checks that a refusal whose need is below the
+// memory left, refused for the margin of an eighth, says the need with the
+// margin: "needs about 38 MB, but only 42 MB" alone reads as a false
+// refusal (a reviewer's ulimit -v run, the sparse Stage 1's first graph).
+func TestRefusalNamesMargin(t *testing.T) {
+	pl := defaultPlan()
+	const need = 38 << 20
+	pl.available = func() (int64, memLimit) { return need + need/16, limitAddressSpace }
+	for _, err := range []error{
+		pl.graphFits(need, 0, 1<<50, true, 1200, 300, 4),
+		pl.graphFits(need, 0, 1<<50, false, 1200, 300, 4),
+	} {
+		if err == nil {
+			t.Fatal("a need of an eighth over the memory left: no error")
+		}
+		if want := bytesText(need+need/8) + " with the margin"; !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	g := pl.sparse1Bytes(1200, 300)
+	pl.available = func() (int64, memLimit) { return g + g/16, limitMachine }
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: MMD, Kernel: Linear}
+	err := pl.checkMemory(1200, 300, 2, cfg)
+	if want := bytesText(g+g/8) + " with the margin"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("checkMemory: error %v does not say %q", err, want)
 	}
 }

@@ -135,8 +135,10 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// checkMemory counted the first graph, not the edges pricing adds
 	// (up to half the candidates again on low-dimensional features):
 	// each graph is checked against the memory left before it is built.
+	graphs, dense := 0, pl.denseNeed(ns, nt, src.D, cfg)
 	st.BeforeGraph = func(adj assign.Edges) error {
-		return pl.graphFits(s1.graphBytes(adj), adj.Bytes(), ns, nt, copies)
+		graphs++
+		return pl.graphFits(s1.graphBytes(adj), adj.Bytes(), dense, graphs == 1, ns, nt, copies)
 	}
 	if md.Bounded {
 		st.ER, st.EC = es, et

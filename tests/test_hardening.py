@@ -133,22 +133,28 @@ def test_case03_ulimit_v_sparse_stage1_graph_refused_not_killed():
     # column (n_large / n_small = 100 here): 40000 × 400 forced sparse would
     # take about 9 GB (a reviewer's run reached 21.9 GB before the graph was
     # sized ahead and the OOM killer ended it). It is refused, with the dense
-    # solver's need in the message.
+    # solver offered where the dense Match fits (stages = 1: 128 MB), not
+    # with stages = 2, whose dense Stage 2 matrix (40000², 12.8 GB) it would
+    # refuse in turn.
     res = run_limited(
         """
         import numpy as np, psda
         rng = np.random.default_rng(0)
         x, y = rng.random((40000, 4)), rng.random((400, 4))
-        try:
-            psda.match(x, y, batch_size=2, solver="sparse")
-        except ValueError as e:
-            print("ValueError:", e)
+        for stages, solver in [(1, "sparse"), (2, "sparse"), (2, "dense")]:
+            try:
+                psda.match(x, y, batch_size=2, stages=stages, solver=solver)
+            except ValueError as e:
+                print(stages, solver, "ValueError:", e)
         """,
         headroom=600 << 20,
     )
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "ValueError:" in res.stdout and "candidate graph" in res.stdout and 'solver = "dense"' in res.stdout, \
-        res.stdout + res.stderr[-3000:]
+    lines = res.stdout.splitlines()
+    assert len(lines) == 3 and all("ValueError:" in line for line in lines), res.stdout + res.stderr[-3000:]
+    assert "candidate graph" in lines[0] and 'solver = "dense"' in lines[0], lines[0]
+    assert "candidate graph" in lines[1] and 'solver = "dense"' not in lines[1], lines[1]
+    assert "dense cost matrices" in lines[2], lines[2]
 
 
 @needs_rlimit
