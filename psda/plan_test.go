@@ -268,14 +268,22 @@ func TestSparseStage1GraphCounted(t *testing.T) {
 			adj.Add(a, b, 1)
 		}
 	}
+	// graphBytes, what graphFits checks before each graph, is the graph's.
+	bytesOf := func(g *assign.Graph) int64 { return int64(12*len(g.Col) + 16*len(g.Lo)) }
 	gr := s1.Graph(adj)
 	if len(gr.Col) != cap(gr.Col) || len(gr.Cost) != cap(gr.Cost) {
 		t.Errorf("graph of %d edges built in capacity %d (costs %d): not sized ahead", len(gr.Col), cap(gr.Col), cap(gr.Cost))
+	}
+	if got, want := s1.graphBytes(adj), bytesOf(gr); got != want {
+		t.Errorf("graphBytes %d, the graph built takes %d", got, want)
 	}
 	s1.nl, s1.copies, s1.dummies = 390, 10, 10 // 390 rows on 40 × 10 copies
 	gr = s1.Graph(adj[:390])
 	if len(gr.Col) != cap(gr.Col) {
 		t.Errorf("with dummy rows: graph of %d edges built in capacity %d", len(gr.Col), cap(gr.Col))
+	}
+	if got, want := s1.graphBytes(adj[:390]), bytesOf(gr); got != want {
+		t.Errorf("with dummy rows: graphBytes %d, the graph built takes %d", got, want)
 	}
 }
 
@@ -421,20 +429,6 @@ func TestSparseStage1GraphCheckedEachRound(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
-	}
-
-	lin := cfg
-	lin.Kernel = Linear // terms without a pass
-	s1 := &sparse1{md: newStage1Model(src, tgt, lin, false), nl: 1200, nsm: 300, copies: 4}
-	adj := make(assign.Edges, 1200)
-	for a := range adj {
-		for b := 0; b < 300; b += 1 + a%7 {
-			adj.Add(a, b, 1)
-		}
-	}
-	gr := s1.Graph(adj)
-	if want := int64(12*len(gr.Col) + 16*len(gr.Lo)); s1.graphBytes(adj) != want {
-		t.Errorf("graphBytes %d, the graph built takes %d", s1.graphBytes(adj), want)
 	}
 }
 
