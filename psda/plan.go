@@ -170,6 +170,20 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	// docs/performance.md; a Match that starts later waits for nothing).
 	waitUnmaps()
 	avail, limit := pl.available()
+	need, what, hint := pl.need(ns, nt, dim, cfg, avail)
+	if avail <= 0 || need+need/8 <= avail {
+		return nil
+	}
+	left, hint := shortOf(avail, limit, hint)
+	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
+		"but %s: %s",
+		ns, nt, cfg.Stages, needText(need, avail), what, left, hint)
+}
+
+// need returns the bytes checkMemory counts for the Match, what they hold
+// and, for its error, what to change (solver = "dense" offered where the
+// dense Match would fit in avail bytes).
+func (pl *plan) need(ns, nt, dim int, cfg Config, avail int64) (int64, string, string) {
 	s1, s2 := stageBytes(ns, nt)
 	sparse1, sparse2 := pl.sparseStages(ns, nt, cfg)
 	need, g := s1, pl.sparse1Bytes(ns, nt)
@@ -185,7 +199,7 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 	}
 	if sparse1 {
 		need = g
-		what = "the sparse Stage 1's candidate graph and lists " + copiesText((max(ns, nt)+min(ns, nt)-1)/min(ns, nt))
+		what = "the sparse Stage 1's candidate graph and lists " + copiesText(stage1Copies(ns, nt))
 		hint = "match a random subset of the larger domain, or run on a machine with more memory"
 		// A forced sparse Stage 1 (Auto takes the smaller), where the
 		// dense Match, Stage 2's matrix included, would pass this check.
@@ -225,17 +239,11 @@ func (pl *plan) checkMemory(ns, nt, dim int, cfg Config) error {
 		need += cb
 		what += fmt.Sprintf(" and CORAL's %d×%d covariances", dim, dim)
 	}
-	if avail <= 0 || need+need/8 <= avail {
-		return nil
-	}
 	if cb > need/2 {
 		hint = "reduce the feature dimension (e.g. project the features to a few hundred dimensions), " +
 			"use discrepancy = \"mmd\", or run on a machine with more memory"
 	}
-	left, hint := shortOf(avail, limit, hint)
-	return fmt.Errorf("psda: matching %d source and %d target rows with stages = %d needs about %s for %s, "+
-		"but %s: %s",
-		ns, nt, cfg.Stages, needText(need, avail), what, left, hint)
+	return need, what, hint
 }
 
 // shortOf says how much memory is left under the limit that sets avail
@@ -295,17 +303,7 @@ func (pl *plan) graphFits(bytes, held, dense int64, first bool, ns, nt, copies i
 // and CORAL's covariances.
 func (pl *plan) denseNeed(ns, nt, dim int, cfg Config) int64 {
 	cfg.Solver = Dense
-	need, s2 := stageBytes(ns, nt)
-	if cfg.Stages == 2 {
-		tb := int64(0)
-		if pl.factored(ns, nt, cfg, false) {
-			tb = cost.FactoredBytes(max(ns, nt), min(ns, nt))
-		}
-		need = max(need, s2+tb)
-	}
-	if cfg.Discrepancy == CORAL {
-		need += coralBytes(ns+nt, dim)
-	}
+	need, _, _ := pl.need(ns, nt, dim, cfg, 0) // no sparse stage: no dense hint to weigh
 	return need
 }
 
@@ -507,9 +505,9 @@ func (pl *plan) sparse1Bytes(ns, nt int) int64 {
 	nl, nsm := int64(max(ns, nt)), int64(min(ns, nt))
 	k := int64(pl.stage1K())
 	e := nl*min(k, nsm) + nsm*min(k, nl) + nl
-	copies := (nl + nsm - 1) / nsm
+	copies := int64(stage1Copies(ns, nt))
 	n := nl + nsm // solver rows, dummies included (fewer than n_small)
-	lists := topk.Bytes(ns, min(pl.stage1K(), nt)) + topk.Bytes(nt, min(pl.stage1K(), ns))
+	lists := pl.stage1ListBytes(ns, nt)
 	// The edges' counts by row (room) and, by source and by target, the
 	// lists' thresholds and the float32 error bounds live beside them.
 	gather := lists + 16*e + 8*nl + 16*(nl+nsm)

@@ -54,7 +54,7 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// are garbage now, and the edges gathered below outgrow their hole:
 	// free them first (sparse1Bytes counts the lists and the edges, not
 	// the pass's buffers).
-	big := topk.Bytes(ns, min(pl.stage1K(), nt))+topk.Bytes(nt, min(pl.stage1K(), ns)) >= releaseBytes
+	big := pl.stage1ListBytes(ns, nt) >= releaseBytes
 	if big {
 		debug.FreeOSMemory()
 	}
@@ -65,11 +65,10 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	if tr {
 		nl, nsm = nt, ns
 	}
-	q, r := nl/nsm, nl%nsm
-	copies, dummies := q, 0
-	if r > 0 {
-		copies, dummies = q+1, nsm-r
-	}
+	// Each column repeated copies times (n_large/n_small rounded up), the
+	// copies that no row fills taken by dummy rows.
+	copies := stage1Copies(ns, nt)
+	dummies := copies*nsm - nl
 	// The edges are counted first so that adj takes one allocation of
 	// their exact size (sparse1Bytes counts it beside the lists).
 	room := make([]int, nl)
@@ -167,6 +166,26 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 // (debug.FreeOSMemory: a collection, milliseconds) before the next phase
 // allocates; below it the garbage is a few MB.
 const releaseBytes = 4 << 20
+
+// stage1K is the number of candidate edges the sparse Stage 1 keeps per row
+// and per column (at most the other side's size): three times Stage 2's (stage2K),
+// its nearest neighbours predicting the optimal partners less well
+// (plan.sparseK). stage1Sparse allocates its lists by it and sparse1Bytes
+// counts them by it.
+func (pl *plan) stage1K() int { return 3 * pl.sparseK }
+
+// stage1ListBytes returns the bytes of the sparse Stage 1's candidate
+// lists, each source's and each target's (topk.New by stage1K).
+func (pl *plan) stage1ListBytes(ns, nt int) int64 {
+	return topk.Bytes(ns, min(pl.stage1K(), nt)) + topk.Bytes(nt, min(pl.stage1K(), ns))
+}
+
+// stage1Copies returns how many times the sparse Stage 1 repeats each
+// column of the smaller side: n_large/n_small, rounded up.
+func stage1Copies(ns, nt int) int {
+	nl, nsm := max(ns, nt), min(ns, nt)
+	return (nl + nsm - 1) / nsm
+}
 
 // sparse1 is Stage 1's assignment as the pricing loop sees it (an
 // assign.PricedModel): solver rows

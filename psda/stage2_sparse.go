@@ -28,17 +28,10 @@ import (
 // matching, not this choice).
 func (pl *plan) stage2K(d int) int {
 	if d <= gram.DirectDim {
-		return 3 * pl.sparseK
+		return pl.stage1K()
 	}
 	return pl.sparseK
 }
-
-// stage1K is the number of candidate edges the sparse Stage 1 keeps per row
-// and per column (at most the other side's size): three times Stage 2's,
-// its nearest neighbours predicting the optimal partners less well
-// (plan.sparseK). stage1Sparse allocates its lists by it and sparse1Bytes
-// counts them by it.
-func (pl *plan) stage1K() int { return 3 * pl.sparseK }
 
 // stage2Sparse is stage2 on the sparse path: the symmetric assignment
 // relaxation on candidate edges, priced against every dense edge until its
