@@ -16,9 +16,13 @@ For each data kind and size it prints:
   ``--scipy`` the NumPy + SciPy reference (benchmarks/scipy_psda.py) and its
   ratio to psda.
 
-Every ratio comes from timings taken in this process, one after the other,
-so a loaded machine slows both sides alike (not exactly: the phases are read
-from a callback polled every 0.05 s).
+Every ratio comes from timings taken in this process, the floor and psda's
+matching alternately, ``--repeat`` times each (3 by default), and each side's
+best run is kept, as timeit keeps its best: other jobs on the machine only
+ever add time, so the best run is the least noisy estimate of each side's
+own cost, and taking it on both sides keeps the ratio fair (before, the
+floor was the best of three and psda one run). The phases are those of
+psda's best run (read from a callback polled every 0.05 s).
 
 Data (float32, scaled by 1/sqrt(d) so that squared distances are O(1)):
 "gaussian" N(0, I) and N(0.2, I); "relu" max(0, g), g ~ N(0, I) and
@@ -81,19 +85,15 @@ def self_gram(x: np.ndarray, block: int = 4096) -> None:
         x[i : i + block] @ x[i:].T
 
 
-def floor_seconds(s: np.ndarray, t: np.ndarray, repeat: int) -> Tuple[float, float]:
-    """Best wall time of the three float32 Gram products S·Tᵀ, S·Sᵀ, T·Tᵀ
-    (the symmetric two by upper-triangle blocks, self_gram), and the CPU
-    time (all threads) of that repetition."""
-    best, cpu = np.inf, np.inf
-    for _ in range(repeat):
-        t0, c0 = time.perf_counter(), time.process_time()
-        s @ t.T
-        self_gram(s)
-        self_gram(t)
-        if time.perf_counter() - t0 < best:
-            best, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return best, cpu
+def floor_seconds(s: np.ndarray, t: np.ndarray) -> Tuple[float, float]:
+    """Wall time of the three float32 Gram products S·Tᵀ, S·Sᵀ, T·Tᵀ (the
+    symmetric two by upper-triangle blocks, self_gram), and their CPU time
+    (all threads)."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    s @ t.T
+    self_gram(s)
+    self_gram(t)
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def psda_seconds(s: np.ndarray, t: np.ndarray, k: int) -> Tuple[float, float, Dict[str, float]]:
@@ -125,8 +125,11 @@ def main(argv: List[str] = None) -> int:
     p.add_argument("--scipy", action="store_true", help="also time the NumPy + SciPy reference (slow)")
     p.add_argument("--k", type=int, default=32, help="batch size k")
     p.add_argument("--threads", type=int, default=None, help="psda.set_num_threads (default: all cores)")
-    p.add_argument("--repeat", type=int, default=3, help="repetitions of the floor (best is kept)")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs of the floor and of psda, alternately (each side's best is kept)")
     a = p.parse_args(argv)
+    if a.repeat < 1:
+        p.error(f"--repeat {a.repeat}: want at least 1 run of each side")
     cases = (a.cases or DEFAULT_CASES) + (IMBALANCED_CASES if a.imbalanced else []) + (LARGE_CASES if a.large else [])
     if a.threads is not None:
         psda.set_num_threads(a.threads)
@@ -150,8 +153,12 @@ def main(argv: List[str] = None) -> int:
         for kind in a.kinds:
             s, t = make_data(kind, ns, nt, d, seed=26)
             flops = 2.0 * d * (ns * nt + ns * ns + nt * nt)
-            fl, fl_cpu = floor_seconds(s, t, a.repeat)
-            whole, whole_cpu, phases = psda_seconds(s, t, a.k)
+            (fl, fl_cpu), (whole, whole_cpu, phases) = (np.inf, 0.0), (np.inf, 0.0, {})
+            for _ in range(a.repeat):
+                fl, fl_cpu = min((fl, fl_cpu), floor_seconds(s, t))
+                run = psda_seconds(s, t, a.k)
+                if run[0] < whole:
+                    whole, whole_cpu, phases = run
             costs = phases.get("stage 1 costs", 0) + phases.get("stage 2 costs", 0)
             row = [kind, f"{ns}x{nt}", str(d), f"{fl:.3f}", f"{flops / fl / 1e9:.0f}", f"{costs:.2f}",
                    f"{flops / costs / 1e9:.0f}" if costs > 0 else "-", f"{whole:.2f}", f"{whole / fl:.1f}",

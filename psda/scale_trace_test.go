@@ -112,7 +112,9 @@ func TestScaleTrace(t *testing.T) {
 //	PSDA_FLOOR=relu:2000:40000:512:mirror go test -run TestFloorTrace -v -timeout 0 ./psda
 //
 // Its last lines give the result's hash (pairs, quadruplets, singles and
-// the bits of the three costs) for comparing trees.
+// the bits of the three costs) for comparing trees, and the matching's
+// alone (pairs, quadruplets, singles) for comparing paths, whose costs
+// agree only to rounding.
 func TestFloorTrace(t *testing.T) {
 	spec := os.Getenv("PSDA_FLOOR")
 	if spec == "" {
@@ -173,9 +175,10 @@ func TestFloorTrace(t *testing.T) {
 	for _, r := range m.Singles {
 		put(uint64(r))
 	}
+	matching := h.Sum(nil)[:8] // the pairs, quadruplets and singles alone
 	for _, v := range []float64{m.Stage1Cost, m.Stage2Cost, m.Stage2Bound} {
 		put(math.Float64bits(v))
 	}
-	fmt.Printf("hash %x (costs %016x %016x %016x)\n", h.Sum(nil)[:8],
+	fmt.Printf("hash %x (matching %x, costs %016x %016x %016x)\n", h.Sum(nil)[:8], matching,
 		math.Float64bits(m.Stage1Cost), math.Float64bits(m.Stage2Cost), math.Float64bits(m.Stage2Bound))
 }
