@@ -1,6 +1,7 @@
 package psda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -429,6 +430,37 @@ func TestSparseStage1GraphCheckedEachRound(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
+	}
+}
+
+// TestSparseStage1CancelledWhileShort checks that a sparse Stage 1
+// cancelled while the memory left runs short reports the cancellation, not
+// a refusal for memory: the caller asked it to stop, and the memory error
+// would send them to solver = "dense" or a bigger machine for nothing.
+func TestSparseStage1CancelledWhileShort(t *testing.T) {
+	src, tgt := floorFeatures("relu", 1200, 300, 2, 1)
+	mon := &Monitor{}
+	cfg := Config{BatchSize: 4, Stages: 1, Solver: Sparse, Discrepancy: MMD, Kernel: RBF, Monitor: mon}
+	pl := defaultPlan()
+	solved := false
+	pl.trace = func(format string, _ ...any) {
+		if strings.HasPrefix(format, "first solve") {
+			solved = true
+		}
+	}
+	pl.available = func() (int64, memLimit) {
+		if solved {
+			mon.Cancel() // the caller cancels as the memory runs short
+			return 1 << 10, limitMachine
+		}
+		return 1 << 40, limitMachine
+	}
+	_, err := pl.match(src, tgt, cfg)
+	if !solved {
+		t.Fatal("the first solve never ran: the case checks nothing")
+	}
+	if !errors.Is(err, ErrCancelled) {
+		t.Fatalf("cancelled with 1 kB of memory left: error %v, want ErrCancelled", err)
 	}
 }
 

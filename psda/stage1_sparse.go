@@ -134,10 +134,17 @@ func (pl *plan) stage1Sparse(src, tgt Matrix, cfg Config, m *Matching) error {
 	// checkMemory counted the first graph, not the edges pricing adds
 	// (up to half the candidates again on low-dimensional features):
 	// each graph is checked against the memory left before it is built.
+	// A cancellation that came before the refusal is reported instead: a
+	// caller who asked to stop is not to be sent to another solver or a
+	// bigger machine.
 	graphs, dense := 0, pl.denseNeed(ns, nt, src.D, cfg)
 	st.BeforeGraph = func(adj assign.Edges) error {
 		graphs++
-		return pl.graphFits(s1.graphBytes(adj), adj.Bytes(), dense, graphs == 1, ns, nt, copies)
+		err := pl.graphFits(s1.graphBytes(adj), adj.Bytes(), dense, graphs == 1, ns, nt, copies)
+		if cerr := mon.err(); cerr != nil {
+			return cerr
+		}
+		return err
 	}
 	if md.Bounded {
 		st.ER, st.EC = es, et
