@@ -129,6 +129,12 @@ func (pl *plan) checkSizes(src, tgt Matrix, cfg Config) error {
 	if err := cfg.fits(src.N, tgt.N); err != nil {
 		return err
 	}
+	// A cancel pending from before the Match (Monitor.Cancel: it applies
+	// to the next one) is reported before a refusal for memory, which
+	// would send the caller to another solver or a bigger machine.
+	if err := cfg.Monitor.err(); err != nil {
+		return err
+	}
 	return pl.checkMemory(src.N, tgt.N, src.D, cfg)
 }
 

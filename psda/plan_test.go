@@ -464,6 +464,23 @@ func TestSparseStage1CancelledWhileShort(t *testing.T) {
 	}
 }
 
+// TestCancelPendingWhileShort checks that a Match whose Monitor was
+// cancelled before it started (a cancel then applies to the next Match)
+// reports the cancellation, not checkMemory's refusal, on both solvers.
+func TestCancelPendingWhileShort(t *testing.T) {
+	src, tgt := floorFeatures("relu", 1200, 300, 2, 1)
+	for _, solver := range []string{Sparse, Dense} {
+		mon := &Monitor{}
+		mon.Cancel()
+		cfg := Config{BatchSize: 4, Stages: 1, Solver: solver, Discrepancy: MMD, Kernel: RBF, Monitor: mon}
+		pl := defaultPlan()
+		pl.available = func() (int64, memLimit) { return 1 << 10, limitMachine }
+		if _, err := pl.match(src, tgt, cfg); !errors.Is(err, ErrCancelled) {
+			t.Errorf("solver %s, cancelled before the Match, 1 kB of memory left: error %v, want ErrCancelled", solver, err)
+		}
+	}
+}
+
 // TestSparseStage1FirstGraphRefused checks the error of a sparse Stage 1
 // refused at its first graph, which checkMemory counted: the memory left
 // shrank between that check and the graph (under RLIMIT_AS the candidate
