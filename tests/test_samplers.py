@@ -68,6 +68,16 @@ def test_names_and_factory_errors():
         psda.batch_sampler("paired", s, t, 4, stages=2)
     with pytest.raises(ValueError, match="batch_size <= 38"):
         psda.batch_sampler("vardass", s, t, 39, num_replicas=1, rank=0)
+    # An option the name does not take is a ValueError, as batch_sampler's docstring says, naming
+    # the option and the name's options (it was a TypeError about BatchSampler.__init__).
+    with pytest.raises(ValueError, match=r"passes: not an option of 'kmeans\+\+' \(it takes chunk, .*seed\)"):
+        psda.batch_sampler("kmeans++", s, t, 4, passes=3)
+    with pytest.raises(ValueError, match=r"strat: not an option of 'ordered' .*strata"):
+        psda.batch_sampler("ordered", s, t, 4, strat=3)
+    with pytest.raises(ValueError, match=r"it takes .*solver, stages\)"):
+        psda.batch_sampler("random-pairs", s, t, 4, passes=3)
+    with pytest.raises(ValueError, match=r"it takes .*seed, solver\)"):  # stages: the name sets it
+        psda.batch_sampler("paired", s, t, 4, passes=3)
 
 
 @pytest.mark.parametrize("name", psda.SAMPLERS)

@@ -391,3 +391,32 @@ def test_cli_rejects_unknown_imbalance(capsys):
     with pytest.raises(SystemExit):
         run_cli("variance", "--imbalance", "costly")
     assert "--imbalance" in capsys.readouterr().err
+
+
+_SETUP_SPY = """
+import sys
+import psda.cli as cli
+seen = []
+build = cli._sampler
+def spy(*args, **kwargs):
+    seen.append(sorted(m for m in ("torch", "psda.samplers.simple") if m not in sys.modules))
+    return build(*args, **kwargs)
+cli._sampler = spy
+assert cli.main(["variance", "--n-source", "40", "--n-target", "30", "--k", "4", "--epochs", "1",
+                 "--methods", "uniform", "--no-progress"]) == 0
+print("NOT IMPORTED BEFORE THE FIRST SET-UP:", seen[0])
+"""
+
+
+def test_cli_setup_time_excludes_imports():
+    # README and docs/samplers.md report uniform's set-up time as none; the first sampler
+    # built must not pay for importing torch and the sampler modules (1.7 s here).
+    pytest.importorskip("torch")
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.dirname(os.path.dirname(psda.__file__)), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", _SETUP_SPY], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "NOT IMPORTED BEFORE THE FIRST SET-UP: []" in out.stdout, out.stdout

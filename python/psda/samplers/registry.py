@@ -11,6 +11,7 @@ one :class:`Entry` here.
 from __future__ import annotations
 
 import importlib
+import inspect
 from typing import Any, Dict, NamedTuple, Tuple
 
 __all__ = ["Entry", "REGISTRY", "SAMPLERS", "entry", "sampler_class", "build"]
@@ -74,4 +75,24 @@ def build(name: str, source_features: Any, target_features: Any, batch_size: int
         if key in options:
             raise ValueError(f"{key} = {options[key]!r}: the name {name!r} sets it ({key}={value!r}); choose "
                              f"the name instead")
-    return sampler_class(name)(source_features, target_features, batch_size, **options, **e.options)
+    cls = sampler_class(name)
+    unknown = [key for key in options if key not in _options_of(cls)]
+    if unknown:
+        takes = ", ".join(sorted(_options_of(cls) - set(e.options)))
+        raise ValueError(f"{', '.join(unknown)}: not an option of {name!r} (it takes {takes}); drop "
+                         f"{'it' if len(unknown) == 1 else 'them'} or choose another name")
+    return cls(source_features, target_features, batch_size, **options, **e.options)
+
+
+def _options_of(cls: Any) -> set:
+    """The keyword options cls's constructor accepts: each __init__ in the MRO passes **kwargs up to its base."""
+    names: set = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        params = inspect.signature(init).parameters.values()
+        names.update(p.name for p in params if p.kind is p.KEYWORD_ONLY)
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            break
+    return names
