@@ -348,6 +348,28 @@ def test_cli_plot_writes_png(tmp_path):
 
 
 @pytest.mark.skipif(not _native_available(), reason="psda's native core is not built")
+def test_cli_plot_names_and_colours_every_row(tmp_path):
+    """Each --imbalance row of a PSDA method is named "PSDA ..." with its choice, and eleven rows get
+    eleven colours (matplotlib's default cycle has ten)."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    plt.close("all")
+    code, out = run_cli(*SMALL, "--k", "4", "--epochs", "1", "--methods",
+                        "uniform,kmeans++,vardass,ordered,random-pairs,paired,double-paired",
+                        "--imbalance", "cost", "random", "systematic", "--plot", str(tmp_path / "v.png"))
+    assert code == 0, out
+    ax = plt.gcf().axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "PSDA Double-paired (systematic)" in labels and "PSDA Paired" in labels, labels
+    assert not [x for x in labels if "paired/" in x], labels
+    lines = [c[0] for c in ax.containers]  # each errorbar's data line
+    assert len(lines) == 11
+    assert len({tuple(l.get_color()) if not isinstance(l.get_color(), str) else l.get_color()
+                for l in lines}) == 11
+    plt.close("all")
+
+
+@pytest.mark.skipif(not _native_available(), reason="psda's native core is not built")
 def test_bench_smoke():
     pytest.importorskip("scipy")
     from psda.cli import _load_benchmark_module

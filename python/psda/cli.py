@@ -154,16 +154,18 @@ def _variance_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--n-source", type=_positive, default=4000, help="source rows n_s")
     p.add_argument("--n-target", type=_positive, default=4000, help="target rows n_t")
     p.add_argument("--dim", type=_positive, default=2, help="feature dimension d")
-    p.add_argument("--k", type=_int_list, default=list(DEFAULT_KS),
+    # String defaults, parsed by their type as a user's would be: --help then shows them as typed.
+    p.add_argument("--k", type=_int_list, default=",".join(map(str, DEFAULT_KS)),
                    help="per-domain batch sizes, comma separated")
     p.add_argument("--epochs", type=_positive, default=None,
                    help=f"epochs per (method, k); default: enough for >= {MIN_BATCHES} batches "
                         f"and at least {MIN_EPOCHS} epochs")
     p.add_argument("--seed", type=_seed, default=0, help="seed for the data and every sampler")
-    p.add_argument("--discrepancy", choices=("mmd", "coral"), default="mmd")
+    p.add_argument("--discrepancy", choices=("mmd", "coral"), default="mmd",
+                   help="the discrepancy whose minibatch estimate is measured")
     p.add_argument("--kernel", choices=("linear", "rbf"), default="linear",
                    help="MMD kernel (ignored for CORAL)")
-    p.add_argument("--gammas", type=_float_list, default=list(DEFAULT_GAMMAS),
+    p.add_argument("--gammas", type=_float_list, default=",".join(map(repr, DEFAULT_GAMMAS)),
                    help="RBF mixture bandwidths")
     p.add_argument("--solver", choices=("auto", "dense", "sparse"), default="auto",
                    help="how psda computes the paired and double-paired matchings (both exact); "
@@ -171,7 +173,7 @@ def _variance_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--data", choices=("gaussian", "mixture"), default="gaussian",
                    help="gaussian: N(0, I) in both domains; mixture: two shifted "
                         "Gaussian mixtures")
-    p.add_argument("--methods", type=_method_list, default=list(DEFAULT_METHODS),
+    p.add_argument("--methods", type=_method_list, default=",".join(DEFAULT_METHODS),
                    help="'all' (every sampler of psda.SAMPLERS) or comma separated, from: " + ", ".join(METHODS))
     p.add_argument("--imbalance", nargs="+", choices=IMBALANCE, default=["cost"],
                    help="for paired and double-paired with n_source != n_target: who chooses the smaller "
@@ -453,13 +455,21 @@ def _plot(args, results) -> int:
     names = {"paired": "PSDA Paired", "double-paired": "PSDA Double-paired",
              "ref-paired": "PSDA Paired (SciPy reference)", "ref-double-paired": "PSDA Double-paired (SciPy reference)",
              "kmeans++": "k-means++", "dpp": "k-DPP", "vardass": "VaRDASS", "ordered": "ORDERED"}
-    for i, m in enumerate(_rows(args)):
+    rows = _rows(args)
+    # tab10's ten colours, then their light variants: a colour of its own for up to 20 rows
+    # (matplotlib's default cycle repeats after ten, e.g. with --methods all --imbalance ...).
+    tab20 = plt.get_cmap("tab20").colors
+    colours = tab20[0::2] + tab20[1::2]
+    for i, m in enumerate(rows):
         ks = [k for k in args.k if (m, k) in results]
         if ks:
-            psda_method = "paired" in m
+            base, _, variant = m.partition("/")  # "paired/systematic": one row per --imbalance choice
+            psda_method = "paired" in base
+            label = names.get(base, base) + (f" ({variant})" if variant else "")
             ax.errorbar(ks, [results[m, k].mean for k in ks], yerr=[results[m, k].stderr for k in ks],
-                        marker=markers[i % len(markers)], capsize=3, linewidth=2.2 if psda_method else 1.2,
-                        linestyle="-" if psda_method else "--", label=names.get(m, m))
+                        marker=markers[i % len(markers)], color=colours[i % len(colours)], capsize=3,
+                        linewidth=2.2 if psda_method else 1.2, linestyle="-" if psda_method else "--",
+                        label=label)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch size k (per domain)")
