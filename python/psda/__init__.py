@@ -52,7 +52,22 @@ __all__ = ["match", "Matching", "PairedBatchSampler", "linear_sum_assignment", "
 
 
 def batch_sampler(name: str, source_features: Any, target_features: Any, batch_size: int, **options: Any) -> Any:
-    """Returns the batch sampler ``name`` (one of :data:`SAMPLERS`); see :func:`psda.samplers.batch_sampler`."""
+    """Returns the batch sampler ``name`` (one of :data:`SAMPLERS`); see :func:`psda.samplers.batch_sampler`.
+
+    Args:
+        name: a name of :data:`SAMPLERS` ("uniform", "vardass", "double-paired", ...).
+        source_features, target_features: the two domains' features, one row per example.
+        batch_size: examples per domain in each batch (k).
+        **options: the sampler's own options (seed, drop_last, discrepancy, ...); one it does
+            not take raises ValueError naming the options it takes.
+
+    Example:
+        >>> import numpy as np, psda
+        >>> rng = np.random.default_rng(0)
+        >>> s = psda.batch_sampler("uniform", rng.normal(size=(40, 3)), rng.normal(size=(30, 3)), 8, seed=1)
+        >>> len(s), len(next(iter(s)))
+        (5, 16)
+    """
     from .samplers import batch_sampler as _make
 
     return _make(name, source_features, target_features, batch_size, **options)
@@ -67,7 +82,13 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 
 def core_version() -> str:
-    """Returns the version string of the compiled Go core."""
+    """Returns the version string of the compiled Go core (the package's own is ``__version__``).
+
+    Example:
+        >>> import psda
+        >>> isinstance(psda.core_version(), str) and psda.core_version() != ""
+        True
+    """
     from . import _native
 
     return _native.version()
