@@ -111,6 +111,26 @@ static void test_hostile_searches(void) {
     WANT(psda_kmeans_f64(x, big, 4, w, group, 1, 1, 1, 0, hist, 4, &n_hist, NULL, NULL), PSDA_ERR_SIZE);
     CHECK(last_error_has("m*d"), "kmeans: the message does not name m*d");
     WANT(psda_kmeans_f64(x, 2, 2, w, group, 1, 1, 1, 0, hist, 4, &n_hist, NULL, NULL), PSDA_OK);
+
+    /* history_cap >= passes + 1, where passes + 1 wraps to INT64_MIN for
+     * passes = INT64_MAX: refused, not history_len > history_cap. */
+    double x4[8] = {0, 0, 1, 1, 5, 5, 6, 6}, w4[4] = {1, 1, 1, 1}, centre2[4] = {0, 0, 0, 0}, omega2[2] = {1, 1};
+    int64_t group4[4] = {0, 1, 0, 1}, class4[4] = {0, 0, 0, 0};
+    n_hist = -1;
+    WANT(psda_kmeans_f64(x, 2, 2, w, group, 1, 1, INT64_MAX, 0, hist, 1, &n_hist, NULL, NULL), PSDA_ERR_SIZE);
+    CHECK(n_hist <= 1, "kmeans: history_len = %lld with history_cap = 1", (long long)n_hist);
+    n_hist = -1;
+    WANT(psda_exchange_f64(x4, 4, 2, w4, group4, class4, centre2, 2, omega2, 1, INT64_MAX, 0, 0, hist, 1, &n_hist,
+                           NULL, NULL),
+         PSDA_ERR_SIZE);
+    CHECK(n_hist <= 1, "exchange: history_len = %lld with history_cap = 1", (long long)n_hist);
+    /* A capacity far beyond what is needed (as for psda_version): only the
+     * values the call produces are written, never an internal error. */
+    WANT(psda_kdpp_sample_f64(lam, 2, v, 2, 1, 2, 0, out, INT64_MAX, NULL, NULL), PSDA_OK);
+    WANT(psda_kmeans_f64(x, 2, 2, w, group, 1, 1, 1, 0, hist, INT64_MAX, &n_hist, NULL, NULL), PSDA_OK);
+    WANT(psda_exchange_f64(x4, 4, 2, w4, group4, class4, centre2, 2, omega2, 1, 1, 0, 0, hist, INT64_MAX, &n_hist,
+                           NULL, NULL),
+         PSDA_OK);
 }
 
 /* test_hostile_arguments calls each entry point with NULLs, zero, negative
