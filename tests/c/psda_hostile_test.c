@@ -283,6 +283,16 @@ static void test_hostile_arguments(void) {
 
     test_hostile_searches();
 
+    /* The global slot holds the message of the last call without a valid
+     * context: a progress poll or cancel on a live context, which may run
+     * in any thread at any rate, must not erase it. */
+    int32_t ph = -1;
+    WANT(psda_lsap_f64(NULL, 2, 3, col, 4, &obj), PSDA_ERR_NULL);
+    WANT(psda_progress(ctx, &a, &b, &ph), PSDA_OK);
+    WANT(psda_progress_view(ctx, &view), PSDA_OK);
+    WANT(psda_cancel(ctx), PSDA_OK);
+    CHECK(last_error_has("cost is NULL"), "a successful poll or cancel on a live context erased the global message");
+
     WANT(psda_ctx_free(ctx), PSDA_OK);
     WANT(psda_ctx_free(ctx), PSDA_ERR_HANDLE);
     WANT(psda_compute_f64(ctx, x, 4, y, 4, 2), PSDA_ERR_HANDLE);
