@@ -25,6 +25,8 @@ func psda_exchange_f64(x *C.double, m, d C.int64_t, w *C.double, group, class *C
 			return fail(errSize, "psda: m = %d slots, d = %d features, g = %d groups: all must be >= 1", int64(m), int64(d), int64(g))
 		case passes < 0:
 			return fail(errInvalid, "psda: passes = %d: must be >= 0", int64(passes))
+		case partners < 0:
+			return fail(errInvalid, "psda: partners = %d: want 0 (every slot of the class) or a positive count", int64(partners))
 		case historyCap <= passes: // not passes+1, which wraps for passes = INT64_MAX
 			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), uint64(passes)+1)
 		}

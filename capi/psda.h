@@ -294,11 +294,12 @@ int psda_lsap_ctx_f64(psda_ctx ctx, const double *cost, int64_t nr, int64_t nc,
  * class), g centre rows and weights omega, for
  *     F = sum_g omega[g] || sum_{i in g} w[i] x[i] - centre[g] ||^2.
  * sign = +1 minimises F, -1 maximises it; at most passes passes; partners > 0
- * draws that many candidates per visit (0: the whole class); seed seeds the
- * visiting order. history (history_cap >= passes + 1 doubles) receives F at
- * the start and after each pass, history_len their number. cancel (may be
- * NULL) is polled: a nonzero value stops the search with PSDA_ERR_CANCELLED,
- * group holding the partition reached. done (may be NULL) receives the
+ * draws that many candidates per visit (0: the whole class; < 0 is
+ * PSDA_ERR_INVALID); seed seeds the visiting order. history (history_cap >=
+ * passes + 1 doubles) receives F at the start and after each pass,
+ * history_len their number. cancel (may be NULL) is polled: a nonzero value
+ * stops the search with PSDA_ERR_CANCELLED, group holding the partition
+ * reached. done (may be NULL) receives the
  * number of passes completed, for progress. PSDA_ERR_SIZE when m*d or g*d
  * values would not fit in memory (also where the int64 product overflows;
  * issue 25). O(passes m C d) for C candidates. */

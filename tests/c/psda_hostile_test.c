@@ -124,6 +124,11 @@ static void test_hostile_searches(void) {
                            NULL, NULL),
          PSDA_ERR_SIZE);
     CHECK(n_hist <= 1, "exchange: history_len = %lld with history_cap = 1", (long long)n_hist);
+    /* partners < 0 has no meaning (0 is the whole class): refused, naming it. */
+    WANT(psda_exchange_f64(x4, 4, 2, w4, group4, class4, centre2, 2, omega2, 1, 1, -3, 0, hist, 4, &n_hist, NULL,
+                           NULL),
+         PSDA_ERR_INVALID);
+    CHECK(last_error_has("partners"), "exchange: the message does not name partners");
     /* A capacity far beyond what is needed (as for psda_version): only the
      * values the call produces are written, never an internal error. */
     WANT(psda_kdpp_sample_f64(lam, 2, v, 2, 1, 2, 0, out, INT64_MAX, NULL, NULL), PSDA_OK);
