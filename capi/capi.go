@@ -421,15 +421,23 @@ func psda_objectives(h C.uintptr_t, stage1Cost, stage2Cost, stage2Bound *C.doubl
 // onUnlocked runs body on the context behind h without taking its lock (a
 // computation may hold it), recording failures in the global error slot:
 // for the fields that other threads may read during a computation, the
-// Monitor and the progress view.
-func onUnlocked(h C.uintptr_t, fn string, body func(c *context) *failure) C.int {
-	return withoutContext(fn, func() *failure {
-		c, f := lookup(h)
-		if f != nil {
-			return f
+// Monitor and the progress view. A success leaves the global slot alone:
+// it holds the message of the last call without a valid context (psda.h),
+// which a progress poll from another thread must not erase.
+func onUnlocked(h C.uintptr_t, fn string, body func(c *context) *failure) (status C.int) {
+	defer func() {
+		if r := recover(); r != nil {
+			status = report(&global, recovered(fn, r))
 		}
-		return body(c)
-	})
+	}()
+	c, f := lookup(h)
+	if f == nil {
+		f = body(c)
+	}
+	if f != nil {
+		return report(&global, f)
+	}
+	return statusOK
 }
 
 //export psda_cancel

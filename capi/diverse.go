@@ -25,8 +25,10 @@ func psda_exchange_f64(x *C.double, m, d C.int64_t, w *C.double, group, class *C
 			return fail(errSize, "psda: m = %d slots, d = %d features, g = %d groups: all must be >= 1", int64(m), int64(d), int64(g))
 		case passes < 0:
 			return fail(errInvalid, "psda: passes = %d: must be >= 0", int64(passes))
-		case historyCap < passes+1:
-			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), int64(passes)+1)
+		case partners < 0:
+			return fail(errInvalid, "psda: partners = %d: want 0 (every slot of the class) or a positive count", int64(partners))
+		case historyCap <= passes: // not passes+1, which wraps for passes = INT64_MAX
+			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), uint64(passes)+1)
 		}
 		md, f := elems(m, d, "m*d")
 		if f != nil {
@@ -91,7 +93,9 @@ func psda_kdpp_sample_f64(lam *C.double, nEig C.int64_t, v *C.double, n, k, nb C
 			unsafe.Slice((*float64)(unsafe.Pointer(lam)), int(nEig)),
 			unsafe.Slice((*float64)(unsafe.Pointer(v)), nv),
 			int(n), int(k), int(nb), uint64(seed),
-			unsafe.Slice((*int64)(unsafe.Pointer(out)), int(outCap)), stop, progress)
+			// need, not outCap: only nb*k values are written, and a cap
+			// beyond Go's slice limit would make unsafe.Slice panic.
+			unsafe.Slice((*int64)(unsafe.Pointer(out)), need), stop, progress)
 		if errors.Is(err, diverse.ErrCancelled) {
 			return fail(errCancelled, "psda: k-DPP sampling cancelled")
 		}
@@ -114,8 +118,8 @@ func psda_kmeans_f64(x *C.double, m, d C.int64_t, w *C.double, group *C.int64_t,
 			return fail(errSize, "psda: m = %d rows, d = %d features, k = %d clusters: all must be >= 1", int64(m), int64(d), int64(k))
 		case passes < 0:
 			return fail(errInvalid, "psda: passes = %d: must be >= 0", int64(passes))
-		case historyCap < passes+1:
-			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), int64(passes)+1)
+		case historyCap <= passes: // not passes+1, which wraps for passes = INT64_MAX
+			return fail(errSize, "psda: history_cap = %d: need passes + 1 = %d doubles", int64(historyCap), uint64(passes)+1)
 		}
 		md, f := elems(m, d, "m*d")
 		if f != nil {
@@ -168,7 +172,9 @@ func searchHooks(cancel *C.int32_t, done *C.int64_t) (stop func() bool, onPass f
 // also when it was cancelled (the caller keeps the state reached), and
 // maps its error to a status.
 func searchEnd(h []float64, err error, history *C.double, historyCap C.int64_t, historyLen *C.int64_t, cancelled string) *failure {
-	copy(unsafe.Slice((*float64)(unsafe.Pointer(history)), int(historyCap)), h)
+	// len(h) <= passes + 1 <= historyCap values (checked by the caller);
+	// slicing historyCap values would panic for a cap beyond Go's limit.
+	copy(unsafe.Slice((*float64)(unsafe.Pointer(history)), min(len(h), int(historyCap))), h)
 	*historyLen = C.int64_t(len(h))
 	if errors.Is(err, diverse.ErrCancelled) {
 		return fail(errCancelled, "psda: %s", cancelled)

@@ -84,9 +84,11 @@ int psda_version(char *buf, size_t cap);
  * it succeeded), NUL-terminated, into buf of cap bytes. With ctx == 0 it
  * copies the message of the most recent call made without a valid context
  * (psda_ctx_new, psda_lsap_f64, any call given an invalid handle); that slot
- * is shared by all threads. Returns PSDA_ERR_SIZE, with a truncated copy, when
- * cap is too small; 512 bytes hold every message psda produces for typical
- * names. Does not change the stored message. */
+ * is shared by all threads, and a successful psda_progress, psda_progress_view
+ * or psda_cancel on a valid context leaves it unchanged. Returns
+ * PSDA_ERR_SIZE, with a truncated copy, when cap is too small; 512 bytes
+ * hold every message psda produces for typical names. Does not change the
+ * stored message. */
 int psda_last_error(psda_ctx ctx, char *buf, size_t cap);
 
 /* psda_num_threads sets, when set > 0, the number of threads each parallel
@@ -293,12 +295,13 @@ int psda_lsap_ctx_f64(psda_ctx ctx, const double *cost, int64_t nr, int64_t nc,
  * class), g centre rows and weights omega, for
  *     F = sum_g omega[g] || sum_{i in g} w[i] x[i] - centre[g] ||^2.
  * sign = +1 minimises F, -1 maximises it; at most passes passes; partners > 0
- * draws that many candidates per visit (0: the whole class); seed seeds the
- * visiting order. history (history_cap >= passes + 1 doubles) receives F at
- * the start and after each pass, history_len their number. cancel (may be
- * NULL) is polled: a nonzero value stops the search with PSDA_ERR_CANCELLED,
- * group holding the partition reached. done (may be NULL) receives the
- * number of passes completed, for progress. PSDA_ERR_SIZE when m*d or g*d
+ * draws that many candidates per visit (0: the whole class; < 0 is
+ * PSDA_ERR_INVALID); seed seeds the visiting order. history (history_cap >=
+ * passes + 1 doubles) receives F at the start and after each pass,
+ * history_len their number. cancel (may be NULL) is polled: a nonzero value
+ * stops the search with PSDA_ERR_CANCELLED, group holding the partition
+ * reached. done (may be NULL) receives the number of passes completed, for
+ * progress. PSDA_ERR_SIZE when m*d or g*d
  * values would not fit in memory (also where the int64 product overflows;
  * issue 25). O(passes m C d) for C candidates. */
 int psda_exchange_f64(const double *x, int64_t m, int64_t d, const double *w, int64_t *group, const int64_t *class_,

@@ -111,6 +111,31 @@ static void test_hostile_searches(void) {
     WANT(psda_kmeans_f64(x, big, 4, w, group, 1, 1, 1, 0, hist, 4, &n_hist, NULL, NULL), PSDA_ERR_SIZE);
     CHECK(last_error_has("m*d"), "kmeans: the message does not name m*d");
     WANT(psda_kmeans_f64(x, 2, 2, w, group, 1, 1, 1, 0, hist, 4, &n_hist, NULL, NULL), PSDA_OK);
+
+    /* history_cap >= passes + 1, where passes + 1 wraps to INT64_MIN for
+     * passes = INT64_MAX: refused, not history_len > history_cap. */
+    double x4[8] = {0, 0, 1, 1, 5, 5, 6, 6}, w4[4] = {1, 1, 1, 1}, centre2[4] = {0, 0, 0, 0}, omega2[2] = {1, 1};
+    int64_t group4[4] = {0, 1, 0, 1}, class4[4] = {0, 0, 0, 0};
+    n_hist = -1;
+    WANT(psda_kmeans_f64(x, 2, 2, w, group, 1, 1, INT64_MAX, 0, hist, 1, &n_hist, NULL, NULL), PSDA_ERR_SIZE);
+    CHECK(n_hist <= 1, "kmeans: history_len = %lld with history_cap = 1", (long long)n_hist);
+    n_hist = -1;
+    WANT(psda_exchange_f64(x4, 4, 2, w4, group4, class4, centre2, 2, omega2, 1, INT64_MAX, 0, 0, hist, 1, &n_hist,
+                           NULL, NULL),
+         PSDA_ERR_SIZE);
+    CHECK(n_hist <= 1, "exchange: history_len = %lld with history_cap = 1", (long long)n_hist);
+    /* partners < 0 has no meaning (0 is the whole class): refused, naming it. */
+    WANT(psda_exchange_f64(x4, 4, 2, w4, group4, class4, centre2, 2, omega2, 1, 1, -3, 0, hist, 4, &n_hist, NULL,
+                           NULL),
+         PSDA_ERR_INVALID);
+    CHECK(last_error_has("partners"), "exchange: the message does not name partners");
+    /* A capacity far beyond what is needed (as for psda_version): only the
+     * values the call produces are written, never an internal error. */
+    WANT(psda_kdpp_sample_f64(lam, 2, v, 2, 1, 2, 0, out, INT64_MAX, NULL, NULL), PSDA_OK);
+    WANT(psda_kmeans_f64(x, 2, 2, w, group, 1, 1, 1, 0, hist, INT64_MAX, &n_hist, NULL, NULL), PSDA_OK);
+    WANT(psda_exchange_f64(x4, 4, 2, w4, group4, class4, centre2, 2, omega2, 1, 1, 0, 0, hist, INT64_MAX, &n_hist,
+                           NULL, NULL),
+         PSDA_OK);
 }
 
 /* test_hostile_arguments calls each entry point with NULLs, zero, negative
@@ -262,6 +287,16 @@ static void test_hostile_arguments(void) {
     STATUS(psda_lsap_f64(bigc, 2, 3, col, 4, &obj));
 
     test_hostile_searches();
+
+    /* The global slot holds the message of the last call without a valid
+     * context: a progress poll or cancel on a live context, which may run
+     * in any thread at any rate, must not erase it. */
+    int32_t ph = -1;
+    WANT(psda_lsap_f64(NULL, 2, 3, col, 4, &obj), PSDA_ERR_NULL);
+    WANT(psda_progress(ctx, &a, &b, &ph), PSDA_OK);
+    WANT(psda_progress_view(ctx, &view), PSDA_OK);
+    WANT(psda_cancel(ctx), PSDA_OK);
+    CHECK(last_error_has("cost is NULL"), "a successful poll or cancel on a live context erased the global message");
 
     WANT(psda_ctx_free(ctx), PSDA_OK);
     WANT(psda_ctx_free(ctx), PSDA_ERR_HANDLE);
