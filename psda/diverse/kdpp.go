@@ -56,6 +56,8 @@ func SampleKDPP(lam []float64, v []float64, n, k, nb int, seed uint64, out []int
 	switch {
 	case n < 1 || k < 1 || nb < 0:
 		return fmt.Errorf("diverse: n = %d, k = %d, nb = %d: want n, k >= 1 and nb >= 0", n, k, nb)
+	case k > n:
+		return fmt.Errorf("diverse: k = %d rows of n = %d: a k-subset needs k <= n", k, n)
 	case len(v) != n*N:
 		return fmt.Errorf("diverse: v has %d values, want n·N = %d", len(v), n*N)
 	case len(out) < nb*k:

@@ -136,4 +136,10 @@ func TestSampleKDPPRefuses(t *testing.T) {
 			t.Errorf("%s: err = %v, want it to mention %q", tc.name, err, tc.want)
 		}
 	}
+	// k larger than n (two eigenvectors of one row: an input no
+	// eigendecomposition gives) names k and n, not an internal fault.
+	err := SampleKDPP(lam, []float64{1, 1}, 1, 2, 1, 0, make([]int64, 2), nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "k = 2 rows of n = 1") || strings.Contains(err.Error(), "internal") {
+		t.Errorf("k = 2 > n = 1: err = %v, want it to name k and n", err)
+	}
 }
