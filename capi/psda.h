@@ -117,7 +117,9 @@ int psda_ctx_new(psda_ctx *out);
 int psda_ctx_free(psda_ctx ctx);
 
 /* The option setters store a value for the next psda_compute_*; values are
- * validated there, so that the rules live in one place (the Go core). */
+ * validated there, so that the rules live in one place (the Go core). One
+ * exception: psda_set_batch_size refuses at once a k beyond 2^31 - 1, which
+ * the core's int would not hold. */
 
 /* psda_set_batch_size sets k, the number of pairs per minibatch (>= 1; even
  * with 2 stages; >= 2 with CORAL). */
@@ -239,8 +241,8 @@ int psda_objectives(psda_ctx ctx, double *stage1_cost, double *stage2_cost,
  * cannot be shared evenly (otherwise ranks short of a batch repeat batches
  * from the start of the epoch). PSDA_ERR_NO_RESULT without a result,
  * PSDA_ERR_INVALID when a rank would get no batch (the message names the
- * fix). A later psda_compute_* drops the schedule with the result. Time and
- * memory O(P). */
+ * fix). A failed call drops the previous schedule too, and a later
+ * psda_compute_* drops the schedule with the result. Time and memory O(P). */
 int psda_schedule(psda_ctx ctx, int64_t batch_size, uint64_t seed, int32_t drop_last,
                   int64_t num_replicas);
 
