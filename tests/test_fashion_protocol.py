@@ -116,6 +116,35 @@ def test_analysis_selects_and_compares_like_a_hand_computation(tmp_path, monkeyp
 
 
 @needs_domainbed
+def test_exact_validation_ties_follow_the_rule_not_float_rounding(tmp_path, monkeypatch):
+    # The GPU run's unit (0°, trial 0), UDA_MMD: draw 3 at step 2100 and draw 1 at step 2700
+    # both have 823 of 1,000 validation images right (4.115 / 5), but np.mean gives
+    # 0.8230000000000001 and 0.8229999999999998. The rules are "first max" over checkpoints
+    # and "the lowest draw" over draws, so draw 1's first 0.823 checkpoint must win.
+    monkeypatch.syspath_prepend(DOMAINBED)
+    lo, hi = [0.8, 0.805, 0.86, 0.82, 0.83], [0.86, 0.86, 0.775, 0.785, 0.835]
+    assert np.mean(hi) > np.mean(lo)  # the float noise this test is about
+
+    def job(name, draw, checkpoints):
+        os.makedirs(tmp_path / name)
+        with open(tmp_path / name / "results.jsonl", "w") as f:
+            for step, outs, test in checkpoints:
+                r = {"args": {"algorithm": "UDA_MMD", "test_envs": [0], "trial_seed": 0, "hparams_seed": draw},
+                     "hparams": {}, "step": step, "env0_out_acc": 0.0, "env0_in_acc": test}
+                r.update({"env%d_out_acc" % (i + 1): v for i, v in enumerate(outs)})
+                r.update({"env%d_in_acc" % (i + 1): 0.9 for i in range(5)})
+                f.write(json.dumps(r) + "\n")
+        open(tmp_path / name / "done", "w").close()
+
+    job("a", 3, [(2100, hi, 0.6969)])
+    job("b", 1, [(2400, lo, 0.7438), (2700, hi, 0.5)])  # the first of two equal checkpoints
+    runs, chosen = fp._load(str(tmp_path))
+    assert runs[("UDA_MMD", 0, 0, 1)]["step"] == 2400
+    assert chosen[("UDA_MMD", 0, 0)]["hparams_seed"] == 1
+    assert chosen[("UDA_MMD", 0, 0)]["test_acc"] == pytest.approx(74.38)
+
+
+@needs_domainbed
 def test_job_order_keeps_whole_units_and_same_seeds_per_sampler(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(DOMAINBED)
     args = fp.parser().parse_args(["list", "--output_dir", str(tmp_path), "--n_trials", "2", "--n_hparams", "3",

@@ -221,6 +221,14 @@ def paired_stats(a, b):
     return dict(out, mean=m, se=se, t_p=t_p, w_p=w_p)
 
 
+def _exact(val_acc):
+    """val_acc as compared by the selection. It is a mean of accuracies over a few hundred
+    images, whose float value depends on the summation order: 823 of 1,000 images can come out
+    as 0.8230000000000001 or 0.8229999999999998. Rounded, equal accuracies tie and the rules
+    (first checkpoint, lowest draw) decide, not the rounding noise."""
+    return round(val_acc, 9)
+
+
 def _load(output_dir):
     """(runs, chosen): runs[(algorithm, test env, trial, draw)] is a run's own selected
     checkpoint (DomainBed's IIDAccuracySelectionMethod.run_acc: best mean validation
@@ -242,14 +250,14 @@ def _load(output_dir):
     runs, chosen = {}, {}
     for key, rs in by.items():
         accs = [method._step_acc(r) for r in rs]  # as run_acc: argmax of val_acc over checkpoints (first max)
-        i = max(range(len(rs)), key=lambda j: accs[j]["val_acc"])
+        i = max(range(len(rs)), key=lambda j: _exact(accs[j]["val_acc"]))
         runs[key] = dict(test_acc=100 * accs[i]["test_acc"], val_acc=100 * accs[i]["val_acc"], step=rs[i]["step"],
                          hparams=rs[0]["hparams"], hparams_seed=key[3])
     units = collections.defaultdict(list)
     for (alg, env, trial, hs), v in runs.items():
         units[(alg, env, trial)].append(v)
     for k, vs in units.items():
-        chosen[k] = max(vs, key=lambda v: (v["val_acc"], -v["hparams_seed"]))  # ties: the lowest draw
+        chosen[k] = max(vs, key=lambda v: (_exact(v["val_acc"]), -v["hparams_seed"]))  # ties: the lowest draw
     return runs, chosen
 
 
