@@ -230,6 +230,20 @@ def test_a_batch_that_cannot_be_formed_is_clamped_and_said(sampler, batch_size, 
         assert "batch_size = %d x 2 training environments" % batch_size in said[0]
 
 
+def test_class_balanced_weights_ignored_is_said_in_out_txt():
+    """train.py passes class weights to every loader when hparams['class_balanced']; the
+    sampler chooses the batches, so they are dropped, and out.txt (the log) says so once
+    (a warning on psda's logger went to its NullHandler: nobody saw it)."""
+    envs = [Items(range(0, 11), seed=1), Items(range(100, 109), seed=2)]
+    udas = [Items(range(200, 207), seed=3, shift=1.0)]
+    logged = []
+    coord = DomainBedPSDA(n_train=2, sampler="paired", log=logged.append)
+    for d in envs + udas:
+        coord.loader(d, torch.ones(len(d)), 2, 0)
+    said = [m for m in logged if "class_balanced" in m]
+    assert len(said) == 1 and "ignored" in said[0]
+
+
 def test_odd_k_with_two_stages_is_made_even():
     envs = [Items(range(0, 11), seed=1)]
     udas = [Items(range(200, 209), seed=3, shift=1.0)]

@@ -20,15 +20,12 @@ came from environment i (and likewise for the UDA splits).
 from __future__ import annotations
 
 import collections
-import logging
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional
 
 import torch
 from torch.utils.data import ConcatDataset, DataLoader, Dataset
 
 __all__ = ["split_halves", "PairedLoaders", "TaggedDataset", "DomainBedPSDA"]
-
-_log = logging.getLogger("psda")
 
 
 def _map(batch: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
@@ -246,11 +243,15 @@ class DomainBedPSDA:
         self.every = 0
         self.refresh_times: List[float] = []
         self._paired: Optional[PairedLoaders] = None
+        self._said_weights = False
 
     def loader(self, dataset: Dataset, weights: Any, batch_size: int, num_workers: int) -> _EnvLoader:
         """loader has InfiniteDataLoader's signature and returns a stand-in for it."""
-        if weights is not None:
-            _log.warning("psda: class_balanced weights are ignored; the sampler chooses the batches")
+        if weights is not None and not self._said_weights:
+            # Said in out.txt: psda's logger has only a NullHandler, where nobody reads it.
+            self.log("psda: hparams['class_balanced'] is ignored: the %s sampler chooses every batch, "
+                     "not DomainBed's class-weighted loader" % self.sampler_name)
+            self._said_weights = True
         if self.batch_size is None:
             self.batch_size = batch_size
         if self.num_workers is None:
