@@ -230,6 +230,45 @@ def test_a_batch_that_cannot_be_formed_is_clamped_and_said(sampler, batch_size, 
         assert "batch_size = %d x 2 training environments" % batch_size in said[0]
 
 
+class PerEnvironment(torch.nn.Module):
+    """A DomainBed-style algorithm (not psda's) that, like DomainBed's MMD or CORAL,
+    takes a statistic of each training environment's minibatch: NaN for an empty one."""
+
+    def __init__(self):
+        super().__init__()
+        self.featurizer = Recorder()
+        self.hparams = {"psda_refresh_steps": 0}
+        self.means = []
+
+    def update(self, minibatches, unlabeled=None):
+        self.means.append([self.featurizer(x).mean().item() for x, _ in minibatches])
+
+
+@pytest.mark.parametrize("psda_algorithm", [False, True])
+def test_an_environment_left_out_of_a_batch_is_said_for_domainbed_algorithms(psda_algorithm):
+    """A sampler picks k rows from the union of the training environments, so one
+    environment can get none: DomainBed's per-environment algorithms (MMD, CORAL, IRM,
+    VREx, ...) then train on NaN without a word. out.txt must say it, once; psda's
+    algorithms, which concatenate the environments, are not concerned."""
+    envs = [Items(range(100 * e, 100 * e + 8), seed=e, shift=0.3 * e) for e in range(4)]
+    udas = [Items(range(900, 912), seed=9, shift=2.0)]
+    logged = []
+    coord = DomainBedPSDA(n_train=4, sampler="double-paired", seed=1, log=logged.append)
+    activate(coord)
+    try:
+        alg = make(UDA_MMD, {"psda_refresh_steps": 0}) if psda_algorithm else PerEnvironment()
+        coord.attach(alg)
+        run_train_py(coord, envs, udas, 1, alg, steps=16)  # k = 4 rows over 4 environments
+    finally:
+        activate(None)
+    said = [m for m in logged if "got no rows" in m or "got 1 row" in m]
+    if psda_algorithm:
+        assert not said
+        return
+    assert any(np.isnan(m).any() for m in alg.means)  # what goes wrong, unsaid before
+    assert len(said) == 1 and "batch_size" in said[0] and "UDA_MMD" in said[0]
+
+
 def test_class_balanced_weights_ignored_is_said_in_out_txt():
     """train.py passes class weights to every loader when hparams['class_balanced']; the
     sampler chooses the batches, so they are dropped, and out.txt (the log) says so once
