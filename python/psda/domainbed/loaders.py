@@ -20,15 +20,12 @@ came from environment i (and likewise for the UDA splits).
 from __future__ import annotations
 
 import collections
-import logging
 from typing import Any, Callable, Dict, Hashable, Iterator, List, Optional
 
 import torch
 from torch.utils.data import ConcatDataset, DataLoader, Dataset
 
 __all__ = ["split_halves", "PairedLoaders", "TaggedDataset", "DomainBedPSDA"]
-
-_log = logging.getLogger("psda")
 
 
 def _map(batch: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
@@ -246,11 +243,16 @@ class DomainBedPSDA:
         self.every = 0
         self.refresh_times: List[float] = []
         self._paired: Optional[PairedLoaders] = None
+        self._said_weights = False
+        self._said_thin = False
 
     def loader(self, dataset: Dataset, weights: Any, batch_size: int, num_workers: int) -> _EnvLoader:
         """loader has InfiniteDataLoader's signature and returns a stand-in for it."""
-        if weights is not None:
-            _log.warning("psda: class_balanced weights are ignored; the sampler chooses the batches")
+        if weights is not None and not self._said_weights:
+            # Said in out.txt: psda's logger has only a NullHandler, where nobody reads it.
+            self.log("psda: hparams['class_balanced'] is ignored: the %s sampler chooses every batch, "
+                     "not DomainBed's class-weighted loader" % self.sampler_name)
+            self._said_weights = True
         if self.batch_size is None:
             self.batch_size = batch_size
         if self.num_workers is None:
@@ -291,6 +293,7 @@ class DomainBedPSDA:
             order = torch.empty_like(pt)
             order[pt] = torch.arange(len(pt))
         parts: Dict[Hashable, Any] = {"order": order}
+        self._say_thin_environment(es)
         for i in range(len(self.source)):
             rows = es == i
             parts[("source", i)] = (xs[rows], ys[rows])
@@ -299,6 +302,35 @@ class DomainBedPSDA:
             rows = et == j
             parts[("target", j)] = (xt[rows], yt[rows])
         return parts
+
+    def _say_thin_environment(self, envs: torch.Tensor) -> None:
+        """Says in out.txt, once, when the algorithm is DomainBed's and a training
+        environment got no source row of a batch (or one, with CORAL): the sampler draws
+        from the union of the environments, and DomainBed's algorithms that take a
+        statistic per environment (MMD, CORAL, IRM, VREx, GroupDRO, ...) turn an empty
+        environment into NaN, CORAL a one-row one too, without an error. psda's
+        algorithms concatenate the environments and are not concerned."""
+        from .algorithms import PSDAAlgorithm
+
+        if self._said_thin or isinstance(self.algorithm, PSDAAlgorithm):
+            return
+        coral = self._discrepancy() == "coral"
+        counts = torch.bincount(envs, minlength=len(self.source))
+        i = int(torch.argmin(counts))
+        if counts[i] >= (2 if coral else 1):
+            return
+        self._said_thin = True
+        step = self._paired.fetched - 1 if self._paired is not None else 0
+        if counts[i] == 0:
+            why = ("%s gets NaN from it if it takes a statistic per environment (DomainBed's MMD, CORAL, IRM, "
+                   "VREx, GroupDRO do; ERM and DANN do not)" % type(self.algorithm).__name__)
+        else:
+            why = "the covariance of one row is NaN (DomainBed's CORAL)"
+        self.log("psda: training environment %d got %s of the %d source rows of the batch for step %d "
+                 "(the %s sampler draws from the union of the %d training environments): %s. Raise "
+                 "batch_size (k = batch_size x training environments), or use UDA_MMD / UDA_CORAL. Said once."
+                 % (i, "no rows" if counts[i] == 0 else "1 row", len(envs), step, self.sampler_name,
+                    len(self.source), why))
 
     def paired(self) -> PairedLoaders:
         """paired returns the PairedLoaders, building sampler and loaders on first use."""
