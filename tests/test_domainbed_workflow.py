@@ -283,6 +283,38 @@ def test_class_balanced_weights_ignored_is_said_in_out_txt():
     assert len(said) == 1 and "ignored" in said[0]
 
 
+@pytest.mark.parametrize("key,value,want", [("psda_solver", "bogus", "solver"), ("psda_imbalance", "bogus", "imbalance")])
+def test_bad_psda_option_names_its_hparam(key, value, want):
+    """A bad psda_solver or psda_imbalance names the hparam, not the sampler's argument."""
+    envs = [Items(range(0, 11), seed=1)]
+    udas = [Items(range(200, 207), seed=3, shift=1.0)]
+    coord = DomainBedPSDA(n_train=1, sampler="double-paired", log=lambda m: None)
+    activate(coord)
+    try:
+        with pytest.raises(ValueError, match=r"hparams\['%s'\] = 'bogus'" % key) as e:
+            run_train_py(coord, envs, udas, 2, make(UDA_MMD, {"psda_refresh_steps": 0, key: value}), steps=1)
+    finally:
+        activate(None)
+    assert want in str(e.value)
+
+
+def test_psda_options_ignored_by_other_samplers_are_said():
+    """psda_solver and psda_imbalance mean nothing to a sampler without PSDA's matching: a value
+    set for one (a valid one or not) is said to be ignored in out.txt, not dropped silently."""
+    envs = [Items(range(0, 11), seed=1)]
+    udas = [Items(range(200, 209), seed=3, shift=1.0)]
+    logged = []
+    coord = DomainBedPSDA(n_train=1, sampler="kmeans++", log=logged.append)
+    activate(coord)
+    try:
+        run_train_py(coord, envs, udas, 2, make(UDA_MMD, {"psda_refresh_steps": 0, "psda_solver": "bogus",
+                                                          "psda_imbalance": "random"}), steps=1)
+    finally:
+        activate(None)
+    said = [m for m in logged if "ignored" in m and "psda_solver" in m]
+    assert len(said) == 1 and "psda_imbalance" in said[0] and "kmeans++" in said[0], logged
+
+
 def test_odd_k_with_two_stages_is_made_even():
     envs = [Items(range(0, 11), seed=1)]
     udas = [Items(range(200, 209), seed=3, shift=1.0)]

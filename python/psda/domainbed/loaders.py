@@ -373,7 +373,7 @@ class DomainBedPSDA:
         import numpy as np
 
         from ..refresh import FeatureRefresher, extract_features
-        from .samplers import make_batch_sampler
+        from .samplers import is_psda_sampler, make_batch_sampler
 
         if self.algorithm is None:
             raise RuntimeError("psda: no algorithm attached to the sampler's loaders; run DomainBed through "
@@ -401,11 +401,26 @@ class DomainBedPSDA:
         # and get the sampler's default.
         gammas = hp.get("psda_gammas", getattr(self.algorithm, "gammas", None))
         options: Dict[str, Any] = {} if gammas is None else {"gammas": gammas}
-        if "psda_imbalance" in hp:  # who takes the smaller domain's extra uses (PSDA only; default "cost")
-            options["imbalance"] = hp["psda_imbalance"]
-        self.sampler = make_batch_sampler(self.sampler_name, zs, zt, k, seed=self.seed,
-                                          discrepancy=self._discrepancy(),
-                                          solver=hp.get("psda_solver", "auto"), **options)
+        # PSDA's own options: who takes the smaller domain's extra uses (default "cost") and the
+        # solver. The other samplers have no matching, and make_batch_sampler drops them there.
+        psda_hp = {key: hp[key] for key in ("psda_solver", "psda_imbalance") if key in hp}
+        if "psda_imbalance" in psda_hp:
+            options["imbalance"] = psda_hp["psda_imbalance"]
+        if psda_hp and not is_psda_sampler(self.sampler_name):
+            self.log("psda: %s ignored: the %s sampler has no PSDA matching"
+                     % (", ".join("hparams[%r] = %r" % kv for kv in psda_hp.items()), self.sampler_name))
+        try:
+            self.sampler = make_batch_sampler(self.sampler_name, zs, zt, k, seed=self.seed,
+                                              discrepancy=self._discrepancy(),
+                                              solver=psda_hp.get("psda_solver", "auto"), **options)
+        except ValueError as e:
+            # The core's message names the sampler's argument ("solver = 'x': want ..."); a
+            # DomainBed user set the hparam.
+            for key, value in psda_hp.items():
+                arg = key[len("psda_"):]
+                if str(e).startswith("%s = %r" % (arg, value)):
+                    raise ValueError("hparams[%r] = %r: %s" % (key, value, e)) from None
+            raise
         self.every = int(hp.get("psda_refresh_steps", 0) or 0)
         if self.sampler_name == "uniform" or not hasattr(self.sampler, "update"):
             self.every = 0

@@ -111,7 +111,13 @@ def make_batch_sampler(name: str, source_features: Any, target_features: Any, ba
         batch_size: k, per domain.
         options: seed, discrepancy ("mmd"/"coral"), gammas, solver and imbalance (PSDA only).
     """
-    if REGISTRY[_check_sampler(name)].cls != "PairedBatchSampler":
+    if not is_psda_sampler(name):
         options.pop("solver", None)  # only PSDA's matching has a solver to choose
         options.pop("imbalance", None)  # nor extra uses to assign
     return build(name, source_features, target_features, batch_size, **options)
+
+
+def is_psda_sampler(name: str) -> bool:
+    """is_psda_sampler tells whether the sampler ``name`` (one of :data:`SAMPLERS`) is PSDA's
+    (Paired or Double-paired), the samplers with a matching and its solver and imbalance."""
+    return REGISTRY[_check_sampler(name)].cls == "PairedBatchSampler"
