@@ -164,14 +164,12 @@ func psda_ctx_new(out *C.uintptr_t) C.int {
 
 //export psda_ctx_free
 func psda_ctx_free(h C.uintptr_t) C.int {
-	return withoutContext("psda_ctx_free", func() *failure {
-		if h == 0 {
-			return nil
-		}
-		c, f := lookup(h)
-		if f != nil {
-			return f
-		}
+	if h == 0 {
+		return withoutContext("psda_ctx_free", func() *failure { return nil })
+	}
+	// onUnlocked, not withoutContext: freeing a live context is a call with
+	// a valid context, so its success keeps the global message (psda.h).
+	return onUnlocked(h, "psda_ctx_free", func(c *context) *failure {
 		// Hold the lock so that a call running on another thread finishes
 		// before the handle disappears.
 		c.mu.Lock()
@@ -421,7 +419,8 @@ func psda_objectives(h C.uintptr_t, stage1Cost, stage2Cost, stage2Bound *C.doubl
 // onUnlocked runs body on the context behind h without taking its lock (a
 // computation may hold it), recording failures in the global error slot:
 // for the fields that other threads may read during a computation, the
-// Monitor and the progress view. A success leaves the global slot alone:
+// Monitor and the progress view, and for psda_ctx_free (which takes the
+// lock itself and then deletes the context with its slot). A success leaves the global slot alone:
 // it holds the message of the last call without a valid context (psda.h),
 // which a progress poll from another thread must not erase.
 func onUnlocked(h C.uintptr_t, fn string, body func(c *context) *failure) (status C.int) {

@@ -84,8 +84,8 @@ int psda_version(char *buf, size_t cap);
  * it succeeded), NUL-terminated, into buf of cap bytes. With ctx == 0 it
  * copies the message of the most recent call made without a valid context
  * (psda_ctx_new, psda_lsap_f64, any call given an invalid handle); that slot
- * is shared by all threads, and a successful psda_progress, psda_progress_view
- * or psda_cancel on a valid context leaves it unchanged. Returns
+ * is shared by all threads, and a successful psda_progress, psda_progress_view,
+ * psda_cancel or psda_ctx_free on a valid context leaves it unchanged. Returns
  * PSDA_ERR_SIZE, with a truncated copy, when cap is too small; 512 bytes
  * hold every message psda produces for typical names. Does not change the
  * stored message. */

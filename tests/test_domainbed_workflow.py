@@ -298,6 +298,21 @@ def test_bad_psda_option_names_its_hparam(key, value, want):
     assert want in str(e.value)
 
 
+def test_bad_psda_solver_in_capitals_names_its_hparam():
+    """The core lower-cases the solver before it checks it ("solver = 'bogus'"), so the hparam a
+    user typed as "Bogus" must still be the one named."""
+    envs = [Items(range(0, 11), seed=1)]
+    udas = [Items(range(200, 207), seed=3, shift=1.0)]
+    coord = DomainBedPSDA(n_train=1, sampler="double-paired", log=lambda m: None)
+    activate(coord)
+    try:
+        with pytest.raises(ValueError, match=r"^hparams\['psda_solver'\] = 'Bogus': solver = 'bogus'"):
+            run_train_py(coord, envs, udas, 2, make(UDA_MMD, {"psda_refresh_steps": 0, "psda_solver": "Bogus"}),
+                         steps=1)
+    finally:
+        activate(None)
+
+
 def test_psda_options_ignored_by_other_samplers_are_said():
     """psda_solver and psda_imbalance mean nothing to a sampler without PSDA's matching: a value
     set for one (a valid one or not) is said to be ignored in out.txt, not dropped silently."""

@@ -370,6 +370,25 @@ def test_cli_plot_names_and_colours_every_row(tmp_path):
 
 
 @pytest.mark.skipif(not _native_available(), reason="psda's native core is not built")
+def test_cli_plot_draws_the_random_pairs_control_as_a_comparison(tmp_path):
+    """random-pairs is the control for PSDA's optimisation, not PSDA: its line is a comparison
+    sampler's (thin, dashed) under its registry name, while PSDA's rows keep the thick solid line."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+    plt.close("all")
+    code, out = run_cli(*SMALL, "--k", "4", "--epochs", "1", "--methods", "uniform,random-pairs,paired",
+                        "--plot", str(tmp_path / "v.png"))
+    assert code == 0, out
+    ax = plt.gcf().axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    lines = dict(zip(labels, (c[0] for c in ax.containers)))
+    assert set(labels) == {"Uniform", "Random pairs", "PSDA Paired"}, labels
+    assert lines["Random pairs"].get_linestyle() == lines["Uniform"].get_linestyle() == "--"
+    assert lines["Random pairs"].get_linewidth() < lines["PSDA Paired"].get_linewidth()
+    plt.close("all")
+
+
+@pytest.mark.skipif(not _native_available(), reason="psda's native core is not built")
 def test_bench_smoke():
     pytest.importorskip("scipy")
     from psda.cli import _load_benchmark_module

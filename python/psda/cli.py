@@ -464,8 +464,10 @@ def _plot(args, results) -> int:
         ks = [k for k in args.k if (m, k) in results]
         if ks:
             base, _, variant = m.partition("/")  # "paired/systematic": one row per --imbalance choice
-            psda_method = "paired" in base
-            label = names.get(base, base) + (f" ({variant})" if variant else "")
+            # PSDA's rows and their SciPy references, not random-pairs: it is PSDA's control.
+            psda_method = base in ("paired", "double-paired", "ref-paired", "ref-double-paired")
+            display = REGISTRY[base].display if base in REGISTRY else base
+            label = names.get(base, display) + (f" ({variant})" if variant else "")
             ax.errorbar(ks, [results[m, k].mean for k in ks], yerr=[results[m, k].stderr for k in ks],
                         marker=markers[i % len(markers)], color=colours[i % len(colours)], capsize=3,
                         linewidth=2.2 if psda_method else 1.2, linestyle="-" if psda_method else "--",

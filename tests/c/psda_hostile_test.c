@@ -297,6 +297,13 @@ static void test_hostile_arguments(void) {
     WANT(psda_progress_view(ctx, &view), PSDA_OK);
     WANT(psda_cancel(ctx), PSDA_OK);
     CHECK(last_error_has("cost is NULL"), "a successful poll or cancel on a live context erased the global message");
+    /* Nor may freeing a live context (another thread's, say): psda_ctx_free
+     * on a valid handle is a call with a valid context. */
+    psda_ctx spare = 0;
+    WANT(psda_ctx_new(&spare), PSDA_OK);
+    WANT(psda_lsap_f64(NULL, 2, 3, col, 4, &obj), PSDA_ERR_NULL);
+    WANT(psda_ctx_free(spare), PSDA_OK);
+    CHECK(last_error_has("cost is NULL"), "a successful psda_ctx_free of a live context erased the global message");
 
     WANT(psda_ctx_free(ctx), PSDA_OK);
     WANT(psda_ctx_free(ctx), PSDA_ERR_HANDLE);

@@ -415,10 +415,11 @@ class DomainBedPSDA:
                                               solver=psda_hp.get("psda_solver", "auto"), **options)
         except ValueError as e:
             # The core's message names the sampler's argument ("solver = 'x': want ..."); a
-            # DomainBed user set the hparam.
+            # DomainBed user set the hparam. The argument's name, not its value: the core
+            # lower-cases the solver before it checks it ('Bogus' is said as 'bogus').
             for key, value in psda_hp.items():
                 arg = key[len("psda_"):]
-                if str(e).startswith("%s = %r" % (arg, value)):
+                if str(e).startswith("%s = " % arg):
                     raise ValueError("hparams[%r] = %r: %s" % (key, value, e)) from None
             raise
         self.every = int(hp.get("psda_refresh_steps", 0) or 0)
