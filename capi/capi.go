@@ -420,9 +420,10 @@ func psda_objectives(h C.uintptr_t, stage1Cost, stage2Cost, stage2Bound *C.doubl
 // computation may hold it), recording failures in the global error slot:
 // for the fields that other threads may read during a computation, the
 // Monitor and the progress view, and for psda_ctx_free (which takes the
-// lock itself and then deletes the context with its slot). A success leaves the global slot alone:
-// it holds the message of the last call without a valid context (psda.h),
-// which a progress poll from another thread must not erase.
+// lock itself and then deletes the context with its slot). A success
+// leaves the global slot alone: it holds the message of the last call
+// without a valid context (psda.h), which a progress poll from another
+// thread must not erase.
 func onUnlocked(h C.uintptr_t, fn string, body func(c *context) *failure) (status C.int) {
 	defer func() {
 		if r := recover(); r != nil {
