@@ -248,7 +248,8 @@ class PerEnvironment(torch.nn.Module):
 def test_an_environment_left_out_of_a_batch_is_said_for_domainbed_algorithms(psda_algorithm):
     """A sampler picks k rows from the union of the training environments, so one
     environment can get none: DomainBed's per-environment algorithms (MMD, CORAL, IRM,
-    VREx, ...) then train on NaN without a word. out.txt must say it, once; psda's
+    VREx, ...) then train on NaN, or fail in a network that takes no empty batch, without a
+    word. out.txt must say it, once; psda's
     algorithms, which concatenate the environments, are not concerned."""
     envs = [Items(range(100 * e, 100 * e + 8), seed=e, shift=0.3 * e) for e in range(4)]
     udas = [Items(range(900, 912), seed=9, shift=2.0)]
@@ -267,6 +268,7 @@ def test_an_environment_left_out_of_a_batch_is_said_for_domainbed_algorithms(psd
         return
     assert any(np.isnan(m).any() for m in alg.means)  # what goes wrong, unsaid before
     assert len(said) == 1 and "batch_size" in said[0] and "UDA_MMD" in said[0]
+    assert "NaN" in said[0] and "empty batch" in said[0]
 
 
 def test_class_balanced_weights_ignored_is_said_in_out_txt():
@@ -443,6 +445,7 @@ def test_domainbed_test_suite_without_fashion_mnist_leaves_it_out(domainbed, mon
     assert len(ids) > 100 and not [t.id() for t in ids if "Fashion" in t.id()]
     err = capsys.readouterr().err
     assert "RotatedFashionMNIST" in err and "apt-get install dataset-fashion-mnist" in err
+    assert "--data_dir" not in err  # no option of this suite
 
 
 @needs_domainbed

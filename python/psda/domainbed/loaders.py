@@ -322,8 +322,10 @@ class DomainBedPSDA:
         self._said_thin = True
         step = self._paired.fetched - 1 if self._paired is not None else 0
         if counts[i] == 0:
-            why = ("%s gets NaN from it if it takes a statistic per environment (DomainBed's MMD, CORAL, IRM, "
-                   "VREx, GroupDRO do; ERM and DANN do not)" % type(self.algorithm).__name__)
+            why = ("%s fails on it if it handles each environment apart: an error where the network cannot "
+                   "take an empty batch (DomainBed's MNIST_CNN), NaN losses where it takes a statistic per "
+                   "environment (DomainBed's MMD, CORAL, IRM, VREx, GroupDRO; ERM and DANN concatenate)"
+                   % type(self.algorithm).__name__)
         else:
             why = "the covariance of one row is NaN (DomainBed's CORAL)"
         self.log("psda: training environment %d got %s of the %d source rows of the batch for step %d "
