@@ -444,3 +444,23 @@ def test_gammas_none_means_the_papers_mixture():
     assert np.array_equal(a.pairs, b.pairs) and a.stage2_cost == b.stage2_cost
     s = psda.PairedBatchSampler(src, tgt, batch_size=4, gammas=None)
     assert s.gammas == psda.DEFAULT_GAMMAS
+
+
+@pytest.mark.parametrize("solver", ["dense", "sparse"])
+@pytest.mark.parametrize("discrepancy,kernel,power", [("mmd", "linear", 2), ("coral", "rbf", 4)])
+def test_tiny_features_match_as_at_unit_scale(rng, discrepancy, kernel, power, solver):
+    # The linear MMD's and CORAL's costs are squares and fourth powers of the
+    # features: at 2^-536 (2^-268 for CORAL) they fall to float64's subnormal
+    # range, where rounding is absolute. The matching then came out arbitrary,
+    # and the certificate of Stage 2 could fail on a rounding of 5e-324.
+    # Scaling by a power of two is exact and the optimum does not change; the
+    # costs scale by 2^(power*e), rounded once into the subnormal range.
+    s, t = features(rng, 12, 12, d=3)
+    e = -1072 // power
+    tiny = psda.match(np.ldexp(s, e), np.ldexp(t, e), batch_size=2, discrepancy=discrepancy, kernel=kernel,
+                      solver=solver)
+    unit = psda.match(s, t, batch_size=2, discrepancy=discrepancy, kernel=kernel, solver=solver)
+    assert tiny.fingerprint == unit.fingerprint
+    for name in ("stage1_cost", "stage2_cost", "stage2_bound"):
+        want = np.ldexp(getattr(unit, name), power * e)
+        assert abs(getattr(tiny, name) - want) <= 5e-324, name

@@ -163,6 +163,28 @@ def _check_scale(s: np.ndarray, t: np.ndarray, names: Tuple[str, str], discrepan
         )
 
 
+# Features below this magnitude are scaled up for the linear MMD and CORAL (_tiny_exponent).
+_TINY = 2.0**-100
+
+
+def _tiny_exponent(s: np.ndarray, t: np.ndarray, discrepancy: str, kernel: str) -> int:
+    """Returns p such that 2**p brings the largest |feature| into [0.5, 1) when the linear MMD's or
+    CORAL's costs could fall out of float64's normal range, else 0.
+
+    Those costs are squares (CORAL: fourth powers) of feature differences, which can be 2**-52 of the
+    features: below 2**-100 they may reach the subnormal range, where rounding is absolute, and the
+    matching came out arbitrary or failed its certificate on a rounding of 5e-324. Scaling both sets
+    by a power of two is exact, leaves the optimum unchanged and scales the costs by 2**(2p) (CORAL:
+    2**(4p)). The RBF kernel's costs are kernel values, near 1 at any scale: p = 0. Time O(n·d).
+    """
+    if discrepancy == "mmd" and kernel == "rbf":
+        return 0
+    amax = max(max(float(a.max()), -float(a.min())) for a in (s, t))
+    if not 0 < amax < _TINY:  # all zero: every cost is exactly 0; NaN: the core's to report
+        return 0
+    return -math.frexp(amax)[1]
+
+
 def _as_pair(source: Any, target: Any, names: Tuple[str, str], check_finite: bool = True) -> Tuple[np.ndarray, np.ndarray]:
     """Converts both feature sets and makes their dtypes equal (float64 if they differ)."""
     s = _as_features(source, names[0], check_finite)

@@ -19,7 +19,8 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ._inputs import DEFAULT_GAMMAS, _as_pair, _check_batch_fits, _check_config, _check_int64, _check_scale
+from ._inputs import (DEFAULT_GAMMAS, _as_pair, _check_batch_fits, _check_config, _check_int64, _check_scale,
+                      _tiny_exponent)
 
 __all__ = ["Matching", "match", "DEFAULT_GAMMAS"]
 
@@ -313,11 +314,13 @@ def _match_arrays(
     )
     t0 = time.perf_counter()
     rbf = discrepancy == "mmd" and kernel == "rbf"
+    p = _tiny_exponent(s, t, discrepancy, kernel)
+    cs, ct = (np.ldexp(s, p), np.ldexp(t, p)) if p else (s, t)  # exact; the costs are scaled back below
     bar = _Bar(always=True) if progress is True else _Bar(always=False) if progress is None else None
     callback: Optional[Callable[[int, int, str], Any]] = bar if bar is not None else (progress or None)
     try:
         core = _native.match(
-            s, t, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel,
+            cs, ct, batch_size=batch_size, stages=stages, discrepancy=discrepancy, kernel=kernel,
             gammas=gammas if rbf else None, progress=callback, solver=solver, names=names,
         )  # fmt: skip
     finally:
@@ -330,7 +333,7 @@ def _match_arrays(
             "matching would be of no consistent input; pass a copy (np.array(x)) or do not modify the features "
             "until the call returns")
     pairs, quads, singles = core.arrays()
-    c1, c2, b2 = core.objectives()
+    c1, c2, b2 = (math.ldexp(float(c), -(4 if discrepancy == "coral" else 2) * p) for c in core.objectives())
     m = Matching(
         pairs=pairs,
         quads=np.asarray(quads).reshape(-1, 2),
@@ -388,7 +391,9 @@ def match(
     Args:
         source: source features, shape (n_source, d): a NumPy array of any real
             dtype and layout or a torch tensor. C-contiguous float32/float64
-            input is used without copying; float16 is converted to float32,
+            input is used without copying (but for the linear MMD's and
+            CORAL's features below 2**-100 in magnitude, scaled up by an
+            exact power of two: docs/method.md); float16 is converted to float32,
             integers and other floats to float64; if the two sides end up with
             different dtypes both are converted to float64.
         target: target features, shape (n_target, d), same d.
