@@ -309,10 +309,9 @@ class DomainBedPSDA:
         from the union of the environments, and DomainBed's algorithms that take a
         statistic per environment (MMD, CORAL, IRM, VREx, GroupDRO, ...) turn an empty
         environment into NaN, CORAL a one-row one too, without an error. psda's
-        algorithms concatenate the environments and are not concerned."""
-        from .algorithms import PSDAAlgorithm
-
-        if self._said_thin or isinstance(self.algorithm, PSDAAlgorithm):
+        algorithms concatenate the environments and are not concerned; they are told by
+        psda_target_order, as in next (no import of .algorithms, which imports this module)."""
+        if self._said_thin or hasattr(self.algorithm, "psda_target_order"):
             return
         coral = self._discrepancy() == "coral"
         counts = torch.bincount(envs, minlength=len(self.source))
